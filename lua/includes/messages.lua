@@ -1,0 +1,152 @@
+--[[
+  messages: read one log entry, release a lock, expire, drop and dead-letter a message.
+  Needs includes/partition.lua first.
+]]
+
+-- The log entry's field list {'b', blob, 'e', enq, 'x', exp, ...} or nil.
+local function entry(G, seq)
+  local r = redis.call('XRANGE', G.log, seq, seq)
+  if #r == 0 then return nil end
+  return r[1][2]
+end
+
+-- Fetch the entries of ascending seqs; one XRANGE when they lie close together.
+local function entries(G, seqs)
+  local out = {}
+  local n = #seqs
+  if n == 0 then return out end
+  local first, last = tonumber(seqs[1]), tonumber(seqs[n])
+  if last - first < 2 * n + 8 then
+    local r = redis.call('XRANGE', G.log, first, last)
+    for i = 1, #r do
+      local id = r[i][1]
+      out[string.sub(id, 1, #id - 2)] = r[i][2]
+    end
+  else
+    for i = 1, n do
+      local f = entry(G, seqs[i])
+      if f then out[seqs[i]] = f end
+    end
+  end
+  return out
+end
+
+local function lock_record(nonce, home, x, size)
+  return nonce .. '|' .. home .. '|' .. x .. '|' .. size
+end
+
+-- nonce, home ('r' ready | 'd' deferred), expires ms, size bytes
+local function parse_lock(v)
+  local nonce, home, x, size = string.match(v, '^([^|]*)|(%a)|(%d+)|(%d+)$')
+  return nonce, home, tonumber(x), tonumber(size)
+end
+
+-- Remove a message from its group for good.
+local function drop(G, seq, size)
+  redis.call('XDEL', G.log, seq)
+  redis.call('HDEL', G.dc, seq)
+  redis.call('HINCRBY', K_ST, 'size', -size)
+end
+
+-- Move a main-queue message into the dead-letter group under a new dead-letter sequence number.
+local function dead_letter(seq, f, reason, description)
+  local dc = redis.call('HGET', MAIN.dc, seq) or '0'
+  local dseq = redis.call('HINCRBY', K_ST, 'dseq', 1)
+  redis.call('XADD', DLQ.log, dseq .. '-0', 'b', f[2], 'e', f[4], 'x', '0', 'r', reason,
+             'rd', description, 'os', seq)
+  redis.call('ZADD', DLQ.ready, dseq, dseq)
+  if dc ~= '0' then redis.call('HSET', DLQ.dc, dseq, dc) end
+  redis.call('XDEL', MAIN.log, seq)
+  redis.call('HDEL', MAIN.dc, seq)
+  return dseq
+end
+
+-- An expired main-queue message: dead-letter it when the entity says so, else drop it.
+local function expire(cfg, seq, f)
+  if cfg.dl_exp then
+    dead_letter(seq, f, 'TTLExpiredException', 'The message expired and was dead lettered.')
+  else
+    drop(MAIN, seq, #f[2])
+  end
+end
+
+-- A lock ended (abandon, defer-less release or elapse): the message goes home, to the
+-- dead-letter group after max_dc deliveries, or away when it expired while locked.
+-- `undo` releases a lock that was never handed to a user: its delivery is not counted.
+local function release(G, cfg, seq, rec, now, undo)
+  local _, home, x, size = parse_lock(rec)
+  redis.call('HDEL', G.lk, seq)
+  redis.call('ZREM', G.locked, seq)
+  if undo then
+    local dc = redis.call('HINCRBY', G.dc, seq, -1)
+    if dc <= 0 then redis.call('HDEL', G.dc, seq) end
+  end
+  if G.main then
+    local dc = tonumber(redis.call('HGET', G.dc, seq) or '0')
+    if (not undo) and dc >= cfg.max_dc then
+      local f = entry(G, seq)
+      if f then
+        dead_letter(seq, f, 'MaxDeliveryCountExceeded',
+                    'Message could not be consumed after ' .. cfg.max_dc .. ' delivery attempts.')
+      end
+      return
+    end
+    if x > 0 and x <= now then
+      local f = entry(G, seq)
+      if f then expire(cfg, seq, f) end
+      return
+    end
+    if x > 0 then redis.call('ZADD', K_EXP, x, seq) end
+  end
+  if home == 'd' then
+    redis.call('ZADD', G.deferred, seq, seq)
+  else
+    redis.call('ZADD', G.ready, seq, seq)
+  end
+end
+
+-- Bounded housekeeping before handing messages out: due schedules, elapsed locks, expiries.
+local function sweep(G, cfg, now, limit)
+  if G.main then
+    local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', now, 'LIMIT', 0, limit)
+    if #due > 0 then
+      call_many('ZREM', K_SCHED, due)
+      local pairs_ = {}
+      for i = 1, #due do
+        pairs_[#pairs_ + 1] = due[i]
+        pairs_[#pairs_ + 1] = due[i]
+      end
+      call_many('ZADD', G.ready, pairs_)
+    end
+  end
+  local gone = redis.call('ZRANGEBYSCORE', G.locked, '-inf', '(' .. now, 'LIMIT', 0, limit)
+  for i = 1, #gone do
+    local rec = redis.call('HGET', G.lk, gone[i])
+    if rec then
+      release(G, cfg, gone[i], rec, now, false)
+    else
+      redis.call('ZREM', G.locked, gone[i])
+    end
+  end
+  if G.main then
+    local old = redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, limit)
+    for i = 1, #old do
+      local seq = old[i]
+      redis.call('ZREM', K_EXP, seq)
+      if redis.call('ZREM', G.ready, seq) == 1 or redis.call('ZREM', G.deferred, seq) == 1 then
+        local f = entry(G, seq)
+        if f then expire(cfg, seq, f) end
+      end
+    end
+  end
+end
+
+-- Check a lock for settlement: the lock record when (seq, nonce) still holds an unexpired lock.
+local function held(G, seq, nonce, now)
+  local rec = redis.call('HGET', G.lk, seq)
+  if not rec then return nil end
+  if string.sub(rec, 1, #nonce + 1) ~= nonce .. '|' then return nil end
+  local untl = redis.call('ZSCORE', G.locked, seq)
+  if (not untl) or tonumber(untl) < now then return nil end
+  return rec
+end

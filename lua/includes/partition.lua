@@ -1,0 +1,71 @@
+--[[
+  partition: names for the 17 keys every script receives, the server clock, config and error replies.
+
+  Every sbredis script is called with the same KEYS list: all keys of one partition, all under one
+  hash tag (see sbredis/_core/keys.py for the keyspace table):
+    KEYS[1] cfg    hash    entity settings copied into the partition
+    KEYS[2] st     hash    seq, dseq (last sequence numbers), size (bytes stored), acc (last use, ms)
+    KEYS[3..8]     main queue group:        log ready locked lk dc deferred
+    KEYS[9] sched  zset    seq -> scheduled enqueue ms
+    KEYS[10] exp   zset    seq -> expires-at ms (available and deferred messages with a TTL)
+    KEYS[11] dd    zset    message_id -> end of its duplicate-detection window (ms)
+    KEYS[12..17]   dead-letter group:       log ready locked lk dc deferred
+  A group is: log (stream, id "<seq>-0", fields b blob, e enqueued ms, x expires ms [, r, rd, src]),
+  ready (zset seq -> seq: available, oldest first), locked (zset seq -> locked-until ms),
+  lk (hash seq -> lock record "nonce|home|expires|size"), dc (hash seq -> delivery count),
+  deferred (zset seq -> seq).
+  ARGV[1] of every message script names the group it works on: 'm' main queue, 'd' dead-letter.
+]]
+local K_CFG, K_ST = KEYS[1], KEYS[2]
+local K_SCHED, K_EXP, K_DD = KEYS[9], KEYS[10], KEYS[11]
+local MAIN = {log = KEYS[3], ready = KEYS[4], locked = KEYS[5], lk = KEYS[6], dc = KEYS[7],
+              deferred = KEYS[8], main = true}
+local DLQ = {log = KEYS[12], ready = KEYS[13], locked = KEYS[14], lk = KEYS[15], dc = KEYS[16],
+             deferred = KEYS[17], main = false}
+
+local function group_of(sub)
+  if sub == 'd' then return DLQ end
+  return MAIN
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Error replies carry a short code that sbredis/_core/errors.py maps to an exception.
+local function fail(code)
+  return redis.error_reply('SBERR ' .. code)
+end
+
+-- Entity settings, or nil when the entity does not exist (in this partition).
+local function load_cfg()
+  local c = redis.call('HMGET', K_CFG, 'status', 'lock_ms', 'max_dc', 'ttl_ms', 'dl_exp',
+                       'dedup_ms', 'max_msg', 'max_size')
+  if not c[1] then return nil end
+  return {status = c[1], lock_ms = tonumber(c[2]), max_dc = tonumber(c[3]), ttl_ms = tonumber(c[4]),
+          dl_exp = c[5] == '1', dedup_ms = tonumber(c[6]), max_msg = tonumber(c[7]),
+          max_size = tonumber(c[8])}
+end
+
+-- nil when receiving (and settling) is allowed, else the error reply to return.
+local function check_receive(cfg)
+  if not cfg then return fail('NOTFOUND') end
+  if cfg.status == 'Disabled' or cfg.status == 'ReceiveDisabled' then return fail('DISABLED') end
+  return nil
+end
+
+local function touch(now)
+  redis.call('HSET', K_ST, 'acc', now)
+end
+
+-- Redis caps the arguments one Lua call can unpack; large batches go in slices.
+local function call_many(cmd, key, items)
+  local n = #items
+  local i = 1
+  while i <= n do
+    local j = math.min(i + 3999, n)
+    redis.call(cmd, key, unpack(items, i, j))
+    i = j + 1
+  end
+end

@@ -1,0 +1,33 @@
+--[[
+  peek: read messages from a sequence number on, oldest first, without locking or changing them.
+  Expired messages not yet removed may show.
+  KEYS: the partition's 17 keys (includes/partition.lua)
+  ARGV[1] group 'm' | 'd'   ARGV[2] first seq (partition-local)   ARGV[3] count
+  Returns: {now_ms, seq_1, delivery_count_1, state_1, fields_1, ...}
+           state: 0 active, 1 deferred, 2 scheduled (ServiceBusMessageState)
+  Errors:  NOTFOUND
+]]
+--@include partition
+--@include messages
+local cfg = load_cfg()
+if not cfg then return fail('NOTFOUND') end
+local G = group_of(ARGV[1])
+local now = now_ms()
+local r = redis.call('XRANGE', G.log, ARGV[2], '+', 'COUNT', tonumber(ARGV[3]))
+local out = {now}
+for i = 1, #r do
+  local id = r[i][1]
+  local seq = string.sub(id, 1, #id - 2)
+  local state = 0
+  if redis.call('ZSCORE', G.deferred, seq) then
+    state = 1
+  elseif G.main and redis.call('ZSCORE', K_SCHED, seq) then
+    state = 2
+  end
+  out[#out + 1] = seq
+  out[#out + 1] = tonumber(redis.call('HGET', G.dc, seq) or '0')
+  out[#out + 1] = state
+  out[#out + 1] = r[i][2]
+end
+touch(now)
+return out

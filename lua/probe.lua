@@ -1,0 +1,13 @@
+--[[
+  probe: how many messages one receive could take from this partition now (available, due
+  scheduled, elapsed locks), read-only; a receive over many partitions asks this before it locks.
+  KEYS: the partition's 17 keys (includes/partition.lua)
+  ARGV[1] group 'm' | 'd'
+  Returns: count (0 when the entity is missing or disabled for receive: the receive reports that)
+]]
+--@include partition
+local G = group_of(ARGV[1])
+local now = now_ms()
+local n = redis.call('ZCARD', G.ready) + redis.call('ZCOUNT', G.locked, '-inf', '(' .. now)
+if G.main then n = n + redis.call('ZCOUNT', K_SCHED, '-inf', now) end
+return n

@@ -1,0 +1,87 @@
+--[[
+  receive: hand out up to `count` available messages of one partition, oldest first, after a
+  bounded sweep (due schedules, elapsed locks, expiries). Expired messages are never handed out.
+  KEYS: the partition's 17 keys (includes/partition.lua)
+  ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete
+  ARGV[3] count   ARGV[4] lock nonce   ARGV[5] sweep limit
+  Returns: {now_ms, locked_until_ms, seq_1, delivery_count_1, fields_1, seq_2, ...}
+           fields: the log entry {'b', blob, 'e', enqueued_ms, 'x', expires_ms [, 'r', reason,
+           'rd', description, 'os', original seq]}
+  Errors:  NOTFOUND  DISABLED (receive)
+]]
+--@include partition
+--@include messages
+local cfg = load_cfg()
+local bad = check_receive(cfg)
+if bad then return bad end
+local G = group_of(ARGV[1])
+local lock = ARGV[2] == 'L'
+local want = tonumber(ARGV[3])
+local nonce = ARGV[4]
+local limit = tonumber(ARGV[5])
+local now = now_ms()
+sweep(G, cfg, now, limit)
+
+local untl = now + cfg.lock_ms
+local got = {}
+local budget = want + limit
+while #got < want and budget > 0 do
+  local popped = redis.call('ZPOPMIN', G.ready, math.min(want - #got, budget))
+  if #popped == 0 then break end
+  local seqs = {}
+  for i = 1, #popped, 2 do seqs[#seqs + 1] = popped[i] end
+  budget = budget - #seqs
+  local fs = entries(G, seqs)
+  for i = 1, #seqs do
+    local seq = seqs[i]
+    local f = fs[seq]
+    if f then
+      local x = tonumber(f[6])
+      if G.main and x > 0 and x <= now then
+        expire(cfg, seq, f)
+      else
+        got[#got + 1] = {seq, f, x}
+      end
+    end
+  end
+end
+
+local out = {now, untl}
+if #got == 0 then
+  touch(now)
+  return out
+end
+local seqs = {}
+for i = 1, #got do seqs[i] = got[i][1] end
+local dcs = redis.call('HMGET', G.dc, unpack(seqs))
+local dc_set, expiring = {}, {}
+for i = 1, #got do
+  local dc = tonumber(dcs[i] or '0') + 1
+  dc_set[#dc_set + 1] = seqs[i]
+  dc_set[#dc_set + 1] = dc
+  if got[i][3] > 0 then expiring[#expiring + 1] = seqs[i] end
+  out[#out + 1] = seqs[i]
+  out[#out + 1] = dc
+  out[#out + 1] = got[i][2]
+end
+if #expiring > 0 and G.main then call_many('ZREM', K_EXP, expiring) end
+if lock then
+  local locks, recs = {}, {}
+  for i = 1, #got do
+    locks[#locks + 1] = untl
+    locks[#locks + 1] = seqs[i]
+    recs[#recs + 1] = seqs[i]
+    recs[#recs + 1] = lock_record(nonce, 'r', got[i][3], #got[i][2][2])
+  end
+  call_many('HSET', G.dc, dc_set)
+  call_many('HSET', G.lk, recs)
+  call_many('ZADD', G.locked, locks)
+else
+  local size = 0
+  for i = 1, #got do size = size + #got[i][2][2] end
+  call_many('XDEL', G.log, seqs)
+  call_many('HDEL', G.dc, seqs)
+  redis.call('HINCRBY', K_ST, 'size', -size)
+end
+touch(now)
+return out

@@ -1,0 +1,50 @@
+--[[
+  receive_deferred: take deferred messages by sequence number (peek-lock or receive-and-delete).
+  Every number must name a deferred message of the group, else nothing changes. A deferred
+  message that expired meanwhile is expired instead of returned.
+  KEYS: the partition's 17 keys (includes/partition.lua)
+  ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' | 'D'   ARGV[3] lock nonce   ARGV[4] n
+  ARGV[5..n+4] sequence numbers (partition-local)
+  Returns: {now_ms, locked_until_ms, seq_1, delivery_count_1, fields_1, ...}  (as receive)
+  Errors:  NOTFOUND  DISABLED  NOMSG (a number is not a deferred message)
+]]
+--@include partition
+--@include messages
+local cfg = load_cfg()
+local bad = check_receive(cfg)
+if bad then return bad end
+local G = group_of(ARGV[1])
+local lock = ARGV[2] == 'L'
+local nonce = ARGV[3]
+local n = tonumber(ARGV[4])
+for i = 5, n + 4 do
+  if not redis.call('ZSCORE', G.deferred, ARGV[i]) then return fail('NOMSG') end
+end
+local now = now_ms()
+local untl = now + cfg.lock_ms
+local out = {now, untl}
+for i = 5, n + 4 do
+  local seq = ARGV[i]
+  local f = entry(G, seq)
+  redis.call('ZREM', G.deferred, seq)
+  if f then
+    local x = tonumber(f[6])
+    if G.main then redis.call('ZREM', K_EXP, seq) end
+    if G.main and x > 0 and x <= now then
+      expire(cfg, seq, f)
+    else
+      local dc = redis.call('HINCRBY', G.dc, seq, 1)
+      if lock then
+        redis.call('HSET', G.lk, seq, lock_record(nonce, 'd', x, #f[2]))
+        redis.call('ZADD', G.locked, untl, seq)
+      else
+        drop(G, seq, #f[2])
+      end
+      out[#out + 1] = seq
+      out[#out + 1] = dc
+      out[#out + 1] = f
+    end
+  end
+end
+touch(now)
+return out

@@ -1,0 +1,28 @@
+--[[
+  renew: extend the locks the caller holds by the entity's lock duration, from now.
+  KEYS: the partition's 17 keys (includes/partition.lua)
+  ARGV[1] group 'm' | 'd'   ARGV[2] n   then n pairs: seq, lock nonce
+  Returns: {now_ms, locked_until_ms_1, ..., locked_until_ms_n}   0: lock lost
+  Errors:  NOTFOUND  DISABLED
+]]
+--@include partition
+--@include messages
+local cfg = load_cfg()
+local bad = check_receive(cfg)
+if bad then return bad end
+local G = group_of(ARGV[1])
+local n = tonumber(ARGV[2])
+local now = now_ms()
+local untl = now + cfg.lock_ms
+local out = {now}
+for i = 1, n do
+  local seq = ARGV[1 + 2 * i]
+  if held(G, seq, ARGV[2 + 2 * i], now) then
+    redis.call('ZADD', G.locked, untl, seq)
+    out[i + 1] = untl
+  else
+    out[i + 1] = 0
+  end
+end
+touch(now)
+return out

@@ -1,0 +1,103 @@
+"""The stored form of a message: one opaque blob that Lua never parses.
+
+    blob = b"\\x01" + len(header).to_bytes(4, "big") + header + body
+
+``header`` is compact JSON of the message's set properties (short keys below); ``body`` is the
+raw bytes. Reading the body of a received message is a slice; the header is parsed only when a
+property is asked for.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+VERSION = b"\x01"
+
+# property name -> header key
+FIELDS = {
+    "message_id": "id",
+    "content_type": "ct",
+    "correlation_id": "ci",
+    "session_id": "sid",
+    "partition_key": "pk",
+    "subject": "sj",
+    "to": "to",
+    "reply_to": "rt",
+    "reply_to_session_id": "rts",
+}
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def encode(header: dict[str, Any], body: bytes) -> bytes:
+    h = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    return b"".join((VERSION, len(h).to_bytes(4, "big"), h, body))
+
+
+def split(blob: bytes) -> tuple[int, int]:
+    """(header end, body start) offsets; raises ValueError on a blob sbredis did not write."""
+    if blob[:1] != VERSION or len(blob) < 5:
+        raise ValueError("not an sbredis message")
+    end = 5 + int.from_bytes(blob[1:5], "big")
+    return end, end
+
+
+def body_of(blob: bytes) -> bytes:
+    return blob[split(blob)[1] :]
+
+
+def header_of(blob: bytes) -> dict[str, Any]:
+    end, _ = split(blob)
+    parsed: dict[str, Any] = json.loads(blob[5:end])
+    return parsed
+
+
+def encode_properties(props: dict[Any, Any]) -> dict[str, Any]:
+    """Application properties to JSON-safe values; types JSON lacks are tagged."""
+    out: dict[str, Any] = {}
+    for key, value in props.items():
+        name = key.decode() if isinstance(key, bytes) else key
+        if value is None or isinstance(value, (str, bool, int, float)):
+            out[name] = value
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            out[name] = {"$b": base64.b64encode(bytes(value)).decode()}
+        elif isinstance(value, datetime):
+            out[name] = {"$dt": to_ms(value)}
+        elif isinstance(value, timedelta):
+            out[name] = {"$td": int(value / timedelta(milliseconds=1))}
+        elif isinstance(value, uuid.UUID):
+            out[name] = {"$u": str(value)}
+        else:  # validated before encoding
+            raise TypeError(type(value).__name__)
+    return out
+
+
+def decode_properties(props: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in props.items():
+        if isinstance(value, dict):
+            tag, raw = next(iter(value.items()))
+            if tag == "$b":
+                value = base64.b64decode(raw)
+            elif tag == "$dt":
+                value = from_ms(raw)
+            elif tag == "$td":
+                value = timedelta(milliseconds=raw)
+            elif tag == "$u":
+                value = uuid.UUID(raw)
+        out[key] = value
+    return out
+
+
+def to_ms(when: datetime) -> int:
+    """A datetime as Unix ms; a naive datetime is taken as UTC (as the Azure SDK does)."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return int((when - _EPOCH) / timedelta(milliseconds=1))
+
+
+def from_ms(ms: int) -> datetime:
+    return _EPOCH + timedelta(milliseconds=ms)

@@ -1,0 +1,207 @@
+"""Entity properties: validation, the registry's JSON form and the per-partition config hash."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field, fields, replace
+from datetime import timedelta
+from enum import Enum
+from typing import Any
+
+from ..exceptions import InvalidArgumentError, InvalidOperationError
+
+# TimeSpan.MaxValue, which the Azure SDK returns for "never".
+TIMESPAN_MAX = timedelta(days=10675199, seconds=10085, microseconds=477581)
+MAX_LOCK = timedelta(minutes=5)
+MAX_DEDUP_WINDOW = timedelta(days=7)
+MAX_PARTITIONS = 1024
+DEFAULT_PARTITIONS = 16
+MAX_MESSAGE_KB = 102400
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._\-/]{0,258}[A-Za-z0-9])?$")
+
+
+class EntityStatus(str, Enum):
+    ACTIVE = "Active"
+    DISABLED = "Disabled"
+    SEND_DISABLED = "SendDisabled"
+    RECEIVE_DISABLED = "ReceiveDisabled"
+
+
+def check_name(name: Any, what: str = "queue") -> str:
+    """Raises InvalidArgumentError unless `name` is a valid entity name."""
+    if not isinstance(name, str):
+        raise InvalidArgumentError(f"{what} name must be a str, not {type(name).__name__}")
+    if not _NAME.match(name):
+        raise InvalidArgumentError(
+            f"invalid {what} name {name[:80]!r}: 1-260 letters, digits, '.', '-', '_' or '/', "
+            "starting and ending with a letter or digit"
+        )
+    return name
+
+
+@dataclass
+class QueueProperties:
+    """A queue's settings, as ``azure.servicebus.management.QueueProperties`` (plus partition_count)."""
+
+    name: str
+    lock_duration: timedelta = timedelta(seconds=60)
+    max_size_in_megabytes: int = 1024
+    requires_duplicate_detection: bool = False
+    requires_session: bool = False
+    default_message_time_to_live: timedelta = TIMESPAN_MAX
+    dead_lettering_on_message_expiration: bool = False
+    duplicate_detection_history_time_window: timedelta = timedelta(minutes=10)
+    max_delivery_count: int = 10
+    enable_batched_operations: bool = True
+    status: EntityStatus = EntityStatus.ACTIVE
+    auto_delete_on_idle: timedelta = TIMESPAN_MAX
+    enable_partitioning: bool = False
+    partition_count: int = 0  # 0: the default (16 when partitioned, else 1)
+    forward_to: str | None = None
+    forward_dead_lettered_messages_to: str | None = None
+    user_metadata: str | None = None
+    max_message_size_in_kilobytes: int = 256
+    enable_express: bool = False
+    availability_status: str = "Available"
+    authorization_rules: list[Any] = field(default_factory=list)
+
+    # -- the registry's JSON form
+    def to_json(self) -> str:
+        raw = asdict(self)
+        for k, v in raw.items():
+            if isinstance(v, timedelta):
+                raw[k] = _ms(v)
+            elif isinstance(v, Enum):
+                raw[k] = v.value
+        return json.dumps(raw, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> QueueProperties:
+        raw = json.loads(text)
+        known = {f.name: f for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for k, v in raw.items():
+            if k not in known:
+                continue
+            if k in _DURATIONS:
+                v = TIMESPAN_MAX if v == 0 else timedelta(milliseconds=v)
+            elif k == "status":
+                v = EntityStatus(v)
+            kwargs[k] = v
+        return cls(**kwargs)
+
+
+_DURATIONS = {
+    "lock_duration",
+    "default_message_time_to_live",
+    "duplicate_detection_history_time_window",
+    "auto_delete_on_idle",
+}
+_SETTABLE = {f.name for f in fields(QueueProperties)} - {"name", "availability_status"}
+
+
+def _ms(value: timedelta) -> int:
+    """Milliseconds; 0 stands for "never" (TimeSpan.MaxValue or more than 100 years)."""
+    if value >= timedelta(days=36500):
+        return 0
+    return max(1, round(value / timedelta(milliseconds=1)))
+
+
+def _duration(name: str, value: Any, upper: timedelta | None = None) -> timedelta:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = timedelta(seconds=value)
+    if not isinstance(value, timedelta):
+        raise InvalidArgumentError(f"{name} must be a timedelta, not {type(value).__name__}")
+    if value <= timedelta(0) or value < timedelta(milliseconds=1):
+        raise InvalidArgumentError(f"{name} must be at least 1 ms")
+    if upper is not None and value > upper:
+        raise InvalidArgumentError(f"{name} must be at most {upper}")
+    return value
+
+
+def _int(name: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(f"{name} must be an int, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise InvalidArgumentError(f"{name} must be between {low} and {high}")
+    return value
+
+
+def _bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -> QueueProperties:
+    """Validated properties from keyword arguments (on top of `base` for an update).
+
+    Raises:
+        InvalidArgumentError: an unknown keyword, a wrong type or a value out of range.
+        InvalidOperationError: a setting this version does not support yet.
+    """
+    check_name(name)
+    unknown = set(kwargs) - _SETTABLE
+    if unknown:
+        raise InvalidArgumentError(f"unknown queue properties: {', '.join(sorted(unknown))}")
+    p = replace(base, **kwargs) if base is not None else QueueProperties(name, **kwargs)
+    p.name = name
+    p.lock_duration = _duration("lock_duration", p.lock_duration, MAX_LOCK)
+    p.default_message_time_to_live = _duration(
+        "default_message_time_to_live", p.default_message_time_to_live
+    )
+    p.duplicate_detection_history_time_window = _duration(
+        "duplicate_detection_history_time_window",
+        p.duplicate_detection_history_time_window,
+        MAX_DEDUP_WINDOW,
+    )
+    p.auto_delete_on_idle = _duration("auto_delete_on_idle", p.auto_delete_on_idle)
+    p.max_size_in_megabytes = _int("max_size_in_megabytes", p.max_size_in_megabytes, 1, 1048576)
+    p.max_delivery_count = _int("max_delivery_count", p.max_delivery_count, 1, 2**31 - 1)
+    p.max_message_size_in_kilobytes = _int(
+        "max_message_size_in_kilobytes", p.max_message_size_in_kilobytes, 1, MAX_MESSAGE_KB
+    )
+    for flag in (
+        "requires_duplicate_detection",
+        "requires_session",
+        "dead_lettering_on_message_expiration",
+        "enable_batched_operations",
+        "enable_partitioning",
+        "enable_express",
+    ):
+        _bool(flag, getattr(p, flag))
+    try:
+        p.status = EntityStatus(p.status)
+    except ValueError:
+        raise InvalidArgumentError(f"unknown status {p.status!r}") from None
+    default_count = DEFAULT_PARTITIONS if p.enable_partitioning else 1
+    p.partition_count = _int("partition_count", p.partition_count or default_count, 1, MAX_PARTITIONS)
+    if not p.enable_partitioning and p.partition_count != 1:
+        raise InvalidOperationError("partition_count needs enable_partitioning=True")
+    for name_, supported in (
+        ("requires_session", not p.requires_session),
+        ("forward_to", p.forward_to is None),
+        ("forward_dead_lettered_messages_to", p.forward_dead_lettered_messages_to is None),
+        ("auto_delete_on_idle", _ms(p.auto_delete_on_idle) == 0),
+    ):
+        if not supported:
+            raise InvalidOperationError(f"{name_} is not supported by this sbredis version yet")
+    return p
+
+
+def partition_config(p: QueueProperties, partition: int) -> dict[str, str | int]:
+    """The cfg hash written into every partition: what the scripts enforce."""
+    return {
+        "name": p.name,
+        "pidx": partition,
+        "pcount": p.partition_count,
+        "status": p.status.value,
+        "lock_ms": _ms(p.lock_duration),
+        "max_dc": p.max_delivery_count,
+        "ttl_ms": _ms(p.default_message_time_to_live),
+        "dl_exp": int(p.dead_lettering_on_message_expiration),
+        "dedup_ms": _ms(p.duplicate_detection_history_time_window) if p.requires_duplicate_detection else 0,
+        "max_msg": p.max_message_size_in_kilobytes * 1024,
+        "max_size": p.max_size_in_megabytes * 1024 * 1024,
+    }

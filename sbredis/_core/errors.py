@@ -1,0 +1,71 @@
+"""Map Redis errors and Lua status codes to the sbredis exception tree (the only mapping table)."""
+
+from __future__ import annotations
+
+import redis.exceptions as rx
+
+from .. import exceptions as ex
+
+# Error replies from the Lua scripts: 'SBERR <CODE>'.
+LUA_ERRORS: dict[str, tuple[type[ex.ServiceBusError], str]] = {
+    "NOTFOUND": (ex.MessagingEntityNotFoundError, "The messaging entity '{entity}' was not found."),
+    "DISABLED": (
+        ex.MessagingEntityDisabledError,
+        "The messaging entity '{entity}' is disabled for this operation.",
+    ),
+    "SIZE": (
+        ex.MessageSizeExceededError,
+        "A message or batch is larger than the maximum message size of '{entity}'.",
+    ),
+    "QUOTA": (
+        ex.ServiceBusQuotaExceededError,
+        "The messaging entity '{entity}' has reached its maximum size.",
+    ),
+    "NOMSG": (
+        ex.MessageNotFoundError,
+        "A sequence number does not name a message in the expected state on '{entity}'.",
+    ),
+    "INVALID": (ex.InvalidOperationError, "The operation is not valid on '{entity}'."),
+}
+
+
+def map_error(err: Exception, entity: str = "") -> ex.ServiceBusError:
+    """Turn an exception raised by redis-py into a ServiceBusError (never a raw Redis error)."""
+    if isinstance(err, ex.ServiceBusError):
+        return err
+    text = str(err)
+    if isinstance(err, rx.ResponseError) and text.startswith("SBERR "):
+        code = text[6:].split(" ", 1)[0]
+        cls, template = LUA_ERRORS.get(code, (ex.ServiceBusError, "Broker error " + code))
+        return cls(template.format(entity=entity))
+    if isinstance(err, rx.AuthenticationError):
+        return ex.ServiceBusAuthenticationError("Redis refused the credentials.", error=type(err))
+    if isinstance(err, rx.NoPermissionError) or text.startswith("NOPERM"):
+        return ex.ServiceBusAuthorizationError(
+            "Redis refused the operation for this user (ACL): " + _first_line(text), error=type(err)
+        )
+    if isinstance(err, rx.TimeoutError):
+        return ex.OperationTimeoutError("The operation timed out talking to Redis.", error=type(err))
+    if isinstance(err, rx.BusyLoadingError) or text.startswith(("BUSY", "LOADING", "TRYAGAIN")):
+        return ex.ServiceBusServerBusyError("Redis is busy: " + _first_line(text), error=type(err))
+    if isinstance(err, (rx.ConnectionError, ConnectionError, OSError)):
+        return ex.ServiceBusConnectionError(
+            "Could not talk to Redis: " + _first_line(text), error=type(err)
+        )
+    if isinstance(err, rx.ReadOnlyError) or text.startswith(("READONLY", "MASTERDOWN")):
+        return ex.ServiceBusConnectionError(
+            "Redis cannot take writes now: " + _first_line(text), error=type(err)
+        )
+    if text.startswith("OOM"):
+        return ex.ServiceBusQuotaExceededError("Redis is out of memory.", error=type(err))
+    if text.startswith("WRONGTYPE") or "WRONGTYPE" in text:
+        return ex.ServiceBusError(
+            f"A key of '{entity}' holds data of the wrong type; the keyspace was changed outside "
+            "sbredis.",
+            error=type(err),
+        )
+    return ex.ServiceBusError("Redis error: " + _first_line(text), error=type(err))
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0][:200] if text else ""

@@ -1,0 +1,335 @@
+"""Sans-IO operations: which partition, which script, which KEYS/ARGV, and what the reply means.
+
+The sync and async shells call these and only add the I/O.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._enums import ServiceBusMessageState, ServiceBusReceiveMode
+from .._message import (
+    PARTITION_SHIFT,
+    ServiceBusMessage,
+    ServiceBusMessageBatch,
+    ServiceBusReceivedMessage,
+)
+from ..exceptions import (
+    InvalidArgumentError,
+    InvalidOperationError,
+    MessageAlreadySettled,
+    MessageSizeExceededError,
+)
+from . import scripts
+from .entity import QueueProperties, partition_config
+from .keys import partition_keys
+
+LOCAL_MASK = (1 << PARTITION_SHIFT) - 1
+MAX_RECEIVE_COUNT = 5000
+SWEEP_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class EntityMeta:
+    """What a sender or receiver needs to know about its entity (read once from the registry)."""
+
+    name: str
+    partition_count: int
+    dedup: bool
+    max_message_bytes: int
+
+    @classmethod
+    def from_properties(cls, p: QueueProperties) -> EntityMeta:
+        return cls(
+            p.name, p.partition_count, p.requires_duplicate_detection, p.max_message_size_in_kilobytes * 1024
+        )
+
+
+@dataclass(frozen=True)
+class Call:
+    """One script call on one partition."""
+
+    script: scripts.Script
+    keys: tuple[str, ...]
+    args: tuple[Any, ...]
+    partition: int
+
+
+def call(name: str, entity: str, partition: int, *args: Any) -> Call:
+    return Call(scripts.load(name), partition_keys(entity, partition), args, partition)
+
+
+def partition_of(key: str, count: int) -> int:
+    """The partition a key pins a message to (stable across processes and languages: CRC-32)."""
+    return zlib.crc32(key.encode()) % count if count > 1 else 0
+
+
+def message_key(m: ServiceBusMessage, meta: EntityMeta) -> str | None:
+    """Session id, else partition key, else message id when duplicate detection is on."""
+    key = m.partition_key  # the partition key, or the session id when only that is set
+    if key is None and meta.dedup:
+        key = m.message_id
+    return key
+
+
+def as_messages(message: Any) -> list[ServiceBusMessage]:
+    """One message, a list of them or a batch, as a list; raises InvalidArgumentError otherwise."""
+    if isinstance(message, ServiceBusMessage):
+        return [message]
+    if isinstance(message, ServiceBusMessageBatch):
+        return list(message)
+    if isinstance(message, (list, tuple)):
+        for m in message:
+            if not isinstance(m, ServiceBusMessage):
+                raise InvalidArgumentError(f"expected ServiceBusMessage items, got {type(m).__name__}")
+        return list(message)
+    raise InvalidArgumentError(
+        f"send_messages takes a ServiceBusMessage, a list of them or a batch, not {type(message).__name__}"
+    )
+
+
+def plan_send(
+    messages: Sequence[ServiceBusMessage], meta: EntityMeta, round_robin: int, sched_ms: int = 0
+) -> tuple[list[Call], list[int]]:
+    """Group messages by partition: one call per partition, each stored atomically.
+
+    Unkeyed messages of one call all go to the round-robin partition. Returns the calls and each
+    message's partition.
+
+    Raises:
+        MessageSizeExceededError: a message, or the messages of one partition, exceed the limit.
+    """
+    groups: dict[int, list[Any]] = {}
+    sizes: dict[int, int] = {}
+    where: list[int] = []
+    for m in messages:
+        key = message_key(m, meta)
+        p = round_robin if key is None else partition_of(key, meta.partition_count)
+        where.append(p)
+        blob = m._encoded()
+        size = len(blob)
+        if size > meta.max_message_bytes:
+            raise MessageSizeExceededError(
+                f"A message of {size} bytes exceeds the maximum of {meta.max_message_bytes} bytes "
+                f"on '{meta.name}'."
+            )
+        sizes[p] = sizes.get(p, 0) + size
+        args = groups.setdefault(p, [0])
+        args.append(m.message_id if meta.dedup else "")
+        args.append(m._ttl_ms)
+        args.append(sched_ms or m._sched_ms)
+        args.append(blob)
+    calls = []
+    for p, args in groups.items():
+        if sizes[p] > meta.max_message_bytes:
+            raise MessageSizeExceededError(
+                f"The messages for one partition ({sizes[p]} bytes) exceed the maximum batch size of "
+                f"{meta.max_message_bytes} bytes on '{meta.name}'."
+            )
+        args[0] = (len(args) - 1) // 4
+        calls.append(call("send", meta.name, p, *args))
+    return calls, where
+
+
+def send_result(c: Call, reply: list[Any]) -> list[int]:
+    """Global sequence numbers of a send reply (0 for duplicates that were dropped)."""
+    base = c.partition << PARTITION_SHIFT
+    return [base | int(s) if int(s) else 0 for s in reply[1:]]
+
+
+def new_nonce() -> str:
+    return os.urandom(8).hex()
+
+
+def group_code(sub_queue: Any) -> str:
+    return "m" if sub_queue is None else "d"
+
+
+def mode_code(mode: ServiceBusReceiveMode) -> str:
+    return "L" if mode is ServiceBusReceiveMode.PEEK_LOCK else "D"
+
+
+def check_count(name: str, n: Any, upper: int = MAX_RECEIVE_COUNT) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise InvalidArgumentError(f"{name} must be an int, not {type(n).__name__}")
+    if not 1 <= n <= upper:
+        raise InvalidArgumentError(f"{name} must be between 1 and {upper}")
+    return n
+
+
+def check_wait(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgumentError(f"{name} must be a number of seconds")
+    if value < 0:
+        raise InvalidArgumentError(f"{name} must not be negative")
+    return float(value)
+
+
+def split_quota(n: int, order: Sequence[int]) -> dict[int, int]:
+    """Spread `n` messages over partitions in `order`, the first ones taking the remainder."""
+    k = len(order)
+    base, extra = divmod(n, k)
+    out = {}
+    for i, p in enumerate(order):
+        q = base + (1 if i < extra else 0)
+        if q:
+            out[p] = q
+    return out
+
+
+def fill_quota(n: int, available: dict[int, int], order: Sequence[int]) -> dict[int, int]:
+    """Ask partitions that have messages, in `order`, for up to `n` in all."""
+    out = {}
+    for p in order:
+        if n <= 0:
+            break
+        take = min(n, available.get(p, 0))
+        if take > 0:
+            out[p] = take
+            n -= take
+    return out
+
+
+def parse_received(
+    reply: list[Any],
+    entity: str,
+    partition: int,
+    group: str,
+    nonce: str,
+    mode: ServiceBusReceiveMode,
+    state: ServiceBusMessageState = ServiceBusMessageState.ACTIVE,
+) -> tuple[int, list[ServiceBusReceivedMessage]]:
+    """(server now ms, messages) from a receive or receive_deferred reply."""
+    now = int(reply[0])
+    locked = int(reply[1]) if mode is ServiceBusReceiveMode.PEEK_LOCK else 0
+    out = []
+    for i in range(2, len(reply), 3):
+        f = reply[i + 2]
+        reason = desc = None
+        if len(f) > 6:
+            extra = dict(zip(f[6::2], f[7::2], strict=False))
+            reason = _text(extra.get(b"r"))
+            desc = _text(extra.get(b"rd"))
+        out.append(
+            ServiceBusReceivedMessage(
+                f[1],
+                entity_name=entity,
+                partition_id=partition,
+                group=group,
+                local_seq=int(reply[i]),
+                delivery_count=int(reply[i + 1]),
+                enqueued_ms=int(f[3]),
+                expires_ms=int(f[5]),
+                locked_until_ms=locked,
+                nonce=nonce if locked else "",
+                receive_mode=mode,
+                state=state,
+                dead_letter_reason=reason,
+                dead_letter_error_description=desc,
+            )
+        )
+    return now, out
+
+
+def parse_peeked(reply: list[Any], entity: str, partition: int, group: str) -> list[ServiceBusReceivedMessage]:
+    out = []
+    for i in range(1, len(reply), 4):
+        f = reply[i + 3]
+        reason = desc = None
+        if len(f) > 6:
+            extra = dict(zip(f[6::2], f[7::2], strict=False))
+            reason = _text(extra.get(b"r"))
+            desc = _text(extra.get(b"rd"))
+        m = ServiceBusReceivedMessage(
+            f[1],
+            entity_name=entity,
+            partition_id=partition,
+            group=group,
+            local_seq=int(reply[i]),
+            delivery_count=int(reply[i + 1]),
+            enqueued_ms=int(f[3]),
+            expires_ms=int(f[5]),
+            state=ServiceBusMessageState(int(reply[i + 2])),
+            dead_letter_reason=reason,
+            dead_letter_error_description=desc,
+        )
+        m._settled = True  # peeked messages hold no lock and cannot be settled
+        out.append(m)
+    return out
+
+
+def _text(v: Any) -> str | None:
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def split_sequence_number(seq: Any, partitions: int) -> tuple[int, int]:
+    """(partition, local seq) of a global sequence number."""
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq <= 0:
+        raise InvalidArgumentError("sequence numbers are positive ints")
+    p, local = seq >> PARTITION_SHIFT, seq & LOCAL_MASK
+    if p >= partitions or local == 0:
+        raise InvalidArgumentError(f"sequence number {seq} does not belong to this entity")
+    return p, local
+
+
+def settle_groups(
+    messages: Iterable[Any], entity: str, group: str, what: str
+) -> dict[int, list[ServiceBusReceivedMessage]]:
+    """Check messages can be settled by this receiver and group them by partition.
+
+    Raises:
+        InvalidArgumentError: not a received message.
+        InvalidOperationError: the message came from another entity or subqueue, or was peeked.
+        MessageAlreadySettled: settled before, or received in RECEIVE_AND_DELETE mode.
+    """
+    out: dict[int, list[ServiceBusReceivedMessage]] = {}
+    seen: set[int] = set()
+    for m in messages:
+        if not isinstance(m, ServiceBusReceivedMessage):
+            raise InvalidArgumentError(f"{what} takes received messages, not {type(m).__name__}")
+        if m.entity_name != entity or m._group != group:
+            raise InvalidOperationError(
+                f"the message was received from '{m.entity_name}' ({'dead-letter' if m._group == 'd' else 'main'} "
+                f"queue), not from this receiver's entity"
+            )
+        if m._settled:
+            if m._receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE:
+                raise MessageAlreadySettled("The message was received in RECEIVE_AND_DELETE mode.")
+            if not m._nonce:
+                raise InvalidOperationError("A peeked message holds no lock and cannot be settled.")
+            raise MessageAlreadySettled("The message has been settled already.")
+        if id(m) in seen:
+            raise InvalidArgumentError("the same message appears twice")
+        seen.add(id(m))
+        out.setdefault(m.partition_id, []).append(m)
+    return out
+
+
+def lock_args(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Any]:
+    args: list[Any] = [len(msgs)]
+    for m in msgs:
+        args.append(m._local_seq)
+        args.append(m._nonce)
+    return args
+
+
+def config_commands(p: QueueProperties) -> list[tuple[Any, ...]]:
+    """Commands that write the entity's config into each partition."""
+    cmds: list[tuple[Any, ...]] = []
+    for i in range(p.partition_count):
+        cfg = partition_config(p, i)
+        flat: list[Any] = []
+        for k, v in cfg.items():
+            flat += [k, v]
+        cmds.append(("HSET", partition_keys(p.name, i)[0], *flat))
+    return cmds
+
+
+def delete_commands(name: str, partitions: int) -> list[tuple[Any, ...]]:
+    return [("UNLINK", *partition_keys(name, i)) for i in range(partitions)]

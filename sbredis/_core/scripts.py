@@ -1,0 +1,65 @@
+"""Load the Lua scripts: one file per atomic operation, with `--@include name` lines resolved.
+
+The scripts ship inside the wheel as ``sbredis/lua``; in a source checkout they are read from the
+top-level ``lua/`` folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+_INCLUDE = re.compile(r"^--@include (\w+)\s*$", re.MULTILINE)
+
+
+def lua_dir() -> Path:
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "lua", here.parent / "lua"):
+        if (candidate / "includes").is_dir():
+            return candidate
+    raise FileNotFoundError("sbredis Lua scripts not found (expected sbredis/lua or ./lua)")
+
+
+@dataclass(frozen=True)
+class Script:
+    name: str
+    source: str
+    sha: str
+
+
+def _resolve(text: str, base: Path, seen: tuple[str, ...]) -> str:
+    def inline(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in seen:
+            raise ValueError(f"include cycle through {name}")
+        body = (base / "includes" / f"{name}.lua").read_text()
+        return _resolve(body, base, seen + (name,))
+
+    return _INCLUDE.sub(inline, text)
+
+
+@lru_cache(maxsize=None)
+def load(name: str) -> Script:
+    """The composed script `name` (``lua/<name>.lua`` with its includes)."""
+    base = lua_dir()
+    source = _resolve((base / f"{name}.lua").read_text(), base, ())
+    return Script(name, source, hashlib.sha1(source.encode()).hexdigest())
+
+
+SCRIPT_NAMES = (
+    "send",
+    "cancel_scheduled",
+    "receive",
+    "receive_deferred",
+    "complete",
+    "abandon",
+    "defer",
+    "dead_letter",
+    "renew",
+    "peek",
+    "stats",
+    "probe",
+)

@@ -1,0 +1,398 @@
+"""ServiceBusMessage, ServiceBusReceivedMessage and ServiceBusMessageBatch (the Azure SDK's shapes)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from ._core import codec
+from ._enums import ServiceBusMessageState, ServiceBusReceiveMode
+from .exceptions import InvalidArgumentError, InvalidOperationError, MessageSizeExceededError
+
+MAX_ID_LENGTH = 128
+_PROP_TYPES = (str, bytes, bytearray, memoryview, bool, int, float, datetime, timedelta, uuid.UUID)
+PARTITION_SHIFT = 40  # global sequence number = partition << 40 | partition-local number
+
+
+def _check_str(name: str, value: Any, limit: int | None = MAX_ID_LENGTH) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{name} must be a str, not {type(value).__name__}")
+    if limit is not None and len(value) > limit:
+        raise InvalidArgumentError(f"{name} is longer than {limit} characters")
+    return value
+
+
+def _body_bytes(body: Any) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, str):
+        return body.encode()
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        return bytes(body)
+    if isinstance(body, list) and all(isinstance(b, (bytes, bytearray)) for b in body):
+        return b"".join(body)
+    raise InvalidArgumentError(f"body must be str or bytes, not {type(body).__name__}")
+
+
+def duration_ms(name: str, value: Any) -> int:
+    """A positive duration (timedelta or seconds) in whole milliseconds."""
+    if isinstance(value, bool) or not isinstance(value, (timedelta, int, float)):
+        raise InvalidArgumentError(f"{name} must be a timedelta or seconds, not {type(value).__name__}")
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if not seconds > 0:
+        raise InvalidArgumentError(f"{name} must be positive")
+    return max(1, round(seconds * 1000))
+
+
+def _check_properties(props: Any) -> dict[str, Any] | None:
+    if props is None:
+        return None
+    if not isinstance(props, Mapping):
+        raise InvalidArgumentError("application_properties must be a dict")
+    for key, value in props.items():
+        if not isinstance(key, (str, bytes)):
+            raise InvalidArgumentError("application_properties keys must be str")
+        if value is not None and not isinstance(value, _PROP_TYPES):
+            raise InvalidArgumentError(
+                f"application property {key!r} has an unsupported type {type(value).__name__}"
+            )
+    return dict(props)
+
+
+class ServiceBusMessage:
+    """A message to send. Properties are the Azure SDK's; ``message_id`` is generated when unset.
+
+    Raises:
+        InvalidArgumentError: a property has the wrong type or is too long.
+        InvalidOperationError: session_id and partition_key are both set and differ.
+    """
+
+    __slots__ = ("_body", "_h", "_props", "_ttl_ms", "_sched_ms", "_blob")
+
+    def __init__(
+        self,
+        body: str | bytes | None,
+        *,
+        application_properties: Mapping[str | bytes, Any] | None = None,
+        session_id: str | None = None,
+        message_id: str | None = None,
+        scheduled_enqueue_time_utc: datetime | None = None,
+        time_to_live: timedelta | float | None = None,
+        content_type: str | None = None,
+        correlation_id: str | None = None,
+        subject: str | None = None,
+        partition_key: str | None = None,
+        to: str | None = None,
+        reply_to: str | None = None,
+        reply_to_session_id: str | None = None,
+    ) -> None:
+        self._body = _body_bytes(body)
+        self._blob: bytes | None = None
+        self._h: dict[str, Any] | None = {}
+        self._props = _check_properties(application_properties)
+        self._ttl_ms = 0
+        self._sched_ms = 0
+        self.message_id = message_id if message_id is not None else os.urandom(16).hex()
+        self.session_id = session_id
+        self.partition_key = partition_key
+        for name, value in (
+            ("content_type", content_type),
+            ("correlation_id", correlation_id),
+            ("subject", subject),
+            ("to", to),
+            ("reply_to", reply_to),
+            ("reply_to_session_id", reply_to_session_id),
+        ):
+            if value is not None:
+                setattr(self, name, value)
+        if time_to_live is not None:
+            self.time_to_live = time_to_live  # type: ignore[assignment]
+        if scheduled_enqueue_time_utc is not None:
+            self.scheduled_enqueue_time_utc = scheduled_enqueue_time_utc
+
+    # -- header access (a received message decodes its header on first use)
+    def _hdr(self) -> dict[str, Any]:
+        assert self._h is not None
+        return self._h
+
+    def _set(self, key: str, value: Any) -> None:
+        h = self._hdr()
+        if value is None:
+            h.pop(key, None)
+        else:
+            h[key] = value
+        self._blob = None
+
+    @property
+    def body(self) -> bytes:
+        return self._body
+
+    @property
+    def application_properties(self) -> dict[str, Any] | None:
+        return self._props
+
+    @application_properties.setter
+    def application_properties(self, value: Mapping[str, Any] | None) -> None:
+        self._props = _check_properties(value)
+        self._blob = None
+
+    @property
+    def message_id(self) -> str | None:
+        return self._hdr().get("id")
+
+    @message_id.setter
+    def message_id(self, value: str | None) -> None:
+        self._set("id", _check_str("message_id", value))
+
+    @property
+    def session_id(self) -> str | None:
+        return self._hdr().get("sid")
+
+    @session_id.setter
+    def session_id(self, value: str | None) -> None:
+        value = _check_str("session_id", value)
+        pk = self._hdr().get("pk")
+        if value is not None and pk is not None and pk != value:
+            raise InvalidOperationError("partition_key and session_id must be equal when both are set")
+        self._set("sid", value)
+
+    @property
+    def partition_key(self) -> str | None:
+        h = self._hdr()
+        return h.get("pk", h.get("sid"))
+
+    @partition_key.setter
+    def partition_key(self, value: str | None) -> None:
+        value = _check_str("partition_key", value)
+        sid = self._hdr().get("sid")
+        if value is not None and sid is not None and sid != value:
+            raise InvalidOperationError("partition_key and session_id must be equal when both are set")
+        self._set("pk", value)
+
+    def _str_prop(key: str, name: str) -> Any:  # type: ignore[misc]  # noqa: N805
+        def get(self: ServiceBusMessage) -> str | None:
+            return self._hdr().get(key)
+
+        def put(self: ServiceBusMessage, value: str | None) -> None:
+            self._set(key, _check_str(name, value, None))
+
+        return property(get, put)
+
+    content_type = _str_prop("ct", "content_type")
+    correlation_id = _str_prop("ci", "correlation_id")
+    subject = _str_prop("sj", "subject")
+    to = _str_prop("to", "to")
+    reply_to = _str_prop("rt", "reply_to")
+    reply_to_session_id = _str_prop("rts", "reply_to_session_id")
+    del _str_prop
+
+    @property
+    def time_to_live(self) -> timedelta | None:
+        ms = self._hdr().get("ttl")
+        return timedelta(milliseconds=ms) if ms else None
+
+    @time_to_live.setter
+    def time_to_live(self, value: timedelta | float | None) -> None:
+        self._ttl_ms = 0 if value is None else duration_ms("time_to_live", value)
+        self._set("ttl", self._ttl_ms or None)
+
+    @property
+    def scheduled_enqueue_time_utc(self) -> datetime | None:
+        ms = self._hdr().get("se")
+        return codec.from_ms(ms) if ms else None
+
+    @scheduled_enqueue_time_utc.setter
+    def scheduled_enqueue_time_utc(self, value: datetime | None) -> None:
+        if value is not None and not isinstance(value, datetime):
+            raise InvalidArgumentError("scheduled_enqueue_time_utc must be a datetime")
+        self._sched_ms = 0 if value is None else max(1, codec.to_ms(value))
+        self._set("se", self._sched_ms or None)
+
+    # -- encoding
+    def _encoded(self) -> bytes:
+        if self._blob is None:
+            header = dict(self._hdr())
+            if self._props:
+                header["ap"] = codec.encode_properties(self._props)
+            self._blob = codec.encode(header, self._body)
+        return self._blob
+
+    def __str__(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(message_id={self.message_id!r}, body_size={len(self.body)})"
+
+
+class ServiceBusReceivedMessage(ServiceBusMessage):
+    """A message handed out by a receiver or by peek.
+
+    Adds the broker's properties: sequence_number, enqueued_time_utc, expires_at_utc,
+    locked_until_utc, lock_token, delivery_count, dead-letter details and state.
+    """
+
+    __slots__ = (
+        "_raw",
+        "entity_name",
+        "partition_id",
+        "_group",
+        "_local_seq",
+        "delivery_count",
+        "_enq_ms",
+        "_exp_ms",
+        "_locked_ms",
+        "_nonce",
+        "_receive_mode",
+        "_settled",
+        "state",
+        "dead_letter_reason",
+        "dead_letter_error_description",
+        "_clock_offset_ms",
+    )
+
+    def __init__(  # noqa: PLR0913 - built by the receiver, not by users
+        self,
+        raw: bytes,
+        *,
+        entity_name: str,
+        partition_id: int,
+        group: str,
+        local_seq: int,
+        delivery_count: int,
+        enqueued_ms: int,
+        expires_ms: int,
+        locked_until_ms: int = 0,
+        nonce: str = "",
+        receive_mode: ServiceBusReceiveMode | None = None,
+        state: ServiceBusMessageState = ServiceBusMessageState.ACTIVE,
+        dead_letter_reason: str | None = None,
+        dead_letter_error_description: str | None = None,
+    ) -> None:
+        self._raw = raw
+        self._h = None
+        self._props = None
+        self._blob = raw
+        self._ttl_ms = 0
+        self._sched_ms = 0
+        self.entity_name = entity_name
+        self.partition_id = partition_id
+        self._group = group
+        self._local_seq = local_seq
+        self.delivery_count = delivery_count
+        self._enq_ms = enqueued_ms
+        self._exp_ms = expires_ms
+        self._locked_ms = locked_until_ms
+        self._nonce = nonce
+        self._receive_mode = receive_mode
+        self._settled = receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        self.state = state
+        self.dead_letter_reason = dead_letter_reason
+        self.dead_letter_error_description = dead_letter_error_description
+
+    def _hdr(self) -> dict[str, Any]:
+        if self._h is None:
+            header = codec.header_of(self._raw)
+            props = header.pop("ap", None)
+            self._h = header
+            self._props = codec.decode_properties(props) if props else None
+        return self._h
+
+    @property
+    def body(self) -> bytes:
+        return codec.body_of(self._raw)
+
+    @property
+    def application_properties(self) -> dict[str, Any] | None:
+        self._hdr()
+        return self._props
+
+    @property
+    def sequence_number(self) -> int:
+        return (self.partition_id << PARTITION_SHIFT) | self._local_seq
+
+    @property
+    def enqueued_sequence_number(self) -> int:
+        return self.sequence_number
+
+    @property
+    def enqueued_time_utc(self) -> datetime:
+        return codec.from_ms(self._enq_ms)
+
+    @property
+    def expires_at_utc(self) -> datetime | None:
+        return codec.from_ms(self._exp_ms) if self._exp_ms else None
+
+    @property
+    def time_to_live(self) -> timedelta | None:
+        if self._exp_ms:
+            return timedelta(milliseconds=self._exp_ms - self._enq_ms)
+        return None
+
+    @property
+    def locked_until_utc(self) -> datetime | None:
+        return codec.from_ms(self._locked_ms) if self._locked_ms else None
+
+    @property
+    def lock_token(self) -> str | None:
+        if not self._nonce:
+            return None
+        return str(uuid.UUID(bytes=bytes.fromhex(self._nonce) + self.sequence_number.to_bytes(8, "big")))
+
+    @property
+    def dead_letter_source(self) -> str | None:
+        return None
+
+    @property
+    def _lock_expired(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return (
+            f"ServiceBusReceivedMessage(entity={self.entity_name!r}, "
+            f"sequence_number={self.sequence_number}, delivery_count={self.delivery_count})"
+        )
+
+
+class ServiceBusMessageBatch:
+    """Messages sent together; ``add_message`` raises MessageSizeExceededError when full.
+
+    A batch that lands in one partition (no keys, or one key) is stored atomically.
+    """
+
+    def __init__(self, max_size_in_bytes: int) -> None:
+        self.max_size_in_bytes = max_size_in_bytes
+        self._messages: list[ServiceBusMessage] = []
+        self._size = 0
+
+    def add_message(self, message: ServiceBusMessage) -> None:
+        if not isinstance(message, ServiceBusMessage):
+            raise InvalidArgumentError("add_message takes a ServiceBusMessage")
+        size = len(message._encoded())
+        if self._size + size > self.max_size_in_bytes:
+            raise MessageSizeExceededError(
+                f"The batch would exceed its maximum size of {self.max_size_in_bytes} bytes."
+            )
+        self._messages.append(message)
+        self._size += size
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._size
+
+    @property
+    def message_count(self) -> int:
+        return len(self._messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __iter__(self) -> Iterable[ServiceBusMessage]:  # type: ignore[override]
+        return iter(self._messages)
+
+    def __repr__(self) -> str:
+        return f"ServiceBusMessageBatch(count={len(self)}, size_in_bytes={self._size})"

@@ -1,0 +1,1 @@
+"""The sync shell, generated from sbredis/aio by scripts/unasync.py."""

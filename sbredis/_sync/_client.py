@@ -1,0 +1,111 @@
+# Generated from sbredis/aio/_client.py by scripts/unasync.py: edit the async source, not this.
+"""ServiceBusClient: connections, entity metadata, and the factory for senders and receivers."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+from .._core.entity import QueueProperties, check_name
+from .._core.keys import REGISTRY
+from .._core.ops import EntityMeta, check_count, check_wait
+from .._enums import ServiceBusReceiveMode, ServiceBusSubQueue
+from ..exceptions import InvalidArgumentError, InvalidOperationError, MessagingEntityNotFoundError
+from ._receiver import ServiceBusReceiver
+from ._sender import ServiceBusSender
+from ._transport import Transport
+
+
+class ServiceBusClient:
+    """Entry point, as ``azure.servicebus.ServiceBusClient``: ``from_connection_string(url)``.
+
+    URLs: ``redis://[user:password@]host:port/db``, ``rediss://`` (TLS), ``unix:///path``.
+    Keyword options go to redis-py's connection (``socket_timeout``, ``ssl_ca_certs``, ...).
+    """
+
+    def __init__(self, url: str, **kwargs: Any) -> None:
+        self._transport = Transport(url, **kwargs)
+        self._meta: dict[str, EntityMeta] = {}
+
+    @classmethod
+    def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusClient:
+        return cls(conn_str, **kwargs)
+
+    @property
+    def fully_qualified_namespace(self) -> str:
+        return self._transport.url
+
+    def _entity(self, name: str, refresh: bool = False) -> EntityMeta:
+        meta = None if refresh else self._meta.get(name)
+        if meta is None:
+            raw = self._transport.execute("HGET", REGISTRY, name, entity=name)
+            if raw is None:
+                self._meta.pop(name, None)
+                raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
+            meta = EntityMeta.from_properties(QueueProperties.from_json(raw))
+            self._meta[name] = meta
+        return meta
+
+    def _forget(self, name: str) -> None:
+        self._meta.pop(name, None)
+
+    def get_queue_sender(self, queue_name: str, **kwargs: Any) -> ServiceBusSender:
+        """A sender for `queue_name` (checked on first use).
+
+        Raises:
+            InvalidArgumentError: a bad name or an unknown option.
+        """
+        check_name(queue_name)
+        if kwargs:
+            raise InvalidArgumentError(f"unknown sender options: {', '.join(sorted(kwargs))}")
+        return ServiceBusSender(self, queue_name)
+
+    def get_queue_receiver(
+        self,
+        queue_name: str,
+        *,
+        receive_mode: ServiceBusReceiveMode | str = ServiceBusReceiveMode.PEEK_LOCK,
+        sub_queue: ServiceBusSubQueue | str | None = None,
+        max_wait_time: float | None = None,
+        prefetch_count: int = 0,
+        **kwargs: Any,
+    ) -> ServiceBusReceiver:
+        """A receiver for `queue_name` or its dead-letter subqueue.
+
+        Raises:
+            InvalidArgumentError: a bad name, mode, subqueue or option.
+            InvalidOperationError: the transfer dead-letter subqueue (not supported yet).
+        """
+        check_name(queue_name)
+        if kwargs:
+            raise InvalidArgumentError(f"unknown receiver options: {', '.join(sorted(kwargs))}")
+        try:
+            mode = ServiceBusReceiveMode(receive_mode)
+        except ValueError:
+            raise InvalidArgumentError(f"unknown receive_mode {receive_mode!r}") from None
+        sub = None
+        if sub_queue is not None:
+            try:
+                sub = ServiceBusSubQueue(sub_queue)
+            except ValueError:
+                raise InvalidArgumentError(f"unknown sub_queue {sub_queue!r}") from None
+            if sub is ServiceBusSubQueue.TRANSFER_DEAD_LETTER:
+                raise InvalidOperationError("the transfer dead-letter subqueue is not supported yet")
+        check_wait("max_wait_time", max_wait_time)
+        if prefetch_count != 0:
+            check_count("prefetch_count", prefetch_count)
+        return ServiceBusReceiver(self, queue_name, mode, sub, max_wait_time, prefetch_count)
+
+    def close(self) -> None:
+        self._transport.close()
+
+    def __enter__(self) -> ServiceBusClient:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ServiceBusClient({self._transport.url})"

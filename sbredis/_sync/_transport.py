@@ -1,0 +1,172 @@
+# Generated from sbredis/aio/_transport.py by scripts/unasync.py: edit the async source, not this.
+"""Runs what the sans-IO core builds on a Redis connection: the only module that talks to Redis.
+
+Scripts run by EVALSHA and are loaded on NOSCRIPT (a restarted or flushed server). redis-py's own
+retries are off: a write whose reply was lost is reported, never silently repeated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from redis import Redis
+from redis.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import NoScriptError, WatchError
+
+from .._core.errors import map_error
+from .._core.ops import Call
+from ..exceptions import InvalidArgumentError, ServiceBusError
+
+SCHEMES = ("redis", "rediss", "unix")
+
+
+def redact(url: str) -> str:
+    """The URL without its password (for reprs, logs and error messages)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+class Transport:
+    """One Redis connection pool and the error mapping around it."""
+
+    def __init__(self, url: str, *, socket_timeout: float = 30.0, **options: Any) -> None:
+        if not isinstance(url, str):
+            raise InvalidArgumentError("the connection string must be a str")
+        scheme = urlsplit(url).scheme
+        if scheme not in SCHEMES:
+            raise InvalidArgumentError(
+                f"unsupported connection string scheme {scheme!r}; use redis://, rediss:// or unix://"
+            )
+        self.url = redact(url)
+        try:
+            self.redis = Redis.from_url(
+                url,
+                decode_responses=False,
+                socket_timeout=socket_timeout,
+                socket_connect_timeout=min(socket_timeout, 10.0),
+                retry=Retry(NoBackoff(), 0),
+                **options,
+            )
+        except (ValueError, TypeError) as e:
+            raise InvalidArgumentError(f"invalid connection string {self.url}: {e}") from None
+
+    def run(self, c: Call, entity: str = "") -> Any:
+        """One script call; raises ServiceBusError."""
+        r = self.redis
+        try:
+            try:
+                return r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
+            except NoScriptError:
+                r.script_load(c.script.source)
+                return r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
+        except Exception as e:  # noqa: BLE001 - every Redis error is mapped here
+            raise map_error(e, entity) from e
+
+    def run_many(self, calls: list[Call], entity: str = "") -> list[Any]:
+        """Script calls in one round trip; each result is a reply or a ServiceBusError."""
+        if len(calls) == 1:
+            try:
+                return [self.run(calls[0], entity)]
+            except ServiceBusError as e:
+                return [e]
+        results: list[Any] = [None] * len(calls)
+        todo = list(range(len(calls)))
+        for attempt in range(2):
+            try:
+                with self.redis.pipeline(transaction=False) as pipe:
+                    for i in todo:
+                        c = calls[i]
+                        pipe.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
+                    replies = pipe.execute(raise_on_error=False)
+            except Exception as e:  # noqa: BLE001
+                err = map_error(e, entity)
+                for i in todo:
+                    results[i] = err
+                return results
+            missing = []
+            for i, reply in zip(todo, replies, strict=True):
+                if isinstance(reply, NoScriptError) and attempt == 0:
+                    missing.append(i)
+                elif isinstance(reply, Exception):
+                    results[i] = map_error(reply, entity)
+                else:
+                    results[i] = reply
+            if not missing:
+                break
+            try:
+                for source in {calls[i].script.source for i in missing}:
+                    self.redis.script_load(source)
+            except Exception as e:  # noqa: BLE001
+                err = map_error(e, entity)
+                for i in missing:
+                    results[i] = err
+                return results
+            todo = missing
+        return results
+
+    def execute(self, *command: Any, entity: str = "") -> Any:
+        """One plain Redis command; raises ServiceBusError."""
+        try:
+            return self.redis.execute_command(*command)
+        except Exception as e:  # noqa: BLE001
+            raise map_error(e, entity) from e
+
+    def transaction(self, commands: list[tuple[Any, ...]], entity: str = "") -> list[Any]:
+        """Commands in MULTI/EXEC: all or none; raises ServiceBusError."""
+        try:
+            with self.redis.pipeline(transaction=True) as pipe:
+                for cmd in commands:
+                    pipe.execute_command(*cmd)
+                result: list[Any] = pipe.execute()
+                return result
+        except Exception as e:  # noqa: BLE001
+            raise map_error(e, entity) from e
+
+    def transaction_if_absent(
+        self, key: str, field: str, commands: list[tuple[Any, ...]], entity: str = ""
+    ) -> bool:
+        """Run `commands` in MULTI/EXEC unless hash `key` has `field`; False when it has."""
+        try:
+            for _ in range(20):
+                with self.redis.pipeline(transaction=True) as pipe:
+                    try:
+                        pipe.watch(key)
+                        if pipe.hexists(key, field):
+                            return False
+                        pipe.multi()
+                        for cmd in commands:
+                            pipe.execute_command(*cmd)
+                        pipe.execute()
+                        return True
+                    except WatchError:
+                        continue  # another entity changed the registry meanwhile
+            raise ServiceBusError("The registry kept changing; the entity was not created.", retryable=True)
+        except ServiceBusError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise map_error(e, entity) from e
+
+    def pipeline(self, commands: list[tuple[Any, ...]], entity: str = "") -> list[Any]:
+        """Commands in one round trip (not atomic); raises ServiceBusError on the first failure."""
+        try:
+            with self.redis.pipeline(transaction=False) as pipe:
+                for cmd in commands:
+                    pipe.execute_command(*cmd)
+                result: list[Any] = pipe.execute()
+                return result
+        except Exception as e:  # noqa: BLE001
+            raise map_error(e, entity) from e
+
+    def close(self) -> None:
+        self.redis.close()
+
+    def __repr__(self) -> str:
+        return f"Transport({self.url})"

@@ -1,0 +1,19 @@
+"""The asyncio API: the same names as ``sbredis``, with async methods (as azure.servicebus.aio)."""
+
+from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
+from .._message import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
+from ._client import ServiceBusClient
+from ._receiver import ServiceBusReceiver
+from ._sender import ServiceBusSender
+
+__all__ = [
+    "ServiceBusClient",
+    "ServiceBusMessage",
+    "ServiceBusMessageBatch",
+    "ServiceBusMessageState",
+    "ServiceBusReceiveMode",
+    "ServiceBusReceivedMessage",
+    "ServiceBusReceiver",
+    "ServiceBusSender",
+    "ServiceBusSubQueue",
+]

@@ -1,0 +1,176 @@
+"""ServiceBusAdministrationClient: create, read, update and delete queues; runtime counts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from types import TracebackType
+from typing import Any
+
+from .._core import codec, ops
+from .._core.entity import QueueProperties, build_queue, check_name
+from .._core.keys import REGISTRY
+from ..exceptions import (
+    InvalidArgumentError,
+    InvalidOperationError,
+    MessagingEntityAlreadyExistsError,
+    MessagingEntityNotFoundError,
+    ServiceBusError,
+)
+from ..management._models import PartitionRuntimeProperties, QueueRuntimeProperties
+from ._transport import Transport
+
+
+class ServiceBusAdministrationClient:
+    """Manage queues, as ``azure.servicebus.management.ServiceBusAdministrationClient``.
+
+    The registry (``sb:entities``) and each partition's config change in one MULTI/EXEC, so a
+    create, update or delete is all or nothing on a standalone Redis.
+    """
+
+    def __init__(self, url: str, **kwargs: Any) -> None:
+        self._transport = Transport(url, **kwargs)
+
+    @classmethod
+    def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusAdministrationClient:
+        return cls(conn_str, **kwargs)
+
+    async def _now_ms(self) -> int:
+        sec, usec = await self._transport.execute("TIME")
+        return int(sec) * 1000 + int(usec) // 1000
+
+    async def _read(self, name: str) -> tuple[QueueProperties, dict[str, Any]]:
+        raw = await self._transport.execute("HGET", REGISTRY, check_name(name), entity=name)
+        if raw is None:
+            raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
+        return QueueProperties.from_json(raw), json.loads(raw)
+
+    @staticmethod
+    def _record(p: QueueProperties, created: int, updated: int) -> str:
+        raw = json.loads(p.to_json())
+        raw["_c"], raw["_u"] = created, updated
+        return json.dumps(raw, separators=(",", ":"))
+
+    async def create_queue(self, queue_name: str, **kwargs: Any) -> QueueProperties:
+        """Create a queue; keyword arguments are QueueProperties fields.
+
+        Raises:
+            InvalidArgumentError / InvalidOperationError: bad or unsupported properties.
+            MessagingEntityAlreadyExistsError: a queue of that name exists.
+        """
+        p = build_queue(queue_name, **kwargs)
+        now = await self._now_ms()
+        cmds: list[tuple[Any, ...]] = [("HSET", REGISTRY, p.name, self._record(p, now, now))]
+        cmds += ops.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
+        cmds += ops.config_commands(p)
+        if not await self._transport.transaction_if_absent(REGISTRY, p.name, cmds, p.name):
+            raise MessagingEntityAlreadyExistsError(f"The messaging entity '{p.name}' already exists.")
+        return p
+
+    async def get_queue(self, queue_name: str) -> QueueProperties:
+        """Raises MessagingEntityNotFoundError when there is no such queue."""
+        p, _ = await self._read(queue_name)
+        return p
+
+    async def update_queue(self, queue: QueueProperties, **kwargs: Any) -> None:
+        """Apply `queue`'s properties (and keyword overrides) to the existing queue.
+
+        Raises:
+            InvalidOperationError: enable_partitioning or partition_count would change.
+            MessagingEntityNotFoundError: no such queue.
+        """
+        if not isinstance(queue, QueueProperties):
+            raise InvalidArgumentError("update_queue takes the QueueProperties from get_queue")
+        current, raw = await self._read(queue.name)
+        wanted = replace(queue, **{k: v for k, v in kwargs.items() if k in ("enable_partitioning", "partition_count")})
+        if wanted.enable_partitioning != current.enable_partitioning or (
+            wanted.partition_count and wanted.partition_count != current.partition_count
+        ):
+            raise InvalidOperationError("enable_partitioning and partition_count cannot change after creation")
+        kwargs.pop("enable_partitioning", None)
+        kwargs.pop("partition_count", None)
+        base = replace(queue, partition_count=current.partition_count)
+        p = build_queue(queue.name, base=base, **kwargs)
+        now = await self._now_ms()
+        cmds: list[tuple[Any, ...]] = [("HSET", REGISTRY, p.name, self._record(p, raw.get("_c", now), now))]
+        cmds += ops.config_commands(p)
+        await self._transport.transaction(cmds, p.name)
+
+    async def delete_queue(self, queue: str | QueueProperties) -> None:
+        """Delete the queue and all its messages.
+
+        Raises:
+            MessagingEntityNotFoundError: no such queue.
+        """
+        name = queue.name if isinstance(queue, QueueProperties) else queue
+        p, _ = await self._read(name)
+        cmds: list[tuple[Any, ...]] = [("HDEL", REGISTRY, p.name)]
+        cmds += ops.delete_commands(p.name, p.partition_count)
+        await self._transport.transaction(cmds, p.name)
+
+    async def list_queues(self) -> AsyncIterator[QueueProperties]:
+        """Every queue, by name."""
+        raw = await self._transport.execute("HGETALL", REGISTRY)
+        for name in sorted(raw):
+            yield QueueProperties.from_json(raw[name])
+
+    async def get_queue_runtime_properties(self, queue_name: str) -> QueueRuntimeProperties:
+        """Counts summed over partitions (one pipelined read-only script call per partition).
+
+        Raises:
+            MessagingEntityNotFoundError: no such queue.
+        """
+        p, raw = await self._read(queue_name)
+        calls = [ops.call("stats", p.name, i) for i in range(p.partition_count)]
+        replies = await self._transport.run_many(calls, p.name)
+        parts = []
+        accessed = 0
+        for i, r in enumerate(replies):
+            if isinstance(r, ServiceBusError):
+                raise r
+            ready, locked, deferred, sched, d_ready, d_locked, d_deferred, size, acc = (int(x) for x in r[:9])
+            accessed = max(accessed, acc)
+            parts.append(
+                PartitionRuntimeProperties(
+                    partition_id=i,
+                    active_message_count=ready + locked + deferred,
+                    locked_message_count=locked,
+                    deferred_message_count=deferred,
+                    scheduled_message_count=sched,
+                    dead_letter_message_count=d_ready + d_locked + d_deferred,
+                    size_in_bytes=size,
+                )
+            )
+        active = sum(x.active_message_count for x in parts)
+        dead = sum(x.dead_letter_message_count for x in parts)
+        sched_total = sum(x.scheduled_message_count for x in parts)
+        return QueueRuntimeProperties(
+            name=p.name,
+            created_at_utc=codec.from_ms(raw["_c"]) if "_c" in raw else None,
+            updated_at_utc=codec.from_ms(raw["_u"]) if "_u" in raw else None,
+            accessed_at_utc=codec.from_ms(accessed) if accessed else None,
+            size_in_bytes=sum(x.size_in_bytes for x in parts),
+            total_message_count=active + dead + sched_total,
+            active_message_count=active,
+            dead_letter_message_count=dead,
+            scheduled_message_count=sched_total,
+            transfer_message_count=0,
+            transfer_dead_letter_message_count=0,
+            partitions=tuple(parts),
+        )
+
+    async def list_queues_runtime_properties(self) -> AsyncIterator[QueueRuntimeProperties]:
+        async for q in self.list_queues():
+            yield await self.get_queue_runtime_properties(q.name)
+
+    async def close(self) -> None:
+        await self._transport.close()
+
+    async def __aenter__(self) -> ServiceBusAdministrationClient:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

@@ -1,0 +1,373 @@
+"""ServiceBusReceiver: peek-lock and receive-and-delete, settlement, deferral and peek."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from .._core import codec, ops
+from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
+from .._message import PARTITION_SHIFT, ServiceBusReceivedMessage
+from ..exceptions import (
+    InvalidOperationError,
+    MessageLockLostError,
+    MessagingEntityNotFoundError,
+    ServiceBusError,
+)
+
+if TYPE_CHECKING:
+    from ._client import ServiceBusClient
+
+log = logging.getLogger("sbredis")
+_POLL_MIN, _POLL_MAX = 0.001, 0.05
+
+
+class ServiceBusReceiver:
+    """Receives from one queue or its dead-letter subqueue.
+
+    A receive over a partitioned queue asks the partitions in turn and locks no more messages than
+    asked for; messages kept for iteration (prefetch_count) are handed out only while their lock
+    holds, and released uncounted on close.
+    """
+
+    def __init__(
+        self,
+        client: ServiceBusClient,
+        entity: str,
+        receive_mode: ServiceBusReceiveMode,
+        sub_queue: ServiceBusSubQueue | None,
+        max_wait_time: float | None,
+        prefetch_count: int,
+    ) -> None:
+        self._client = client
+        self.entity_name = entity
+        self.receive_mode = receive_mode
+        self.sub_queue = sub_queue
+        self._group = ops.group_code(sub_queue)
+        self._mode = ops.mode_code(receive_mode)
+        self._max_wait_time = max_wait_time
+        self._prefetch = prefetch_count
+        self._cursor = 0
+        self._buffer: list[ServiceBusReceivedMessage] = []
+        self._clock_offset_ms = 0  # server clock - local clock, from the last reply
+        self._last_peeked = 0
+        self._closed = False
+
+    # -- receiving
+    async def _meta(self) -> ops.EntityMeta:
+        return await self._client._entity(self.entity_name)
+
+    async def _run_many(self, calls: list[ops.Call]) -> list[Any]:
+        replies = await self._client._transport.run_many(calls, self.entity_name)
+        if replies and all(isinstance(r, ServiceBusError) for r in replies):
+            if isinstance(replies[0], MessagingEntityNotFoundError):
+                self._client._forget(self.entity_name)
+            raise replies[0]
+        for r in replies:
+            if isinstance(r, ServiceBusError):
+                log.warning("receive from a partition of %s failed: %s", self.entity_name, r.message)
+        return replies
+
+    async def _take(self, quotas: dict[int, int], nonce: str) -> tuple[list[ServiceBusReceivedMessage], set[int]]:
+        """Receive from each partition its quota; returns messages and the partitions that filled it."""
+        parts = list(quotas)
+        calls = [
+            ops.call("receive", self.entity_name, p, self._group, self._mode, quotas[p], nonce, ops.SWEEP_LIMIT)
+            for p in parts
+        ]
+        out: list[ServiceBusReceivedMessage] = []
+        full = set()
+        for p, reply in zip(parts, await self._run_many(calls), strict=True):
+            if isinstance(reply, ServiceBusError):
+                continue
+            now, msgs = ops.parse_received(reply, self.entity_name, p, self._group, nonce, self.receive_mode)
+            self._clock_offset_ms = now - int(time.time() * 1000)
+            out += msgs
+            if len(msgs) >= quotas[p]:
+                full.add(p)
+        return out, full
+
+    async def _receive_once(self, n: int) -> list[ServiceBusReceivedMessage]:
+        meta = await self._meta()
+        count = meta.partition_count
+        nonce = ops.new_nonce()
+        start = self._cursor % count
+        self._cursor += 1
+        order = [(start + i) % count for i in range(count)]
+        quotas = ops.split_quota(n, order)
+        got, full = await self._take(quotas, nonce)
+        if len(got) >= n or count == 1:
+            return got
+        # Fewer than asked: ask the partitions not asked yet (or that may have more) how many they
+        # could give, then take only that many; no message is locked beyond the request.
+        rest = [p for p in order if p not in quotas or p in full]
+        if not rest:
+            return got
+        calls = [ops.call("probe", self.entity_name, p, self._group) for p in rest]
+        avail = {p: int(r) for p, r in zip(rest, await self._run_many(calls), strict=True) if isinstance(r, int)}
+        more = ops.fill_quota(n - len(got), avail, rest)
+        if more:
+            extra, _ = await self._take(more, nonce)
+            got += extra
+        return got
+
+    async def receive_messages(
+        self, max_message_count: int | None = 1, max_wait_time: float | None = None
+    ) -> list[ServiceBusReceivedMessage]:
+        """Up to `max_message_count` messages; waits up to `max_wait_time` seconds for the first.
+
+        With no max_wait_time here or on the receiver, waits until a message arrives.
+
+        Raises:
+            InvalidArgumentError: a bad count or wait time.
+            MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusConnectionError.
+        """
+        n = ops.check_count("max_message_count", 1 if max_message_count is None else max_message_count)
+        wait = ops.check_wait("max_wait_time", max_wait_time)
+        if wait is None:
+            wait = self._max_wait_time
+        self._check_open()
+        got = self._from_buffer(n)
+        if got:
+            return got
+        deadline = None if wait is None else time.monotonic() + wait
+        pause = _POLL_MIN
+        while True:
+            got = await self._receive_once(n)
+            if got:
+                return got
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return []
+            delay = pause if deadline is None else min(pause, deadline - now)
+            await asyncio.sleep(delay)
+            pause = min(pause * 2, _POLL_MAX)
+
+    def _from_buffer(self, n: int) -> list[ServiceBusReceivedMessage]:
+        """Buffered messages whose lock still holds (by the server's clock)."""
+        out: list[ServiceBusReceivedMessage] = []
+        now = int(time.time() * 1000) + self._clock_offset_ms
+        while self._buffer and len(out) < n:
+            m = self._buffer.pop(0)
+            if m._locked_ms == 0 or m._locked_ms > now:
+                out.append(m)
+        return out
+
+    def __aiter__(self) -> ServiceBusReceiver:
+        return self
+
+    async def __anext__(self) -> ServiceBusReceivedMessage:
+        """Next message; stops when max_wait_time passes with nothing (never, when unset)."""
+        got = self._from_buffer(1)
+        if got:
+            return got[0]
+        batch = await self.receive_messages(max(1, self._prefetch), self._max_wait_time)
+        if not batch:
+            raise StopAsyncIteration
+        self._buffer.extend(batch[1:])
+        return batch[0]
+
+    async def receive_deferred_messages(
+        self, sequence_numbers: int | Iterable[int], *, timeout: float | None = None
+    ) -> list[ServiceBusReceivedMessage]:
+        """The deferred messages with these sequence numbers (locked, or deleted in
+        RECEIVE_AND_DELETE mode). Expired ones are expired instead of returned.
+
+        Raises:
+            InvalidArgumentError: not sequence numbers of this entity.
+            MessageNotFoundError: a number is not a deferred message (nothing was received).
+        """
+        seqs = [sequence_numbers] if isinstance(sequence_numbers, int) else list(sequence_numbers)
+        meta = await self._meta()
+        groups: dict[int, list[int]] = {}
+        for s in seqs:
+            p, local = ops.split_sequence_number(s, meta.partition_count)
+            groups.setdefault(p, []).append(local)
+        nonce = ops.new_nonce()
+        calls = [
+            ops.call("receive_deferred", self.entity_name, p, self._group, self._mode, nonce, len(v), *v)
+            for p, v in groups.items()
+        ]
+        replies = await self._client._transport.run_many(calls, self.entity_name)
+        out: list[ServiceBusReceivedMessage] = []
+        for c, reply in zip(calls, replies, strict=True):
+            if isinstance(reply, ServiceBusError):
+                raise reply
+            _, msgs = ops.parse_received(
+                reply, self.entity_name, c.partition, self._group, nonce, self.receive_mode,
+                ServiceBusMessageState.DEFERRED,
+            )
+            out += msgs
+        return out
+
+    async def peek_messages(
+        self, max_message_count: int = 1, *, sequence_number: int | None = None, timeout: float | None = None
+    ) -> list[ServiceBusReceivedMessage]:
+        """Up to `max_message_count` messages from `sequence_number` on (default: after the last
+        peeked), in sequence-number order, without locking them. Expired messages may show.
+
+        Raises:
+            InvalidArgumentError: a bad count or sequence number.
+        """
+        n = ops.check_count("max_message_count", max_message_count)
+        if sequence_number is not None and (
+            isinstance(sequence_number, bool) or not isinstance(sequence_number, int) or sequence_number < 0
+        ):
+            raise ops.InvalidArgumentError("sequence_number must be a non-negative int")
+        start = sequence_number or self._last_peeked + 1
+        meta = await self._meta()
+        first_p, first_local = start >> PARTITION_SHIFT, start & ops.LOCAL_MASK
+        calls = [
+            ops.call("peek", self.entity_name, p, self._group, first_local if p == first_p else 1, n)
+            for p in range(first_p, meta.partition_count)
+        ]
+        msgs: list[ServiceBusReceivedMessage] = []
+        for c, reply in zip(calls, await self._run_many(calls), strict=True):
+            if not isinstance(reply, ServiceBusError):
+                msgs += ops.parse_peeked(reply, self.entity_name, c.partition, self._group)
+        msgs.sort(key=lambda m: m.sequence_number)
+        msgs = msgs[:n]
+        if msgs:
+            self._last_peeked = msgs[-1].sequence_number
+        return msgs
+
+    # -- settlement
+    async def _settle(
+        self, name: str, messages: list[ServiceBusReceivedMessage], extra: tuple[Any, ...] = ()
+    ) -> list[Any]:
+        self._check_open()
+        groups = ops.settle_groups(messages, self.entity_name, self._group, name)
+        parts = list(groups)
+        calls = [
+            ops.call(name, self.entity_name, p, self._group, *ops.lock_args(groups[p]), *extra) for p in parts
+        ]
+        replies = await self._client._transport.run_many(calls, self.entity_name)
+        lost: list[ServiceBusReceivedMessage] = []
+        first_error: ServiceBusError | None = None
+        results: list[Any] = []
+        for p, reply in zip(parts, replies, strict=True):
+            if isinstance(reply, ServiceBusError):
+                first_error = first_error or reply
+                continue
+            statuses = reply[1:] if name == "renew" else reply
+            for m, status in zip(groups[p], statuses, strict=True):
+                if name == "renew":
+                    if int(status):
+                        m._locked_ms = int(status)
+                        results.append(m)
+                    else:
+                        lost.append(m)
+                elif int(status) == 0:
+                    m._settled = True
+                    results.append(m)
+                else:
+                    lost.append(m)
+        if first_error is not None:
+            raise first_error
+        if lost:
+            raise MessageLockLostError(
+                f"The lock on {len(lost)} message(s) of '{self.entity_name}' was lost (elapsed, not held "
+                "by this receiver, or the message is gone); nothing was changed for them.",
+                messages=lost,
+            )
+        return results
+
+    async def complete_message(self, message: ServiceBusReceivedMessage) -> None:
+        """Remove the message (it was processed).
+
+        Raises:
+            MessageLockLostError: the lock elapsed or is not ours; nothing changed.
+            MessageAlreadySettled: settled before, or received in RECEIVE_AND_DELETE mode.
+            InvalidOperationError: the message is from another entity, or was peeked.
+        """
+        await self._settle("complete", [message])
+
+    async def complete_messages(self, messages: Iterable[ServiceBusReceivedMessage]) -> None:
+        """Complete many at one script call per partition. Messages whose locks were lost are
+        listed in the MessageLockLostError; the others are completed."""
+        await self._settle("complete", list(messages))
+
+    async def abandon_message(self, message: ServiceBusReceivedMessage) -> None:
+        """Release the lock now; the message is available again (delivery_count counts this
+        delivery; after max_delivery_count it moves to the dead-letter subqueue)."""
+        await self._settle("abandon", [message], ("0",))
+
+    async def abandon_messages(self, messages: Iterable[ServiceBusReceivedMessage]) -> None:
+        await self._settle("abandon", list(messages), ("0",))
+
+    async def defer_message(self, message: ServiceBusReceivedMessage) -> None:
+        """Set the message aside: only receive_deferred_messages(sequence_number) returns it."""
+        await self._settle("defer", [message])
+
+    async def defer_messages(self, messages: Iterable[ServiceBusReceivedMessage]) -> None:
+        await self._settle("defer", list(messages))
+
+    async def dead_letter_message(
+        self, message: ServiceBusReceivedMessage, reason: str | None = None, error_description: str | None = None
+    ) -> None:
+        """Move the message to the dead-letter subqueue with `reason` and `error_description`.
+
+        Raises:
+            InvalidOperationError: on a dead-letter receiver (the message is dead-lettered already).
+            As complete_message otherwise.
+        """
+        await self.dead_letter_messages([message], reason, error_description)
+
+    async def dead_letter_messages(
+        self,
+        messages: Iterable[ServiceBusReceivedMessage],
+        reason: str | None = None,
+        error_description: str | None = None,
+    ) -> None:
+        if self._group != "m":
+            raise InvalidOperationError("messages in the dead-letter subqueue cannot be dead-lettered again")
+        for name, value in (("reason", reason), ("error_description", error_description)):
+            if value is not None and not isinstance(value, str):
+                raise ops.InvalidArgumentError(f"{name} must be a str")
+        await self._settle("dead_letter", list(messages), (reason or "", error_description or ""))
+
+    async def renew_message_lock(self, message: ServiceBusReceivedMessage, *, timeout: float | None = None) -> datetime:
+        """Extend the lock by the entity's lock duration from now; returns the new locked_until_utc.
+
+        Raises:
+            MessageLockLostError: the lock elapsed or is not ours.
+        """
+        await self._settle("renew", [message])
+        return codec.from_ms(message._locked_ms)
+
+    # -- lifecycle
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidOperationError("the receiver is closed")
+
+    async def close(self) -> None:
+        """Release messages fetched ahead but never handed out (their delivery is not counted)."""
+        if self._closed:
+            return
+        self._closed = True
+        pending = [m for m in self._buffer if m._nonce and not m._settled]
+        self._buffer.clear()
+        if pending:
+            groups = ops.settle_groups(pending, self.entity_name, self._group, "abandon")
+            calls = [
+                ops.call("abandon", self.entity_name, p, self._group, *ops.lock_args(v), "1")
+                for p, v in groups.items()
+            ]
+            await self._client._transport.run_many(calls, self.entity_name)
+
+    async def __aenter__(self) -> ServiceBusReceiver:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        sub = "" if self.sub_queue is None else f", sub_queue={self.sub_queue.value!r}"
+        return f"ServiceBusReceiver(queue={self.entity_name!r}{sub})"

@@ -1,0 +1,125 @@
+"""The sbredis exception tree, shaped like ``azure.servicebus.exceptions``.
+
+Every error sbredis raises is a :class:`ServiceBusError` with ``retryable`` (whether trying the
+same operation again can help) and ``tracking_id`` (an id to quote in logs and reports). Errors
+about the caller's input are also ``ValueError`` (and ``TypeError`` for wrong types), so code
+ported from the Azure SDK that catches those keeps working.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+
+class ServiceBusError(Exception):
+    """Root of every sbredis error."""
+
+    retryable_default = False
+
+    def __init__(self, message: str, *, retryable: bool | None = None, **kwargs: Any) -> None:
+        self.message = message
+        self.retryable = self.retryable_default if retryable is None else retryable
+        self.tracking_id = kwargs.pop("tracking_id", None) or uuid.uuid4().hex
+        self.error = kwargs.pop("error", None)
+        self.details = kwargs
+        super().__init__(f"{message} TrackingId:{self.tracking_id}")
+
+
+class ServiceBusConnectionError(ServiceBusError):
+    """Redis could not be reached, or the connection broke during the operation."""
+
+    retryable_default = True
+
+
+class ServiceBusCommunicationError(ServiceBusConnectionError):
+    """A network-level failure talking to Redis."""
+
+
+class ServiceBusAuthenticationError(ServiceBusError):
+    """Redis refused the credentials."""
+
+
+class ServiceBusAuthorizationError(ServiceBusError):
+    """Redis refused the operation for this user (ACL)."""
+
+
+class OperationTimeoutError(ServiceBusError):
+    """The operation did not finish in time."""
+
+    retryable_default = True
+
+
+class ServiceBusServerBusyError(ServiceBusError):
+    """Redis is busy (loading, or a script is running); try again later."""
+
+    retryable_default = True
+
+
+class ServiceBusQuotaExceededError(ServiceBusError):
+    """The entity is full (max_size_in_megabytes) or Redis is out of memory."""
+
+
+class MessagingEntityNotFoundError(ServiceBusError):
+    """No queue (or other entity) of that name exists."""
+
+
+class MessagingEntityAlreadyExistsError(ServiceBusError):
+    """An entity of that name exists already."""
+
+
+class MessagingEntityDisabledError(ServiceBusError):
+    """The entity's status forbids this operation (Disabled, SendDisabled, ReceiveDisabled)."""
+
+
+class MessageAlreadySettled(ServiceBusError):  # noqa: N818 - the Azure SDK's name
+    """The message was settled already (or received in RECEIVE_AND_DELETE mode)."""
+
+
+class MessageLockLostError(ServiceBusError):
+    """The lock on the message is gone: it elapsed, was never ours, or the message is gone.
+
+    ``messages`` lists the messages of a batch settlement whose locks were lost; the others in the
+    batch were settled.
+    """
+
+    def __init__(self, message: str, *, messages: list[Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.messages = messages or []
+
+
+class MessageNotFoundError(ServiceBusError):
+    """No message with that sequence number is in the expected state (deferred, scheduled)."""
+
+
+class InvalidOperationError(ServiceBusError, ValueError):
+    """The operation is not valid here (Service Bus's InvalidOperationException)."""
+
+
+class InvalidArgumentError(InvalidOperationError, TypeError):
+    """An argument has the wrong type or value; nothing was sent to Redis."""
+
+
+class MessageSizeExceededError(ServiceBusError, ValueError):
+    """A message or batch is larger than the entity's max_message_size_in_kilobytes."""
+
+
+__all__ = [
+    "InvalidArgumentError",
+    "InvalidOperationError",
+    "MessageAlreadySettled",
+    "MessageLockLostError",
+    "MessageNotFoundError",
+    "MessageSizeExceededError",
+    "MessagingEntityAlreadyExistsError",
+    "MessagingEntityDisabledError",
+    "MessagingEntityNotFoundError",
+    "OperationTimeoutError",
+    "ServiceBusAuthenticationError",
+    "ServiceBusAuthorizationError",
+    "ServiceBusCommunicationError",
+    "ServiceBusConnectionError",
+    "ServiceBusError",
+    "ServiceBusQuotaExceededError",
+    "ServiceBusServerBusyError",
+]
