@@ -58,9 +58,7 @@ def _check_properties(props: Any) -> dict[str, Any] | None:
         if not isinstance(key, (str, bytes)):
             raise InvalidArgumentError("application_properties keys must be str")
         if value is not None and not isinstance(value, _PROP_TYPES):
-            raise InvalidArgumentError(
-                f"application property {key!r} has an unsupported type {type(value).__name__}"
-            )
+            raise InvalidArgumentError(f"application property {key!r} has an unsupported type {type(value).__name__}")
     return dict(props)
 
 
@@ -72,7 +70,7 @@ class ServiceBusMessage:
         InvalidOperationError: session_id and partition_key are both set and differ.
     """
 
-    __slots__ = ("_body", "_h", "_props", "_ttl_ms", "_sched_ms", "_blob")
+    __slots__ = ("_blob", "_body", "_h", "_props", "_sched_ms", "_ttl_ms")
 
     def __init__(
         self,
@@ -237,25 +235,25 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
     """
 
     __slots__ = (
-        "_raw",
-        "entity_name",
-        "partition_id",
-        "_group",
-        "_local_seq",
-        "delivery_count",
+        "_clock_offset_ms",
         "_enq_ms",
         "_exp_ms",
+        "_group",
+        "_local_seq",
         "_locked_ms",
         "_nonce",
+        "_raw",
         "_receive_mode",
         "_settled",
-        "state",
-        "dead_letter_reason",
         "dead_letter_error_description",
-        "_clock_offset_ms",
+        "dead_letter_reason",
+        "delivery_count",
+        "entity_name",
+        "partition_id",
+        "state",
     )
 
-    def __init__(  # noqa: PLR0913 - built by the receiver, not by users
+    def __init__(
         self,
         raw: bytes,
         *,
@@ -311,6 +309,10 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         self._hdr()
         return self._props
 
+    @application_properties.setter
+    def application_properties(self, value: Mapping[str, Any] | None) -> None:
+        raise InvalidOperationError("a received message's application_properties cannot be changed")
+
     @property
     def sequence_number(self) -> int:
         return (self.partition_id << PARTITION_SHIFT) | self._local_seq
@@ -332,6 +334,10 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         if self._exp_ms:
             return timedelta(milliseconds=self._exp_ms - self._enq_ms)
         return None
+
+    @time_to_live.setter
+    def time_to_live(self, value: timedelta | float | None) -> None:
+        raise InvalidOperationError("a received message's time_to_live cannot be changed")
 
     @property
     def locked_until_utc(self) -> datetime | None:

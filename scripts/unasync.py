@@ -1,7 +1,7 @@
 """Generate the sync shell (sbredis/_sync/) from the async one (sbredis/aio/), as httpcore does.
 
-    python scripts/unasync.py           # write the sync modules
-    python scripts/unasync.py --check   # exit 1 when they are out of date (run by the test suite)
+python scripts/unasync.py           # write the sync modules
+python scripts/unasync.py --check   # exit 1 when they are out of date (run by the test suite)
 """
 
 from __future__ import annotations

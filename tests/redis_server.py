@@ -52,12 +52,18 @@ class RedisServer:
     def start(self) -> RedisServer:
         args = [
             server_binary(),
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--dir", self.dir,
-            "--save", "",
-            "--appendonly", "no",
-            "--protected-mode", "no",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            self.dir,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "no",
             *self.extra,
         ]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

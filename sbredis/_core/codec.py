@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 VERSION = b"\x01"
@@ -29,7 +29,7 @@ FIELDS = {
     "reply_to": "rt",
     "reply_to_session_id": "rts",
 }
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def encode(header: dict[str, Any], body: bytes) -> bytes:
@@ -95,7 +95,7 @@ def decode_properties(props: dict[str, Any]) -> dict[str, Any]:
 def to_ms(when: datetime) -> int:
     """A datetime as Unix ms; a naive datetime is taken as UTC (as the Azure SDK does)."""
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return int((when - _EPOCH) / timedelta(milliseconds=1))
 
 

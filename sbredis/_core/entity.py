@@ -148,9 +148,7 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
     p = replace(base, **kwargs) if base is not None else QueueProperties(name, **kwargs)
     p.name = name
     p.lock_duration = _duration("lock_duration", p.lock_duration, MAX_LOCK)
-    p.default_message_time_to_live = _duration(
-        "default_message_time_to_live", p.default_message_time_to_live
-    )
+    p.default_message_time_to_live = _duration("default_message_time_to_live", p.default_message_time_to_live)
     p.duplicate_detection_history_time_window = _duration(
         "duplicate_detection_history_time_window",
         p.duplicate_detection_history_time_window,

@@ -49,19 +49,14 @@ def map_error(err: Exception, entity: str = "") -> ex.ServiceBusError:
     if isinstance(err, rx.BusyLoadingError) or text.startswith(("BUSY", "LOADING", "TRYAGAIN")):
         return ex.ServiceBusServerBusyError("Redis is busy: " + _first_line(text), error=type(err))
     if isinstance(err, (rx.ConnectionError, ConnectionError, OSError)):
-        return ex.ServiceBusConnectionError(
-            "Could not talk to Redis: " + _first_line(text), error=type(err)
-        )
+        return ex.ServiceBusConnectionError("Could not talk to Redis: " + _first_line(text), error=type(err))
     if isinstance(err, rx.ReadOnlyError) or text.startswith(("READONLY", "MASTERDOWN")):
-        return ex.ServiceBusConnectionError(
-            "Redis cannot take writes now: " + _first_line(text), error=type(err)
-        )
+        return ex.ServiceBusConnectionError("Redis cannot take writes now: " + _first_line(text), error=type(err))
     if text.startswith("OOM"):
         return ex.ServiceBusQuotaExceededError("Redis is out of memory.", error=type(err))
     if text.startswith("WRONGTYPE") or "WRONGTYPE" in text:
         return ex.ServiceBusError(
-            f"A key of '{entity}' holds data of the wrong type; the keyspace was changed outside "
-            "sbredis.",
+            f"A key of '{entity}' holds data of the wrong type; the keyspace was changed outside sbredis.",
             error=type(err),
         )
     return ex.ServiceBusError("Redis error: " + _first_line(text), error=type(err))

@@ -44,9 +44,7 @@ class EntityMeta:
 
     @classmethod
     def from_properties(cls, p: QueueProperties) -> EntityMeta:
-        return cls(
-            p.name, p.partition_count, p.requires_duplicate_detection, p.max_message_size_in_kilobytes * 1024
-        )
+        return cls(p.name, p.partition_count, p.requires_duplicate_detection, p.max_message_size_in_kilobytes * 1024)
 
 
 @dataclass(frozen=True)
@@ -81,7 +79,7 @@ def as_messages(message: Any) -> list[ServiceBusMessage]:
     if isinstance(message, ServiceBusMessage):
         return [message]
     if isinstance(message, ServiceBusMessageBatch):
-        return list(message)
+        return list(message._messages)
     if isinstance(message, (list, tuple)):
         for m in message:
             if not isinstance(m, ServiceBusMessage):
@@ -114,8 +112,7 @@ def plan_send(
         size = len(blob)
         if size > meta.max_message_bytes:
             raise MessageSizeExceededError(
-                f"A message of {size} bytes exceeds the maximum of {meta.max_message_bytes} bytes "
-                f"on '{meta.name}'."
+                f"A message of {size} bytes exceeds the maximum of {meta.max_message_bytes} bytes on '{meta.name}'."
             )
         sizes[p] = sizes.get(p, 0) + size
         args = groups.setdefault(p, [0])

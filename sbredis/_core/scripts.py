@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 _INCLUDE = re.compile(r"^--@include (\w+)\s*$", re.MULTILINE)
@@ -36,12 +36,12 @@ def _resolve(text: str, base: Path, seen: tuple[str, ...]) -> str:
         if name in seen:
             raise ValueError(f"include cycle through {name}")
         body = (base / "includes" / f"{name}.lua").read_text()
-        return _resolve(body, base, seen + (name,))
+        return _resolve(body, base, (*seen, name))
 
     return _INCLUDE.sub(inline, text)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> Script:
     """The composed script `name` (``lua/<name>.lua`` with its includes)."""
     base = lua_dir()

@@ -14,6 +14,7 @@ from .._core import codec, ops
 from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
 from .._message import PARTITION_SHIFT, ServiceBusReceivedMessage
 from ..exceptions import (
+    InvalidArgumentError,
     InvalidOperationError,
     MessageLockLostError,
     MessagingEntityNotFoundError,
@@ -199,7 +200,12 @@ class ServiceBusReceiver:
             if isinstance(reply, ServiceBusError):
                 raise reply
             _, msgs = ops.parse_received(
-                reply, self.entity_name, c.partition, self._group, nonce, self.receive_mode,
+                reply,
+                self.entity_name,
+                c.partition,
+                self._group,
+                nonce,
+                self.receive_mode,
                 ServiceBusMessageState.DEFERRED,
             )
             out += msgs
@@ -218,7 +224,7 @@ class ServiceBusReceiver:
         if sequence_number is not None and (
             isinstance(sequence_number, bool) or not isinstance(sequence_number, int) or sequence_number < 0
         ):
-            raise ops.InvalidArgumentError("sequence_number must be a non-negative int")
+            raise InvalidArgumentError("sequence_number must be a non-negative int")
         start = sequence_number or self._last_peeked + 1
         meta = self._meta()
         first_p, first_local = start >> PARTITION_SHIFT, start & ops.LOCAL_MASK
@@ -243,9 +249,7 @@ class ServiceBusReceiver:
         self._check_open()
         groups = ops.settle_groups(messages, self.entity_name, self._group, name)
         parts = list(groups)
-        calls = [
-            ops.call(name, self.entity_name, p, self._group, *ops.lock_args(groups[p]), *extra) for p in parts
-        ]
+        calls = [ops.call(name, self.entity_name, p, self._group, *ops.lock_args(groups[p]), *extra) for p in parts]
         replies = self._client._transport.run_many(calls, self.entity_name)
         lost: list[ServiceBusReceivedMessage] = []
         first_error: ServiceBusError | None = None
@@ -328,7 +332,7 @@ class ServiceBusReceiver:
             raise InvalidOperationError("messages in the dead-letter subqueue cannot be dead-lettered again")
         for name, value in (("reason", reason), ("error_description", error_description)):
             if value is not None and not isinstance(value, str):
-                raise ops.InvalidArgumentError(f"{name} must be a str")
+                raise InvalidArgumentError(f"{name} must be a str")
         self._settle("dead_letter", list(messages), (reason or "", error_description or ""))
 
     def renew_message_lock(self, message: ServiceBusReceivedMessage, *, timeout: float | None = None) -> datetime:
@@ -355,8 +359,7 @@ class ServiceBusReceiver:
         if pending:
             groups = ops.settle_groups(pending, self.entity_name, self._group, "abandon")
             calls = [
-                ops.call("abandon", self.entity_name, p, self._group, *ops.lock_args(v), "1")
-                for p, v in groups.items()
+                ops.call("abandon", self.entity_name, p, self._group, *ops.lock_args(v), "1") for p, v in groups.items()
             ]
             self._client._transport.run_many(calls, self.entity_name)
 

@@ -67,7 +67,7 @@ class Transport:
             except NoScriptError:
                 r.script_load(c.script.source)
                 return r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
-        except Exception as e:  # noqa: BLE001 - every Redis error is mapped here
+        except Exception as e:
             raise map_error(e, entity) from e
 
     def run_many(self, calls: list[Call], entity: str = "") -> list[Any]:
@@ -86,7 +86,7 @@ class Transport:
                         c = calls[i]
                         pipe.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
                     replies = pipe.execute(raise_on_error=False)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 err = map_error(e, entity)
                 for i in todo:
                     results[i] = err
@@ -104,7 +104,7 @@ class Transport:
             try:
                 for source in {calls[i].script.source for i in missing}:
                     self.redis.script_load(source)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 err = map_error(e, entity)
                 for i in missing:
                     results[i] = err
@@ -116,7 +116,7 @@ class Transport:
         """One plain Redis command; raises ServiceBusError."""
         try:
             return self.redis.execute_command(*command)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise map_error(e, entity) from e
 
     def transaction(self, commands: list[tuple[Any, ...]], entity: str = "") -> list[Any]:
@@ -127,7 +127,7 @@ class Transport:
                     pipe.execute_command(*cmd)
                 result: list[Any] = pipe.execute()
                 return result
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise map_error(e, entity) from e
 
     def transaction_if_absent(
@@ -151,7 +151,7 @@ class Transport:
             raise ServiceBusError("The registry kept changing; the entity was not created.", retryable=True)
         except ServiceBusError:
             raise
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise map_error(e, entity) from e
 
     def pipeline(self, commands: list[tuple[Any, ...]], entity: str = "") -> list[Any]:
@@ -162,7 +162,7 @@ class Transport:
                     pipe.execute_command(*cmd)
                 result: list[Any] = pipe.execute()
                 return result
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise map_error(e, entity) from e
 
     def close(self) -> None:

@@ -66,7 +66,7 @@ class Transport:
             except NoScriptError:
                 await r.script_load(c.script.source)
                 return await r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
-        except Exception as e:  # noqa: BLE001 - every Redis error is mapped here
+        except Exception as e:
             raise map_error(e, entity) from e
 
     async def run_many(self, calls: list[Call], entity: str = "") -> list[Any]:
@@ -85,7 +85,7 @@ class Transport:
                         c = calls[i]
                         pipe.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
                     replies = await pipe.execute(raise_on_error=False)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 err = map_error(e, entity)
                 for i in todo:
                     results[i] = err
@@ -103,7 +103,7 @@ class Transport:
             try:
                 for source in {calls[i].script.source for i in missing}:
                     await self.redis.script_load(source)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 err = map_error(e, entity)
                 for i in missing:
                     results[i] = err
@@ -115,7 +115,7 @@ class Transport:
         """One plain Redis command; raises ServiceBusError."""
         try:
             return await self.redis.execute_command(*command)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise map_error(e, entity) from e
 
     async def transaction(self, commands: list[tuple[Any, ...]], entity: str = "") -> list[Any]:
@@ -126,7 +126,7 @@ class Transport:
                     pipe.execute_command(*cmd)
                 result: list[Any] = await pipe.execute()
                 return result
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise map_error(e, entity) from e
 
     async def transaction_if_absent(
@@ -150,7 +150,7 @@ class Transport:
             raise ServiceBusError("The registry kept changing; the entity was not created.", retryable=True)
         except ServiceBusError:
             raise
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise map_error(e, entity) from e
 
     async def pipeline(self, commands: list[tuple[Any, ...]], entity: str = "") -> list[Any]:
@@ -161,7 +161,7 @@ class Transport:
                     pipe.execute_command(*cmd)
                 result: list[Any] = await pipe.execute()
                 return result
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise map_error(e, entity) from e
 
     async def close(self) -> None:

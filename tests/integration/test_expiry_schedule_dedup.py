@@ -1,0 +1,233 @@
+"""TTL and expiry, scheduled messages and duplicate detection, on a real Redis."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from sbredis import ServiceBusMessage, ServiceBusMessageState, ServiceBusSubQueue
+from sbredis.exceptions import MessageNotFoundError
+from tests.conftest import eventually
+
+pytestmark = pytest.mark.integration
+MS = timedelta(milliseconds=1)
+
+
+def dlq(client: Any, q: str) -> Any:
+    return client.get_queue_receiver(q, sub_queue=ServiceBusSubQueue.DEAD_LETTER)
+
+
+def test_expires_at_is_enqueued_plus_ttl(client: Any, make_queue: Any) -> None:
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("x", time_to_live=timedelta(minutes=5)))
+    with client.get_queue_receiver(q) as r:
+        [m] = r.receive_messages(1, max_wait_time=1)
+        assert m.expires_at_utc - m.enqueued_time_utc == timedelta(minutes=5)
+        assert m.time_to_live == timedelta(minutes=5)
+
+
+def test_entity_ttl_is_default_and_ceiling(client: Any, make_queue: Any) -> None:
+    q = make_queue(default_message_time_to_live=timedelta(minutes=1))
+    with client.get_queue_sender(q) as s:
+        s.send_messages(
+            [
+                ServiceBusMessage("default"),
+                ServiceBusMessage("long", time_to_live=timedelta(hours=1)),
+                ServiceBusMessage("short", time_to_live=timedelta(seconds=10)),
+            ]
+        )
+    with client.get_queue_receiver(q) as r:
+        got = {str(m): m.expires_at_utc - m.enqueued_time_utc for m in r.receive_messages(3, max_wait_time=1)}
+    assert got == {"default": timedelta(minutes=1), "long": timedelta(minutes=1), "short": timedelta(seconds=10)}
+
+
+def test_no_ttl_never_expires(client: Any, make_queue: Any) -> None:
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("x"))
+    with client.get_queue_receiver(q) as r:
+        [m] = r.receive_messages(1, max_wait_time=1)
+        assert m.expires_at_utc is None and m.time_to_live is None
+
+
+def test_expired_never_received_and_dropped(client: Any, admin: Any, make_queue: Any) -> None:
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage("short", time_to_live=150 * MS), ServiceBusMessage("keep")])
+    time.sleep(0.3)
+    with client.get_queue_receiver(q) as r:
+        # lazily removed: may still show in peek until a receive runs
+        got = r.receive_messages(5, max_wait_time=0.5)
+        assert [str(m) for m in got] == ["keep"]
+        r.complete_messages(got)
+    props = admin.get_queue_runtime_properties(q)
+    assert props.total_message_count == 0 and props.dead_letter_message_count == 0
+
+
+def test_expired_dead_lettered_when_enabled(client: Any, admin: Any, make_queue: Any) -> None:
+    q = make_queue(dead_lettering_on_message_expiration=True)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("short", time_to_live=100 * MS))
+    time.sleep(0.25)
+    with client.get_queue_receiver(q) as r:
+        assert r.receive_messages(1, max_wait_time=0) == []
+    with dlq(client, q) as d:
+        [m] = d.receive_messages(1, max_wait_time=1)
+        assert str(m) == "short" and m.dead_letter_reason == "TTLExpiredException"
+        assert m.expires_at_utc is None  # dead-lettered messages do not expire
+        d.abandon_message(m)
+    props = admin.get_queue_runtime_properties(q)
+    assert (props.active_message_count, props.dead_letter_message_count) == (0, 1)
+
+
+def test_expiry_sweep_reaches_messages_behind_others(client: Any, make_queue: Any) -> None:
+    q = make_queue(dead_lettering_on_message_expiration=True, lock_duration=timedelta(seconds=30))
+    with client.get_queue_sender(q) as s:
+        expiring = [ServiceBusMessage(f"e{i}", time_to_live=100 * MS) for i in range(3)]
+        s.send_messages([ServiceBusMessage("first"), *expiring])
+    time.sleep(0.25)
+    with client.get_queue_receiver(q) as r:
+        [first] = r.receive_messages(1, max_wait_time=1)  # the sweep dead-letters all three
+        assert str(first) == "first"
+    with dlq(client, q) as d:
+        assert sorted(str(m) for m in d.peek_messages(10)) == ["e0", "e1", "e2"]
+
+
+def test_locked_message_does_not_expire_while_locked(client: Any, make_queue: Any) -> None:
+    q = make_queue(dead_lettering_on_message_expiration=True, lock_duration=timedelta(seconds=30))
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("x", time_to_live=200 * MS))
+    with client.get_queue_receiver(q) as r:
+        [m] = r.receive_messages(1, max_wait_time=1)
+        time.sleep(0.35)
+        r.receive_messages(1, max_wait_time=0)  # a sweep runs; the locked message is left alone
+        r.renew_message_lock(m)
+        r.complete_message(m)  # completed under lock: never dead-lettered
+    with dlq(client, q) as d:
+        assert d.peek_messages(5) == []
+
+
+def test_abandon_after_ttl_expires_at_once(client: Any, make_queue: Any) -> None:
+    q = make_queue(dead_lettering_on_message_expiration=True, lock_duration=timedelta(seconds=30))
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("x", time_to_live=200 * MS))
+    with client.get_queue_receiver(q) as r:
+        [m] = r.receive_messages(1, max_wait_time=1)
+        time.sleep(0.3)
+        r.abandon_message(m)
+        assert r.receive_messages(1, max_wait_time=0) == []
+    with dlq(client, q) as d:
+        [dl] = d.receive_messages(1, max_wait_time=1)
+        assert dl.dead_letter_reason == "TTLExpiredException"
+
+
+def test_lock_elapse_after_ttl_expires_at_once(client: Any, make_queue: Any) -> None:
+    q = make_queue(lock_duration=timedelta(milliseconds=200))
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("x", time_to_live=150 * MS))
+    with client.get_queue_receiver(q) as r:
+        r.receive_messages(1, max_wait_time=1)
+        time.sleep(0.35)
+        assert r.receive_messages(1, max_wait_time=0.2) == []  # dropped (no dead-lettering)
+        assert r.peek_messages(5, sequence_number=1) == []
+
+
+def test_deferred_message_expires(client: Any, make_queue: Any) -> None:
+    q = make_queue(dead_lettering_on_message_expiration=True, lock_duration=timedelta(seconds=30))
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("x", time_to_live=200 * MS))
+    with client.get_queue_receiver(q) as r:
+        [m] = r.receive_messages(1, max_wait_time=1)
+        r.defer_message(m)
+        time.sleep(0.3)
+        r.receive_messages(1, max_wait_time=0)  # the sweep expires the deferred message
+        with pytest.raises(MessageNotFoundError):
+            r.receive_deferred_messages([m.sequence_number])
+    with dlq(client, q) as d:
+        assert [x.dead_letter_reason for x in d.peek_messages(5)] == ["TTLExpiredException"]
+
+
+def test_scheduled_message_materializes_at_its_time(client: Any, admin: Any, make_queue: Any) -> None:
+    q = make_queue()
+    at = datetime.now(UTC) + timedelta(milliseconds=400)
+    with client.get_queue_sender(q) as s:
+        [seq] = s.schedule_messages(ServiceBusMessage("later", time_to_live=timedelta(minutes=1)), at)
+    assert admin.get_queue_runtime_properties(q).scheduled_message_count == 1
+    with client.get_queue_receiver(q) as r:
+        [peeked] = r.peek_messages(1)
+        assert peeked.state is ServiceBusMessageState.SCHEDULED and peeked.sequence_number == seq
+        assert r.receive_messages(1, max_wait_time=0) == []
+        [m] = r.receive_messages(1, max_wait_time=5)
+        assert str(m) == "later" and m.sequence_number == seq
+        # a scheduled message's enqueued time is its scheduled time; expiry counts from there
+        assert abs(m.enqueued_time_utc - at) < timedelta(milliseconds=2)
+        assert m.expires_at_utc - m.enqueued_time_utc == timedelta(minutes=1)
+        r.complete_message(m)
+
+
+def test_scheduled_enqueue_time_on_message(client: Any, make_queue: Any) -> None:
+    q = make_queue()
+    at = datetime.now(UTC) + timedelta(milliseconds=300)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("x", scheduled_enqueue_time_utc=at))
+    with client.get_queue_receiver(q) as r:
+        assert r.receive_messages(1, max_wait_time=0) == []
+        assert [str(m) for m in eventually(lambda: r.receive_messages(1, max_wait_time=0.1))] == ["x"]
+
+
+def test_cancel_scheduled(client: Any, admin: Any, make_queue: Any) -> None:
+    q = make_queue()
+    at = datetime.now(UTC) + timedelta(milliseconds=300)
+    with client.get_queue_sender(q) as s:
+        seqs = s.schedule_messages([ServiceBusMessage("a"), ServiceBusMessage("b")], at)
+        assert len(seqs) == 2 and seqs[0] < seqs[1]
+        with pytest.raises(MessageNotFoundError):
+            s.cancel_scheduled_messages([seqs[0], seqs[1] + 100])  # nothing cancelled
+        assert admin.get_queue_runtime_properties(q).scheduled_message_count == 2
+        s.cancel_scheduled_messages(seqs)
+    time.sleep(0.4)
+    with client.get_queue_receiver(q) as r:
+        assert r.receive_messages(2, max_wait_time=0.2) == []
+    props = admin.get_queue_runtime_properties(q)
+    assert props.total_message_count == 0 and props.size_in_bytes == 0
+
+
+def test_duplicate_detection_drops_repeats_in_window(client: Any, make_queue: Any) -> None:
+    q = make_queue(
+        requires_duplicate_detection=True, duplicate_detection_history_time_window=timedelta(milliseconds=500)
+    )
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("first", message_id="id-1"))
+        s.send_messages(ServiceBusMessage("again", message_id="id-1"))  # accepted, dropped
+        s.send_messages([ServiceBusMessage("x", message_id="id-2"), ServiceBusMessage("x2", message_id="id-2")])
+    with client.get_queue_receiver(q) as r:
+        got = r.receive_messages(10, max_wait_time=0.5)
+        assert sorted(str(m) for m in got) == ["first", "x"]
+        r.complete_messages(got)
+    time.sleep(0.6)  # the window passed: the id is new again
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("after", message_id="id-1"))
+    with client.get_queue_receiver(q) as r:
+        assert [str(m) for m in r.receive_messages(10, max_wait_time=1)] == ["after"]
+
+
+def test_duplicate_detection_off_keeps_repeats(client: Any, make_queue: Any) -> None:
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage("a", message_id="same"), ServiceBusMessage("b", message_id="same")])
+    with client.get_queue_receiver(q) as r:
+        assert len(r.receive_messages(10, max_wait_time=0.5)) == 2
+
+
+def test_resending_same_message_object_is_deduplicated(client: Any, make_queue: Any) -> None:
+    q = make_queue(requires_duplicate_detection=True, enable_partitioning=True, partition_count=4)
+    m = ServiceBusMessage("once")  # message_id generated once, kept across retries
+    with client.get_queue_sender(q) as s:
+        for _ in range(3):
+            s.send_messages(m)
+    with client.get_queue_receiver(q) as r:
+        assert [str(x) for x in r.receive_messages(10, max_wait_time=0.5)] == ["once"]
