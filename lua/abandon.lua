@@ -17,10 +17,10 @@ local G = group_of(ARGV[1])
 local n = tonumber(ARGV[2])
 local undo = ARGV[3 + 2 * n] == '1'
 local now = now_ms()
+local seqs, recs = held_all(G, n, 3, now)
 local out = {}
 for i = 1, n do
-  local seq = ARGV[1 + 2 * i]
-  local rec = held(G, seq, ARGV[2 + 2 * i], now)
+  local seq, rec = seqs[i], recs[i]
   if rec then
     release(G, cfg, seq, rec, now, undo)
     out[i] = 0

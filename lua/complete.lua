@@ -14,15 +14,16 @@ if bad then return bad end
 local G = group_of(ARGV[1])
 local n = tonumber(ARGV[2])
 local now = now_ms()
-local out, done = {}, {}
+local seqs, recs = held_all(G, n, 3, now)
+local out, done, counted = {}, {}, {}
 local size = 0
 for i = 1, n do
-  local seq = ARGV[1 + 2 * i]
-  local rec = held(G, seq, ARGV[2 + 2 * i], now)
+  local seq, rec = seqs[i], recs[i]
   if rec then
-    local _, _, _, sz = parse_lock(rec)
+    local _, _, _, sz, dc = parse_lock(rec)
     size = size + sz
     done[#done + 1] = seq
+    if dc > 1 then counted[#counted + 1] = seq end
     out[i] = 0
   else
     out[i] = 1
@@ -32,7 +33,7 @@ if #done > 0 then
   call_many('XDEL', G.log, done)
   call_many('HDEL', G.lk, done)
   call_many('ZREM', G.locked, done)
-  call_many('HDEL', G.dc, done)
+  if #counted > 0 then call_many('HDEL', G.dc, counted) end
   redis.call('HINCRBY', K_ST, 'size', -size)
 end
 touch(now)

@@ -15,15 +15,16 @@ if ARGV[1] ~= 'm' then return fail('INVALID') end
 local n = tonumber(ARGV[2])
 local reason, description = ARGV[3 + 2 * n], ARGV[4 + 2 * n]
 local now = now_ms()
+local seqs, recs = held_all(MAIN, n, 3, now)
 local out = {}
 for i = 1, n do
-  local seq = ARGV[1 + 2 * i]
-  local rec = held(MAIN, seq, ARGV[2 + 2 * i], now)
-  local f = rec and entry(MAIN, seq)
+  local seq = seqs[i]
+  local f = recs[i] and entry(MAIN, seq)
   if f then
+    local _, _, _, _, dc = parse_lock(recs[i])
     redis.call('HDEL', MAIN.lk, seq)
     redis.call('ZREM', MAIN.locked, seq)
-    dead_letter(seq, f, reason, description)
+    dead_letter(seq, f, reason, description, dc)
     out[i] = 0
   else
     out[i] = 1

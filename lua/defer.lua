@@ -13,12 +13,13 @@ if bad then return bad end
 local G = group_of(ARGV[1])
 local n = tonumber(ARGV[2])
 local now = now_ms()
+local seqs, recs = held_all(G, n, 3, now)
 local out = {}
 for i = 1, n do
-  local seq = ARGV[1 + 2 * i]
-  local rec = held(G, seq, ARGV[2 + 2 * i], now)
+  local seq, rec = seqs[i], recs[i]
   if rec then
-    local _, _, x, _ = parse_lock(rec)
+    local _, _, x, _, dc = parse_lock(rec)
+    redis.call('HSET', G.dc, seq, dc)
     redis.call('HDEL', G.lk, seq)
     redis.call('ZREM', G.locked, seq)
     redis.call('ZADD', G.deferred, seq, seq)

@@ -3,7 +3,8 @@
   Expired messages not yet removed may show.
   KEYS: the partition's 17 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] first seq (partition-local)   ARGV[3] count
-  Returns: {now_ms, seq_1, delivery_count_1, state_1, fields_1, ...}
+  Returns: {now_ms, then per message: seq, delivery_count, state, blob, enqueued_ms, expires_ms
+           [, dead-letter reason, dead-letter description: group 'd' only]}
            state: 0 active, 1 deferred, 2 scheduled (ServiceBusMessageState)
   Errors:  NOTFOUND
 ]]
@@ -25,9 +26,17 @@ for i = 1, #r do
     state = 2
   end
   out[#out + 1] = seq
-  out[#out + 1] = tonumber(redis.call('HGET', G.dc, seq) or '0')
+  local rec = redis.call('HGET', G.lk, seq)
+  local dc
+  if rec then
+    local _, _, _, _, held_dc = parse_lock(rec)
+    dc = held_dc
+  else
+    dc = tonumber(redis.call('HGET', G.dc, seq) or '0')
+  end
+  out[#out + 1] = dc
   out[#out + 1] = state
-  out[#out + 1] = r[i][2]
+  put(out, G, r[i][2])
 end
 touch(now)
 return out

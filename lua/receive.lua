@@ -4,9 +4,8 @@
   KEYS: the partition's 17 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete
   ARGV[3] count   ARGV[4] lock nonce   ARGV[5] sweep limit
-  Returns: {now_ms, locked_until_ms, seq_1, delivery_count_1, fields_1, seq_2, ...}
-           fields: the log entry {'b', blob, 'e', enqueued_ms, 'x', expires_ms [, 'r', reason,
-           'rd', description, 'os', original seq]}
+  Returns: {now_ms, locked_until_ms, then per message: seq, delivery_count, blob, enqueued_ms,
+           expires_ms [, dead-letter reason, dead-letter description: group 'd' only]}
   Errors:  NOTFOUND  DISABLED (receive)
 ]]
 --@include partition
@@ -54,15 +53,14 @@ end
 local seqs = {}
 for i = 1, #got do seqs[i] = got[i][1] end
 local dcs = redis.call('HMGET', G.dc, unpack(seqs))
-local dc_set, expiring = {}, {}
+local expiring = {}
 for i = 1, #got do
   local dc = tonumber(dcs[i] or '0') + 1
-  dc_set[#dc_set + 1] = seqs[i]
-  dc_set[#dc_set + 1] = dc
+  dcs[i] = dc
   if got[i][3] > 0 then expiring[#expiring + 1] = seqs[i] end
   out[#out + 1] = seqs[i]
   out[#out + 1] = dc
-  out[#out + 1] = got[i][2]
+  put(out, G, got[i][2])
 end
 if #expiring > 0 and G.main then call_many('ZREM', K_EXP, expiring) end
 if lock then
@@ -71,9 +69,8 @@ if lock then
     locks[#locks + 1] = untl
     locks[#locks + 1] = seqs[i]
     recs[#recs + 1] = seqs[i]
-    recs[#recs + 1] = lock_record(nonce, 'r', got[i][3], #got[i][2][2])
+    recs[#recs + 1] = lock_record(nonce, 'r', got[i][3], #got[i][2][2], dcs[i])
   end
-  call_many('HSET', G.dc, dc_set)
   call_many('HSET', G.lk, recs)
   call_many('ZADD', G.locked, locks)
 else

@@ -5,7 +5,7 @@
   KEYS: the partition's 17 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' | 'D'   ARGV[3] lock nonce   ARGV[4] n
   ARGV[5..n+4] sequence numbers (partition-local)
-  Returns: {now_ms, locked_until_ms, seq_1, delivery_count_1, fields_1, ...}  (as receive)
+  Returns: {now_ms, locked_until_ms, then per message as receive}
   Errors:  NOTFOUND  DISABLED  NOMSG (a number is not a deferred message)
 ]]
 --@include partition
@@ -33,16 +33,16 @@ for i = 5, n + 4 do
     if G.main and x > 0 and x <= now then
       expire(cfg, seq, f)
     else
-      local dc = redis.call('HINCRBY', G.dc, seq, 1)
+      local dc = tonumber(redis.call('HGET', G.dc, seq) or '0') + 1
       if lock then
-        redis.call('HSET', G.lk, seq, lock_record(nonce, 'd', x, #f[2]))
+        redis.call('HSET', G.lk, seq, lock_record(nonce, 'd', x, #f[2], dc))
         redis.call('ZADD', G.locked, untl, seq)
       else
         drop(G, seq, #f[2])
       end
       out[#out + 1] = seq
       out[#out + 1] = dc
-      out[#out + 1] = f
+      put(out, G, f)
     end
   end
 end

@@ -14,15 +14,18 @@ local G = group_of(ARGV[1])
 local n = tonumber(ARGV[2])
 local now = now_ms()
 local untl = now + cfg.lock_ms
+local seqs, recs = held_all(G, n, 3, now)
 local out = {now}
+local renewed = {}
 for i = 1, n do
-  local seq = ARGV[1 + 2 * i]
-  if held(G, seq, ARGV[2 + 2 * i], now) then
-    redis.call('ZADD', G.locked, untl, seq)
+  if recs[i] then
+    renewed[#renewed + 1] = untl
+    renewed[#renewed + 1] = seqs[i]
     out[i + 1] = untl
   else
     out[i + 1] = 0
   end
 end
+if #renewed > 0 then call_many('ZADD', G.locked, renewed) end
 touch(now)
 return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import uuid
 from collections.abc import Iterable, Mapping
@@ -44,8 +45,8 @@ def duration_ms(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (timedelta, int, float)):
         raise InvalidArgumentError(f"{name} must be a timedelta or seconds, not {type(value).__name__}")
     seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
-    if not seconds > 0:
-        raise InvalidArgumentError(f"{name} must be positive")
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise InvalidArgumentError(f"{name} must be a positive, finite duration")
     return max(1, round(seconds * 1000))
 
 
@@ -89,15 +90,20 @@ class ServiceBusMessage:
         reply_to: str | None = None,
         reply_to_session_id: str | None = None,
     ) -> None:
-        self._body = _body_bytes(body)
+        self._body = body if type(body) is bytes else _body_bytes(body)
         self._blob: bytes | None = None
-        self._h: dict[str, Any] | None = {}
-        self._props = _check_properties(application_properties)
+        self._props = None if application_properties is None else _check_properties(application_properties)
         self._ttl_ms = 0
         self._sched_ms = 0
-        self.message_id = message_id if message_id is not None else os.urandom(16).hex()
-        self.session_id = session_id
-        self.partition_key = partition_key
+        if message_id is None:
+            self._h: dict[str, Any] | None = {"id": os.urandom(16).hex()}
+        else:
+            self._h = {}
+            self.message_id = message_id
+        if session_id is not None:
+            self.session_id = session_id
+        if partition_key is not None:
+            self.partition_key = partition_key
         for name, value in (
             ("content_type", content_type),
             ("correlation_id", correlation_id),
@@ -213,11 +219,16 @@ class ServiceBusMessage:
 
     # -- encoding
     def _encoded(self) -> bytes:
-        if self._blob is None:
-            header = dict(self._hdr())
-            if self._props:
-                header["ap"] = codec.encode_properties(self._props)
-            self._blob = codec.encode(header, self._body)
+        """The stored form. Cached while the message has no application properties (a caller may
+        change that dict in place, so a message with properties is encoded at every send)."""
+        if self._blob is not None:
+            return self._blob
+        header = self._hdr()
+        if self._props:
+            header = dict(header)
+            header["ap"] = codec.encode_properties(self._props)
+            return codec.encode(header, self._body)
+        self._blob = codec.encode(header, self._body)
         return self._blob
 
     def __str__(self) -> str:
@@ -291,6 +302,41 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         self.state = state
         self.dead_letter_reason = dead_letter_reason
         self.dead_letter_error_description = dead_letter_error_description
+
+    @classmethod
+    def _make(
+        cls,
+        raw: bytes,
+        entity_name: str,
+        partition_id: int,
+        group: str,
+        local_seq: int,
+        delivery_count: int,
+        enqueued_ms: int,
+        expires_ms: int,
+        locked_until_ms: int,
+        nonce: str,
+        receive_mode: ServiceBusReceiveMode | None,
+        state: ServiceBusMessageState,
+    ) -> ServiceBusReceivedMessage:
+        m = cls.__new__(cls)
+        m._raw = m._blob = raw
+        m._h = m._props = None
+        m._ttl_ms = m._sched_ms = 0
+        m.entity_name = entity_name
+        m.partition_id = partition_id
+        m._group = group
+        m._local_seq = local_seq
+        m.delivery_count = delivery_count
+        m._enq_ms = enqueued_ms
+        m._exp_ms = expires_ms
+        m._locked_ms = locked_until_ms
+        m._nonce = nonce
+        m._receive_mode = receive_mode
+        m._settled = receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        m.state = state
+        m.dead_letter_reason = m.dead_letter_error_description = None
+        return m
 
     def _hdr(self) -> dict[str, Any]:
         if self._h is None:

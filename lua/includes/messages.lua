@@ -18,6 +18,10 @@ local function entries(G, seqs)
   local first, last = tonumber(seqs[1]), tonumber(seqs[n])
   if last - first < 2 * n + 8 then
     local r = redis.call('XRANGE', G.log, first, last)
+    if #r == n and last - first + 1 == n then
+      for i = 1, n do out[seqs[i]] = r[i][2] end
+      return out
+    end
     for i = 1, #r do
       local id = r[i][1]
       out[string.sub(id, 1, #id - 2)] = r[i][2]
@@ -31,14 +35,27 @@ local function entries(G, seqs)
   return out
 end
 
-local function lock_record(nonce, home, x, size)
-  return nonce .. '|' .. home .. '|' .. x .. '|' .. size
+-- Append a message to a reply, flat: blob, enqueued ms, expires ms [, reason, description].
+local function put(out, G, f)
+  out[#out + 1] = f[2]
+  out[#out + 1] = f[4]
+  out[#out + 1] = f[6]
+  if not G.main then
+    out[#out + 1] = f[8]
+    out[#out + 1] = f[10]
+  end
 end
 
--- nonce, home ('r' ready | 'd' deferred), expires ms, size bytes
+-- A lock record carries the delivery count of the locked delivery: the dc hash holds a count
+-- only while a message is not locked (written back when a lock ends without completion).
+local function lock_record(nonce, home, x, size, dc)
+  return nonce .. '|' .. home .. '|' .. x .. '|' .. size .. '|' .. dc
+end
+
+-- nonce, home ('r' ready | 'd' deferred), expires ms, size bytes, delivery count
 local function parse_lock(v)
-  local nonce, home, x, size = string.match(v, '^([^|]*)|(%a)|(%d+)|(%d+)$')
-  return nonce, home, tonumber(x), tonumber(size)
+  local nonce, home, x, size, dc = string.match(v, '^([^|]*)|(%a)|(%d+)|(%d+)|(%d+)$')
+  return nonce, home, tonumber(x), tonumber(size), tonumber(dc)
 end
 
 -- Remove a message from its group for good.
@@ -49,8 +66,9 @@ local function drop(G, seq, size)
 end
 
 -- Move a main-queue message into the dead-letter group under a new dead-letter sequence number.
-local function dead_letter(seq, f, reason, description)
-  local dc = redis.call('HGET', MAIN.dc, seq) or '0'
+-- `dc`: its delivery count (read from the dc hash when nil).
+local function dead_letter(seq, f, reason, description, dc)
+  dc = tostring(dc or redis.call('HGET', MAIN.dc, seq) or '0')
   local dseq = redis.call('HINCRBY', K_ST, 'dseq', 1)
   redis.call('XADD', DLQ.log, dseq .. '-0', 'b', f[2], 'e', f[4], 'x', '0', 'r', reason,
              'rd', description, 'os', seq)
@@ -74,15 +92,16 @@ end
 -- dead-letter group after max_dc deliveries, or away when it expired while locked.
 -- `undo` releases a lock that was never handed to a user: its delivery is not counted.
 local function release(G, cfg, seq, rec, now, undo)
-  local _, home, x, size = parse_lock(rec)
+  local _, home, x, _, dc = parse_lock(rec)
   redis.call('HDEL', G.lk, seq)
   redis.call('ZREM', G.locked, seq)
-  if undo then
-    local dc = redis.call('HINCRBY', G.dc, seq, -1)
-    if dc <= 0 then redis.call('HDEL', G.dc, seq) end
+  if undo then dc = dc - 1 end
+  if dc > 0 then
+    redis.call('HSET', G.dc, seq, dc)
+  else
+    redis.call('HDEL', G.dc, seq)
   end
   if G.main then
-    local dc = tonumber(redis.call('HGET', G.dc, seq) or '0')
     if (not undo) and dc >= cfg.max_dc then
       local f = entry(G, seq)
       if f then
@@ -141,12 +160,22 @@ local function sweep(G, cfg, now, limit)
   end
 end
 
--- Check a lock for settlement: the lock record when (seq, nonce) still holds an unexpired lock.
-local function held(G, seq, nonce, now)
-  local rec = redis.call('HGET', G.lk, seq)
-  if not rec then return nil end
-  if string.sub(rec, 1, #nonce + 1) ~= nonce .. '|' then return nil end
-  local untl = redis.call('ZSCORE', G.locked, seq)
-  if (not untl) or tonumber(untl) < now then return nil end
-  return rec
+-- Check the locks of a settlement: for ARGV pairs (seq, nonce) from ARGV[first] on, the lock
+-- record of each pair that still holds an unexpired lock with that nonce (false for the others).
+local function held_all(G, n, first, now)
+  local seqs = {}
+  for i = 1, n do seqs[i] = ARGV[first + 2 * (i - 1)] end
+  local recs = redis.call('HMGET', G.lk, unpack(seqs))
+  local untl = redis.call('ZMSCORE', G.locked, unpack(seqs))
+  local out = {}
+  for i = 1, n do
+    local rec, nonce = recs[i], ARGV[first + 2 * i - 1]
+    if rec and untl[i] and tonumber(untl[i]) >= now
+       and string.sub(rec, 1, #nonce + 1) == nonce .. '|' then
+      out[i] = rec
+    else
+      out[i] = false
+    end
+  end
+  return seqs, out
 end

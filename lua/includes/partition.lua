@@ -10,9 +10,10 @@
     KEYS[10] exp   zset    seq -> expires-at ms (available and deferred messages with a TTL)
     KEYS[11] dd    zset    message_id -> end of its duplicate-detection window (ms)
     KEYS[12..17]   dead-letter group:       log ready locked lk dc deferred
-  A group is: log (stream, id "<seq>-0", fields b blob, e enqueued ms, x expires ms [, r, rd, src]),
+  A group is: log (stream, id "<seq>-0", fields b blob, e enqueued ms, x expires ms [, r, rd, os]),
   ready (zset seq -> seq: available, oldest first), locked (zset seq -> locked-until ms),
-  lk (hash seq -> lock record "nonce|home|expires|size"), dc (hash seq -> delivery count),
+  lk (hash seq -> lock record "nonce|home|expires|size|delivery count"), dc (hash seq ->
+  delivery count of a message not locked now: a lock carries the count in its record),
   deferred (zset seq -> seq).
   ARGV[1] of every message script names the group it works on: 'm' main queue, 'd' dead-letter.
 ]]

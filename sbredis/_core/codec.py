@@ -32,8 +32,11 @@ FIELDS = {
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def encode(header: dict[str, Any], body: bytes) -> bytes:
-    h = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    h = _json(header).encode()
     return b"".join((VERSION, len(h).to_bytes(4, "big"), h, body))
 
 
@@ -67,7 +70,7 @@ def encode_properties(props: dict[Any, Any]) -> dict[str, Any]:
         elif isinstance(value, datetime):
             out[name] = {"$dt": to_ms(value)}
         elif isinstance(value, timedelta):
-            out[name] = {"$td": int(value / timedelta(milliseconds=1))}
+            out[name] = {"$td": value // timedelta(microseconds=1)}
         elif isinstance(value, uuid.UUID):
             out[name] = {"$u": str(value)}
         else:  # validated before encoding
@@ -85,7 +88,7 @@ def decode_properties(props: dict[str, Any]) -> dict[str, Any]:
             elif tag == "$dt":
                 value = from_ms(raw)
             elif tag == "$td":
-                value = timedelta(milliseconds=raw)
+                value = timedelta(microseconds=raw)
             elif tag == "$u":
                 value = uuid.UUID(raw)
         out[key] = value

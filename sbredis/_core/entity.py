@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import timedelta
@@ -32,7 +33,7 @@ def check_name(name: Any, what: str = "queue") -> str:
     """Raises InvalidArgumentError unless `name` is a valid entity name."""
     if not isinstance(name, str):
         raise InvalidArgumentError(f"{what} name must be a str, not {type(name).__name__}")
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise InvalidArgumentError(
             f"invalid {what} name {name[:80]!r}: 1-260 letters, digits, '.', '-', '_' or '/', "
             "starting and ending with a letter or digit"
@@ -110,6 +111,8 @@ def _ms(value: timedelta) -> int:
 
 def _duration(name: str, value: Any, upper: timedelta | None = None) -> timedelta:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise InvalidArgumentError(f"{name} must be a finite duration")
         value = timedelta(seconds=value)
     if not isinstance(value, timedelta):
         raise InvalidArgumentError(f"{name} must be a timedelta, not {type(value).__name__}")

@@ -44,6 +44,12 @@ def map_error(err: Exception, entity: str = "") -> ex.ServiceBusError:
         return ex.ServiceBusAuthorizationError(
             "Redis refused the operation for this user (ACL): " + _first_line(text), error=type(err)
         )
+    if isinstance(err, rx.OutOfMemoryError) or text.startswith("OOM"):
+        return ex.ServiceBusQuotaExceededError("Redis is out of memory.", error=type(err))
+    if isinstance(err, (rx.MasterDownError, rx.ReadOnlyError)) or text.startswith(("READONLY", "MASTERDOWN")):
+        return ex.ServiceBusConnectionError("Redis cannot take writes now: " + _first_line(text), error=type(err))
+    if isinstance(err, rx.TryAgainError):
+        return ex.ServiceBusServerBusyError("Redis is busy: " + _first_line(text), error=type(err))
     if isinstance(err, rx.TimeoutError):
         return ex.OperationTimeoutError("The operation timed out talking to Redis.", error=type(err))
     if isinstance(err, rx.BusyLoadingError) or text.startswith(("BUSY", "LOADING", "TRYAGAIN")):

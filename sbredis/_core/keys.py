@@ -21,9 +21,12 @@ scripts receive all 17 in this order (``lua/includes/partition.lua`` names them)
 ``locked`` (sorted set)
     Locked messages, score = locked-until ms; the receive sweep releases the elapsed ones.
 ``lk`` (hash)
-    seq -> lock record ``nonce|home|expires|size``; the nonce is what a lock token proves.
+    seq -> lock record ``nonce|home|expires|size|delivery count``; the nonce is what a lock token
+    proves; home says where the message returns (ready or deferred).
 ``dc`` (hash)
-    seq -> delivery count (absent: never delivered).
+    seq -> delivery count of a message that is not locked now (absent: never delivered). A locked
+    message's count is in its lock record and written back only when the lock ends without a
+    completion, so the common receive-complete path never touches this hash.
 ``deferred`` (sorted set)
     Deferred messages, score = seq.
 ``sched`` (sorted set)

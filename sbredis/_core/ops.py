@@ -168,9 +168,14 @@ def check_wait(name: str, value: Any) -> float | None:
     return float(value)
 
 
+MIN_SHARE = 25  # a partition asked for fewer messages than this costs more per message than it brings
+
+
 def split_quota(n: int, order: Sequence[int]) -> dict[int, int]:
-    """Spread `n` messages over partitions in `order`, the first ones taking the remainder."""
-    k = len(order)
+    """Spread `n` messages over the first partitions in `order` (at least MIN_SHARE each where `n`
+    allows), the first ones taking the remainder."""
+    k = max(1, min(len(order), n // MIN_SHARE))
+    order = order[:k]
     base, extra = divmod(n, k)
     out = {}
     for i, p in enumerate(order):
@@ -205,64 +210,65 @@ def parse_received(
     """(server now ms, messages) from a receive or receive_deferred reply."""
     now = int(reply[0])
     locked = int(reply[1]) if mode is ServiceBusReceiveMode.PEEK_LOCK else 0
+    if not locked:
+        nonce = ""
+    dlq = group == "d"
+    stride = 7 if dlq else 5
+    make = ServiceBusReceivedMessage._make
     out = []
-    for i in range(2, len(reply), 3):
-        f = reply[i + 2]
-        reason = desc = None
-        if len(f) > 6:
-            extra = dict(zip(f[6::2], f[7::2], strict=False))
-            reason = _text(extra.get(b"r"))
-            desc = _text(extra.get(b"rd"))
-        out.append(
-            ServiceBusReceivedMessage(
-                f[1],
-                entity_name=entity,
-                partition_id=partition,
-                group=group,
-                local_seq=int(reply[i]),
-                delivery_count=int(reply[i + 1]),
-                enqueued_ms=int(f[3]),
-                expires_ms=int(f[5]),
-                locked_until_ms=locked,
-                nonce=nonce if locked else "",
-                receive_mode=mode,
-                state=state,
-                dead_letter_reason=reason,
-                dead_letter_error_description=desc,
-            )
+    for i in range(2, len(reply), stride):
+        m = make(
+            reply[i + 2],
+            entity,
+            partition,
+            group,
+            int(reply[i]),
+            int(reply[i + 1]),
+            int(reply[i + 3]),
+            int(reply[i + 4]),
+            locked,
+            nonce,
+            mode,
+            state,
         )
+        if dlq:
+            m.dead_letter_reason = _text(reply[i + 5])
+            m.dead_letter_error_description = _text(reply[i + 6])
+        out.append(m)
     return now, out
 
 
 def parse_peeked(reply: list[Any], entity: str, partition: int, group: str) -> list[ServiceBusReceivedMessage]:
+    dlq = group == "d"
+    stride = 8 if dlq else 6
+    make = ServiceBusReceivedMessage._make
     out = []
-    for i in range(1, len(reply), 4):
-        f = reply[i + 3]
-        reason = desc = None
-        if len(f) > 6:
-            extra = dict(zip(f[6::2], f[7::2], strict=False))
-            reason = _text(extra.get(b"r"))
-            desc = _text(extra.get(b"rd"))
-        m = ServiceBusReceivedMessage(
-            f[1],
-            entity_name=entity,
-            partition_id=partition,
-            group=group,
-            local_seq=int(reply[i]),
-            delivery_count=int(reply[i + 1]),
-            enqueued_ms=int(f[3]),
-            expires_ms=int(f[5]),
-            state=ServiceBusMessageState(int(reply[i + 2])),
-            dead_letter_reason=reason,
-            dead_letter_error_description=desc,
+    for i in range(1, len(reply), stride):
+        m = make(
+            reply[i + 3],
+            entity,
+            partition,
+            group,
+            int(reply[i]),
+            int(reply[i + 1]),
+            int(reply[i + 4]),
+            int(reply[i + 5]),
+            0,
+            "",
+            None,
+            ServiceBusMessageState(int(reply[i + 2])),
         )
+        if dlq:
+            m.dead_letter_reason = _text(reply[i + 6])
+            m.dead_letter_error_description = _text(reply[i + 7])
         m._settled = True  # peeked messages hold no lock and cannot be settled
         out.append(m)
     return out
 
 
 def _text(v: Any) -> str | None:
-    return v.decode() if isinstance(v, bytes) else v
+    text = v.decode() if isinstance(v, bytes) else v
+    return text or None
 
 
 def split_sequence_number(seq: Any, partitions: int) -> tuple[int, int]:
@@ -306,6 +312,13 @@ def settle_groups(
         seen.add(id(m))
         out.setdefault(m.partition_id, []).append(m)
     return out
+
+
+SETTLE_CHUNK = 1000  # messages per settlement script call (Lua unpacks at most ~8000 arguments)
+
+
+def chunks(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Sequence[ServiceBusReceivedMessage]]:
+    return [msgs[i : i + SETTLE_CHUNK] for i in range(0, len(msgs), SETTLE_CHUNK)]
 
 
 def lock_args(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Any]:

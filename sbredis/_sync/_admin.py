@@ -12,6 +12,7 @@ from typing import Any
 from .._core import codec, ops
 from .._core.entity import QueueProperties, build_queue, check_name
 from .._core.keys import REGISTRY
+from .._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from ..exceptions import (
     InvalidArgumentError,
     InvalidOperationError,
@@ -19,7 +20,6 @@ from ..exceptions import (
     MessagingEntityNotFoundError,
     ServiceBusError,
 )
-from ..management._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from ._transport import Transport
 
 

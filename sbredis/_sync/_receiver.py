@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Iterable
 from datetime import datetime
 from types import TracebackType
@@ -54,7 +55,7 @@ class ServiceBusReceiver:
         self._max_wait_time = max_wait_time
         self._prefetch = prefetch_count
         self._cursor = 0
-        self._buffer: list[ServiceBusReceivedMessage] = []
+        self._buffer: deque[ServiceBusReceivedMessage] = deque()
         self._clock_offset_ms = 0  # server clock - local clock, from the last reply
         self._last_peeked = 0
         self._closed = False
@@ -154,7 +155,7 @@ class ServiceBusReceiver:
         out: list[ServiceBusReceivedMessage] = []
         now = int(time.time() * 1000) + self._clock_offset_ms
         while self._buffer and len(out) < n:
-            m = self._buffer.pop(0)
+            m = self._buffer.popleft()
             if m._locked_ms == 0 or m._locked_ms > now:
                 out.append(m)
         return out
@@ -247,19 +248,19 @@ class ServiceBusReceiver:
         self, name: str, messages: list[ServiceBusReceivedMessage], extra: tuple[Any, ...] = ()
     ) -> list[Any]:
         self._check_open()
-        groups = ops.settle_groups(messages, self.entity_name, self._group, name)
-        parts = list(groups)
-        calls = [ops.call(name, self.entity_name, p, self._group, *ops.lock_args(groups[p]), *extra) for p in parts]
+        by_partition = ops.settle_groups(messages, self.entity_name, self._group, name)
+        groups = [(p, chunk) for p, msgs in by_partition.items() for chunk in ops.chunks(msgs)]
+        calls = [ops.call(name, self.entity_name, p, self._group, *ops.lock_args(c), *extra) for p, c in groups]
         replies = self._client._transport.run_many(calls, self.entity_name)
         lost: list[ServiceBusReceivedMessage] = []
         first_error: ServiceBusError | None = None
         results: list[Any] = []
-        for p, reply in zip(parts, replies, strict=True):
+        for (_, chunk), reply in zip(groups, replies, strict=True):
             if isinstance(reply, ServiceBusError):
                 first_error = first_error or reply
                 continue
             statuses = reply[1:] if name == "renew" else reply
-            for m, status in zip(groups[p], statuses, strict=True):
+            for m, status in zip(chunk, statuses, strict=True):
                 if name == "renew":
                     if int(status):
                         m._locked_ms = int(status)

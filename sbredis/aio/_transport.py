@@ -6,8 +6,8 @@ retries are off: a write whose reply was lost is reported, never silently repeat
 
 from __future__ import annotations
 
+import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
@@ -21,16 +21,17 @@ from ..exceptions import InvalidArgumentError, ServiceBusError
 SCHEMES = ("redis", "rediss", "unix")
 
 
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^:@/]*):(.*)@")
+_QUERY_SECRET = re.compile(r"(?i)([?&]password=)[^&]*")
+
+
 def redact(url: str) -> str:
-    """The URL without its password (for reprs, logs and error messages)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """The URL without its password (for reprs, logs and error messages).
+
+    Works on the text, so a password with unescaped '/', '#', '?' or '@' is hidden too.
+    """
+    url = _USERINFO.sub(r"\1\2:***@", url)
+    return _QUERY_SECRET.sub(r"\1***", url)
 
 
 class Transport:
@@ -39,12 +40,12 @@ class Transport:
     def __init__(self, url: str, *, socket_timeout: float = 30.0, **options: Any) -> None:
         if not isinstance(url, str):
             raise InvalidArgumentError("the connection string must be a str")
-        scheme = urlsplit(url).scheme
+        self.url = redact(url)
+        scheme = url.split("://", 1)[0] if "://" in url else ""
         if scheme not in SCHEMES:
             raise InvalidArgumentError(
                 f"unsupported connection string scheme {scheme!r}; use redis://, rediss:// or unix://"
             )
-        self.url = redact(url)
         try:
             self.redis = Redis.from_url(
                 url,
@@ -54,8 +55,14 @@ class Transport:
                 retry=Retry(NoBackoff(), 0),
                 **options,
             )
-        except (ValueError, TypeError) as e:
-            raise InvalidArgumentError(f"invalid connection string {self.url}: {e}") from None
+            self.redis.connection_pool.make_connection()  # checks the options now, connects later
+        except TypeError as e:  # an unknown option: the message names it, not a secret
+            raise InvalidArgumentError(f"invalid connection option for {self.url}: {e}") from None
+        except ValueError:  # redis-py's message may quote parts of the URL: say nothing of it
+            raise InvalidArgumentError(
+                f"cannot parse the connection string {self.url} (percent-encode special characters "
+                "in the user name and password)"
+            ) from None
 
     async def run(self, c: Call, entity: str = "") -> Any:
         """One script call; raises ServiceBusError."""

@@ -1,7 +1,7 @@
 """Async administration client (as azure.servicebus.aio.management)."""
 
 from ..._core.entity import EntityStatus, QueueProperties
-from ...management._models import PartitionRuntimeProperties, QueueRuntimeProperties
+from ..._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from .._admin import ServiceBusAdministrationClient
 
 __all__ = [

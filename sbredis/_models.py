@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from .._core.entity import EntityStatus, QueueProperties
+from ._core.entity import EntityStatus, QueueProperties
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,523 @@
+"""Static contract of the Lua scripts (no Redis needed).
+
+What is checked, per composed script (``sbredis._core.scripts.load``):
+
+* the header comment names KEYS and ARGV, and documents every literal ``ARGV[n]`` and every
+  ``fail('CODE')`` the script uses; every code maps to an exception in ``_core.errors``;
+* file names and ``SCRIPT_NAMES`` agree, includes resolve, nothing is left unresolved;
+* every script Python calls gets the 17 keys of one partition (one cluster slot), and
+  ``includes/partition.lua`` binds ``KEYS[1..17]`` in the order of ``keys.PARTITION_KEY_NAMES``;
+* no keyspace scans (KEYS, SCAN, RANDOMKEY) and no key names built in Lua. The heuristic: the
+  scripts are tokenised (comments dropped, strings kept) and for every ``redis.call`` /
+  ``redis.pcall`` / ``call_many`` the second argument must be exactly one named key variable
+  (``K_CFG``, ``MAIN.ready``, ``G.log``, ...), and ``KEYS`` may only appear, indexed by an
+  integer literal, in ``includes/partition.lua``. The only key-less command allowed is TIME;
+  ``call_many``'s own body forwards its ``key`` parameter;
+* each composed script compiles as Lua 5.1 (``lupa.lua51``; Redis embeds Lua 5.1), and its
+  bytecode reads no global outside the Redis sandbox and writes none (Redis refuses to run a
+  script that sets a global, and an unknown global is usually a typo that is nil at run time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+from functools import cache
+from pathlib import Path
+
+import pytest
+from redis.crc import key_slot
+
+from sbredis._core import errors, keys, ops, scripts
+from sbredis._core.entity import build_queue, partition_config
+
+ROOT = Path(__file__).resolve().parents[2]
+LUA = ROOT / "lua"
+INCLUDES = LUA / "includes"
+SCRIPT_FILES = sorted(LUA.glob("*.lua"))
+INCLUDE_FILES = sorted(INCLUDES.glob("*.lua"))
+PY_CALLERS = [*sorted((ROOT / "sbredis" / "aio").glob("*.py")), ROOT / "sbredis" / "_core" / "ops.py"]
+
+BANNED_COMMANDS = {"KEYS", "SCAN", "RANDOMKEY", "FLUSHALL", "FLUSHDB"}
+KEYLESS_COMMANDS = {"TIME"}
+# What Redis's Lua sandbox offers (and a script may read).
+SANDBOX_GLOBALS = {
+    "redis",
+    "KEYS",
+    "ARGV",
+    "unpack",
+    "tonumber",
+    "tostring",
+    "type",
+    "pairs",
+    "ipairs",
+    "next",
+    "select",
+    "error",
+    "assert",
+    "pcall",
+    "string",
+    "math",
+    "table",
+    "cjson",
+    "cmsgpack",
+    "bit",
+    "struct",
+    "rawget",
+    "rawset",
+    "rawequal",
+    "setmetatable",
+    "getmetatable",
+}
+
+
+# --------------------------------------------------------------------------------------- lexer
+_TOKEN = re.compile(
+    r"""
+     (?P<lcomment>--\[(?P<eq>=*)\[.*?\](?P=eq)\])
+    |(?P<comment>--[^\n]*)
+    |(?P<lstr>\[(?P<eq2>=*)\[.*?\](?P=eq2)\])
+    |(?P<str>'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")
+    |(?P<num>0[xX][0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)
+    |(?P<name>[A-Za-z_]\w*)
+    |(?P<op>\.\.\.|\.\.|==|~=|<=|>=|[-+*/%^\#<>=(){}\[\];:,.])
+    |(?P<ws>\s+)
+    """,
+    re.S | re.X,
+)
+
+
+def tokens(src: str) -> list[tuple[str, str]]:
+    """(kind, text) tokens of Lua source; comments and whitespace dropped, strings kept."""
+    out = []
+    pos = 0
+    while pos < len(src):
+        m = _TOKEN.match(src, pos)
+        if m is None:
+            raise AssertionError(f"cannot tokenise Lua at {src[pos : pos + 40]!r}")
+        kind = m.lastgroup
+        if kind in ("eq", "eq2"):  # the named sub-groups of long brackets
+            kind = "lcomment" if m.group("lcomment") else "lstr"
+        if kind not in ("ws", "comment", "lcomment"):
+            out.append(("str" if kind == "lstr" else kind, m.group()))
+        pos = m.end()
+    return out
+
+
+def code_only(src: str) -> str:
+    return " ".join(text for _, text in tokens(src))
+
+
+def call_sites(src: str) -> list[tuple[str, list[list[tuple[str, str]]]]]:
+    """(callee, args) of every redis.call / redis.pcall / call_many call; args as token lists."""
+    toks = tokens(src)
+    out = []
+    i = 0
+    while i < len(toks):
+        callee = None
+        if (
+            toks[i] == ("name", "redis")
+            and i + 3 < len(toks)
+            and toks[i + 1][1] == "."
+            and toks[i + 2][1] in ("call", "pcall")
+            and toks[i + 3][1] == "("
+        ):
+            callee, start = "redis." + toks[i + 2][1], i + 4
+        elif (
+            toks[i] == ("name", "call_many")
+            and i + 1 < len(toks)
+            and toks[i + 1][1] == "("
+            and not (i > 0 and toks[i - 1] == ("name", "function"))
+        ):
+            callee, start = "call_many", i + 2
+        if callee is None:
+            i += 1
+            continue
+        args: list[list[tuple[str, str]]] = [[]]
+        depth = 0
+        j = start
+        while True:
+            kind, text = toks[j]
+            if text in ("(", "{", "[") and kind == "op":
+                depth += 1
+            elif text in (")", "}", "]") and kind == "op":
+                if depth == 0:
+                    break
+                depth -= 1
+            if text == "," and kind == "op" and depth == 0:
+                args.append([])
+            else:
+                args[-1].append((kind, text))
+            j += 1
+        out.append((callee, [a for a in args if a]))
+        i = j
+    return out
+
+
+def lua_string(tok: tuple[str, str]) -> str:
+    assert tok[0] == "str", tok
+    return tok[1][1:-1]
+
+
+# ----------------------------------------------------------------------------------- headers
+def header_of(path: Path) -> str:
+    text = path.read_text()
+    m = re.match(r"\s*--\[(=*)\[(.*?)\]\1\]", text, re.S)
+    assert m, f"{path.name} does not start with a --[[ ... ]] header comment"
+    return m.group(2)
+
+
+def own_body(path: Path) -> str:
+    """The file's code without comments (its includes not inlined)."""
+    return code_only(path.read_text())
+
+
+@cache
+def partition_bindings() -> dict[str, int]:
+    """Key variable (K_CFG, MAIN.log, DLQ.ready, ...) -> KEYS index, from includes/partition.lua."""
+    code = code_only((INCLUDES / "partition.lua").read_text())
+    found: dict[str, int] = {}
+    for names, values in re.findall(r"local ((?:\w+ , )*\w+) = ((?:KEYS \[ \d+ \] , )*KEYS \[ \d+ \])", code):
+        ns = [n.strip() for n in names.split(",")]
+        vs = [int(v) for v in re.findall(r"KEYS \[ (\d+) \]", values)]
+        assert len(ns) == len(vs), (names, values)
+        found.update(zip(ns, vs, strict=True))
+    for table, body in re.findall(r"local (\w+) = \{(.*?)\}", code):
+        for field, idx in re.findall(r"(\w+) = KEYS \[ (\d+) \]", body):
+            found[f"{table}.{field}"] = int(idx)
+    return found
+
+
+def key_variables() -> set[str]:
+    """Expressions that name a partition key: the bindings, plus G.<field> for a group table."""
+    names = set(partition_bindings())
+    names |= {"G." + n.split(".", 1)[1] for n in names if "." in n}
+    return names
+
+
+# ------------------------------------------------------------------------- Python call sites
+def python_called_scripts() -> set[str]:
+    found: set[str] = set()
+    dynamic: list[str] = []
+    for path in PY_CALLERS:
+        text = path.read_text()
+        found |= set(re.findall(r"\bcall\(\s*\"(\w+)\"", text))
+        # ServiceBusReceiver._settle(name, ...) forwards `name` to ops.call
+        found |= set(re.findall(r"\b_settle\(\s*\"(\w+)\"", text))
+        dynamic += [f"{path.name}: ops.call({a}" for a in re.findall(r"\bops\.call\(\s*([^\"\s][^,]*)", text)]
+    assert all(d.endswith("ops.call(name") for d in dynamic), (
+        f"call sites with a computed script name this test cannot follow: {dynamic}"
+    )
+    return found
+
+
+# ===================================================================================== tests
+def test_there_are_scripts_and_includes() -> None:
+    assert len(SCRIPT_FILES) >= 10
+    assert {p.stem for p in INCLUDE_FILES} >= {"partition", "messages"}
+
+
+def test_script_names_match_files_both_ways() -> None:
+    assert len(set(scripts.SCRIPT_NAMES)) == len(scripts.SCRIPT_NAMES), "SCRIPT_NAMES has duplicates"
+    files = {p.stem for p in SCRIPT_FILES}
+    assert set(scripts.SCRIPT_NAMES) - files == set(), "SCRIPT_NAMES entries without a lua file"
+    assert files - set(scripts.SCRIPT_NAMES) == set(), "lua files missing from SCRIPT_NAMES"
+
+
+def _header_cases() -> list[object]:
+    out: list[object] = []
+    for p in SCRIPT_FILES:
+        out.append(pytest.param(p, id=p.stem))
+    return out
+
+
+@pytest.mark.parametrize("path", _header_cases())
+def test_header_names_keys_and_argv(path: Path) -> None:
+    header = header_of(path)
+    assert re.search(rf"^\s*{re.escape(path.stem)}:", header, re.M), "header should open with '<name>: purpose'"
+    keys_lines = [ln for ln in header.splitlines() if ln.strip().startswith("KEYS:")]
+    assert keys_lines, f"{path.name}: header has no 'KEYS:' line"
+    assert str(keys.NUM_PARTITION_KEYS) in keys_lines[0], f"{path.name}: KEYS line does not say how many keys"
+    assert "ARGV" in header, f"{path.name}: header does not describe ARGV (say 'ARGV: none' if it takes none)"
+    assert re.search(r"^\s*Returns:", header, re.M), f"{path.name}: header does not describe the reply"
+
+
+@pytest.mark.parametrize("path", SCRIPT_FILES, ids=lambda p: p.stem)
+def test_header_documents_every_literal_argv_index(path: Path) -> None:
+    documented = {int(n) for n in re.findall(r"ARGV\[(\d+)", header_of(path))}
+    used = {int(n) for n in re.findall(r"ARGV \[ (\d+) \]", own_body(path))}
+    assert used <= documented, f"{path.name} reads ARGV{sorted(used - documented)} without documenting them"
+
+
+@pytest.mark.parametrize("path", SCRIPT_FILES, ids=lambda p: p.stem)
+def test_header_documents_error_codes_and_python_maps_them(path: Path) -> None:
+    body = own_body(path)
+    codes = set(re.findall(r"fail \( '(\w+)' \)", body))
+    if "check_receive (" in body:
+        codes |= {"NOTFOUND", "DISABLED"}
+    if not codes:
+        return
+    errors_lines = re.search(r"^\s*Errors:(.*?)(?=^\s*\w+:|\Z)", header_of(path), re.M | re.S)
+    assert errors_lines, f"{path.name} can fail with {sorted(codes)} but its header has no 'Errors:'"
+    documented = set(re.findall(r"\b[A-Z]{3,}\b", errors_lines.group(1)))
+    assert codes <= documented, f"{path.name}: undocumented error codes {sorted(codes - documented)}"
+    assert codes <= set(errors.LUA_ERRORS), f"codes with no Python exception: {sorted(codes - set(errors.LUA_ERRORS))}"
+
+
+def test_every_fail_code_in_any_script_is_mapped() -> None:
+    all_codes = set()
+    for path in [*SCRIPT_FILES, *INCLUDE_FILES]:
+        all_codes |= set(re.findall(r"fail \( '(\w+)' \)", own_body(path)))
+    assert all_codes
+    assert all_codes <= set(errors.LUA_ERRORS)
+
+
+@pytest.mark.parametrize("path", [*SCRIPT_FILES, *INCLUDE_FILES], ids=lambda p: p.name)
+def test_every_include_resolves(path: Path) -> None:
+    text = path.read_text()
+    for line in text.splitlines():
+        if line.startswith("--@include"):
+            m = re.fullmatch(r"--@include (\w+)\s*", line)
+            assert m, f"{path.name}: malformed include line {line!r} (it would be left in the script)"
+            assert (INCLUDES / f"{m.group(1)}.lua").is_file(), f"{path.name}: no includes/{m.group(1)}.lua"
+
+
+@pytest.mark.parametrize("name", scripts.SCRIPT_NAMES)
+def test_load_composes_without_leftover_includes(name: str) -> None:
+    s = scripts.load(name)
+    assert s.name == name
+    assert "--@include" not in s.source
+    assert s.sha == hashlib.sha1(s.source.encode()).hexdigest(), "EVALSHA needs the SHA1 of the exact source"
+    raw = (LUA / f"{name}.lua").read_text()
+    for inc in re.findall(r"^--@include (\w+)", raw, re.M):
+        first_line = (INCLUDES / f"{inc}.lua").read_text().splitlines()[0]
+        assert first_line in s.source
+    # each include inlined once: a second copy would redeclare every local (Lua caps them at 200)
+    for inc in INCLUDE_FILES:
+        marker = header_of(inc).strip().splitlines()[0]
+        assert s.source.count(marker) <= 1, f"{inc.name} inlined twice into {name}"
+
+
+def test_load_of_unknown_script_fails() -> None:
+    with pytest.raises(FileNotFoundError):
+        scripts.load("no_such_script")
+
+
+def test_partition_lua_binds_all_keys_in_keys_py_order() -> None:
+    bindings = partition_bindings()
+    by_index = sorted(bindings.values())
+    assert by_index == list(range(1, keys.NUM_PARTITION_KEYS + 1)), "each KEYS[i] bound exactly once"
+    for var, idx in bindings.items():
+        if var.startswith("K_"):
+            name = var[2:].lower()
+        else:
+            table, field = var.split(".")
+            assert table in ("MAIN", "DLQ"), var
+            name = field if table == "MAIN" else "d:" + field
+        assert keys.PARTITION_KEY_NAMES[idx - 1] == name, (
+            f"partition.lua binds {var} to KEYS[{idx}] but keys.py puts {keys.PARTITION_KEY_NAMES[idx - 1]!r} there"
+        )
+
+
+def test_keys_is_used_only_in_partition_lua_and_only_with_literal_indices() -> None:
+    for path in [*SCRIPT_FILES, *INCLUDE_FILES]:
+        toks = tokens(path.read_text())
+        for i, tok in enumerate(toks):
+            if tok != ("name", "KEYS"):
+                continue
+            assert path.name == "partition.lua", f"{path.name} uses KEYS directly; use the names of partition.lua"
+            assert toks[i + 1][1] == "[" and toks[i + 2][0] == "num" and toks[i + 3][1] == "]", (
+                f"KEYS indexed by something other than an integer literal in {path.name}"
+            )
+
+
+def test_cfg_fields_lua_reads_are_written_by_python() -> None:
+    code = code_only((INCLUDES / "partition.lua").read_text())
+    m = re.search(r"redis \. call \( 'HMGET' , K_CFG , (.*?) \)", code)
+    assert m, "load_cfg no longer reads the cfg hash with HMGET"
+    fields = [lua_string(("str", f.strip())) for f in m.group(1).split(",")]
+    written = partition_config(build_queue("q"), 0)
+    assert set(fields) <= set(written), f"Lua reads cfg fields Python never writes: {set(fields) - set(written)}"
+
+
+def test_python_call_sites_name_existing_scripts() -> None:
+    called = python_called_scripts()
+    assert "send" in called and "receive" in called and "complete" in called
+    assert called <= set(scripts.SCRIPT_NAMES), f"Python calls unknown scripts {called - set(scripts.SCRIPT_NAMES)}"
+    assert set(scripts.SCRIPT_NAMES) <= called, f"scripts never called: {set(scripts.SCRIPT_NAMES) - called}"
+
+
+@pytest.mark.parametrize("name", sorted(python_called_scripts()))
+@pytest.mark.parametrize(("entity", "partition"), [("orders", 0), ("a.b-c_d/e", 15)])
+def test_called_scripts_get_the_partition_keys_in_one_slot(name: str, entity: str, partition: int) -> None:
+    c = ops.call(name, entity, partition)
+    assert c.script is scripts.load(name)
+    assert c.partition == partition
+    assert len(c.keys) == keys.NUM_PARTITION_KEYS == 17
+    assert c.keys == keys.partition_keys(entity, partition)
+    assert len(set(c.keys)) == len(c.keys)
+    assert all(k.startswith(keys.partition_tag(entity, partition) + ":") for k in c.keys)
+    assert len({key_slot(k.encode()) for k in c.keys}) == 1, "a script call must touch one cluster slot"
+
+
+def test_partitions_of_one_entity_get_different_hash_tags() -> None:
+    tags = {keys.partition_tag("orders", p) for p in range(16)}
+    assert len(tags) == 16
+    assert keys.partition_tag("orders", 0) != keys.partition_tag("orders2", 0)
+
+
+@pytest.mark.parametrize("path", [*SCRIPT_FILES, *INCLUDE_FILES], ids=lambda p: p.name)
+def test_no_keyspace_scans(path: Path) -> None:
+    for callee, args in call_sites(path.read_text()):
+        cmd = args[0]
+        if cmd[0][0] == "str":
+            assert lua_string(cmd[0]).upper() not in BANNED_COMMANDS, f"{path.name}: {callee}({cmd[0][1]}, ...)"
+    quoted = {tok[1][1:-1].upper() for tok in tokens(path.read_text()) if tok[0] == "str"}
+    assert not (quoted & BANNED_COMMANDS), f"{path.name} mentions {quoted & BANNED_COMMANDS}"
+
+
+@pytest.mark.parametrize("path", [*SCRIPT_FILES, *INCLUDE_FILES], ids=lambda p: p.name)
+def test_redis_calls_use_named_keys_only(path: Path) -> None:
+    allowed = key_variables()
+    sites = call_sites(path.read_text())
+    for callee, args in sites:
+        cmd = args[0]
+        where = f"{path.name}: {callee}({' '.join(t for _, t in cmd)}, ...)"
+        if cmd == [("name", "cmd")]:
+            # call_many's body: it forwards its own `key` parameter
+            assert path.name == "partition.lua", where
+            assert args[1] == [("name", "key")], where
+            continue
+        assert len(cmd) == 1 and cmd[0][0] == "str", f"{where}: the command must be a string literal"
+        if lua_string(cmd[0]).upper() in KEYLESS_COMMANDS:
+            assert len(args) == 1, where
+            continue
+        assert len(args) >= 2, f"{where}: no key argument"
+        key = "".join(t for _, t in args[1])
+        assert all(k in ("name", "op") for k, _ in args[1]) and ".." not in key, f"{where}: key built in Lua"
+        assert key in allowed, f"{where}: key {key!r} is not one of the named key variables"
+
+
+def test_call_site_scanner_is_not_vacuous() -> None:
+    counts = {p.name: len(call_sites(p.read_text())) for p in [*SCRIPT_FILES, *INCLUDE_FILES]}
+    assert sum(counts.values()) > 50, counts
+    assert counts["messages.lua"] > 20 and counts["send.lua"] > 5, counts
+
+
+def test_key_heuristic_catches_bad_calls() -> None:
+    """The checks above flag what they are meant to flag."""
+    bad = """
+        redis.call('SET', KEYS[1] .. ':x', 1)
+        redis.call('GET', 'sb:' .. ARGV[1])
+        call_many('ZADD', G.ready, t)
+        redis.call('keys', '*')
+    """
+    sites = call_sites(bad)
+    assert [c for c, _ in sites] == ["redis.call", "redis.call", "call_many", "redis.call"]
+    keys_of = ["".join(t for _, t in args[1]) for _, args in sites]
+    assert keys_of == ["KEYS[1]..':x'", "'sb:'..ARGV[1]", "G.ready", "'*'"]
+    allowed = key_variables()
+    assert [k in allowed for k in keys_of] == [False, False, True, False]
+    # comments and strings do not confuse the lexer
+    assert call_sites("-- redis.call('KEYS', '*')\n--[[ redis.call('SCAN', 0) ]]\nlocal s = 'redis.call(x)'") == []
+
+
+# --------------------------------------------------------------------------- Lua 5.1 checks
+lupa_lua51 = pytest.importorskip("lupa.lua51")
+
+
+@cache
+def _lua() -> object:
+    return lupa_lua51.LuaRuntime(encoding=None)
+
+
+def compile51(src: str, name: str) -> bytes:
+    """The Lua 5.1 bytecode of `src`; AssertionError with the compiler's message on a syntax error."""
+    dump = _lua().eval(  # type: ignore[attr-defined]
+        "function(s, n) local f, e = loadstring(s, n); if not f then return nil, e end; return string.dump(f), nil end"
+    )
+    code, err = dump(src.encode(), ("=" + name).encode())
+    assert err is None, f"{name} does not compile as Lua 5.1: {err.decode()}"
+    return bytes(code)
+
+
+def globals_of(bytecode: bytes) -> tuple[set[str], set[str]]:
+    """(read, written) global names in a Lua 5.1 bytecode chunk (GETGLOBAL / SETGLOBAL)."""
+    assert bytecode[:5] == b"\x1bLua\x51", "not Lua 5.1 bytecode"
+    little, int_sz, size_t_sz, ins_sz, num_sz = bytecode[6], bytecode[7], bytecode[8], bytecode[9], bytecode[10]
+    assert ins_sz == 4
+    order = "<" if little else ">"
+    pos = 12
+    reads: set[str] = set()
+    writes: set[str] = set()
+
+    def take(n: int) -> bytes:
+        nonlocal pos
+        pos += n
+        return bytecode[pos - n : pos]
+
+    def integer(size: int) -> int:
+        return int.from_bytes(take(size), "little" if little else "big")
+
+    def string() -> bytes:
+        n = integer(size_t_sz)
+        return take(n)[:-1] if n else b""
+
+    def function() -> None:
+        string()  # source
+        take(2 * int_sz + 4)  # linedefined, lastlinedefined, nups, numparams, is_vararg, maxstack
+        code = [struct.unpack(order + "I", take(4))[0] for _ in range(integer(int_sz))]
+        consts: list[object] = []
+        for _ in range(integer(int_sz)):
+            t = take(1)[0]
+            if t == 0:
+                consts.append(None)
+            elif t == 1:
+                consts.append(bool(take(1)[0]))
+            elif t == 3:
+                consts.append(take(num_sz))
+            elif t == 4:
+                consts.append(string().decode())
+            else:
+                raise AssertionError(f"unknown constant type {t}")
+        for ins in code:
+            op, bx = ins & 0x3F, ins >> 14
+            if op == 5:  # GETGLOBAL
+                reads.add(str(consts[bx]))
+            elif op == 7:  # SETGLOBAL
+                writes.add(str(consts[bx]))
+        for _ in range(integer(int_sz)):
+            function()
+        take(int_sz * integer(int_sz))  # line info
+        for _ in range(integer(int_sz)):  # local names
+            string()
+            take(2 * int_sz)
+        for _ in range(integer(int_sz)):  # upvalue names
+            string()
+
+    function()
+    return reads, writes
+
+
+def test_global_scanner_sees_globals() -> None:
+    reads, writes = globals_of(compile51("local a = 1\nx = tonumber(y)\nlocal function f() return z end", "t"))
+    assert reads == {"tonumber", "y", "z"}
+    assert writes == {"x"}
+
+
+@pytest.mark.parametrize("name", scripts.SCRIPT_NAMES)
+def test_composed_script_compiles_as_lua51(name: str) -> None:
+    compile51(scripts.load(name).source, name)
+
+
+def test_compile_check_rejects_lua53_syntax() -> None:
+    with pytest.raises(AssertionError, match="does not compile"):
+        compile51("local x = 7 // 2", "floor_div")
+
+
+@pytest.mark.parametrize("name", scripts.SCRIPT_NAMES)
+def test_composed_script_uses_only_sandbox_globals(name: str) -> None:
+    reads, writes = globals_of(compile51(scripts.load(name).source, name))
+    assert writes == set(), f"{name} sets globals {sorted(writes)} (Redis refuses: use local)"
+    assert reads <= SANDBOX_GLOBALS, f"{name} reads undefined globals {sorted(reads - SANDBOX_GLOBALS)}"

@@ -1,0 +1,125 @@
+"""The sync shell (sbredis/_sync) is generated from the async one by scripts/unasync.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "unasync.py"
+
+
+def _load_tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("sbredis_unasync_under_test", SCRIPT)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_generated_sync_modules_are_up_to_date() -> None:
+    r = subprocess.run([sys.executable, str(SCRIPT), "--check"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, f"sbredis/_sync is stale; run python scripts/unasync.py\n{r.stdout}{r.stderr}"
+
+
+def test_every_async_module_has_a_sync_twin() -> None:
+    tool = _load_tool()
+    aio = {p.name for p in (ROOT / "sbredis" / "aio").glob("_*.py") if p.name != "__init__.py"}
+    assert aio == set(tool.SOURCES), "an async module is not converted by scripts/unasync.py"
+    for name in tool.SOURCES:
+        assert (ROOT / "sbredis" / "_sync" / name).is_file()
+
+
+MODULES = ["_transport", "_client", "_sender", "_receiver", "_admin"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_sync_modules_have_no_async_left(name: str) -> None:
+    text = (ROOT / "sbredis" / "_sync" / f"{name}.py").read_text()
+    assert text.startswith("# Generated from sbredis/aio/")
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    assert not re.search(r"\basync\b|\bawait\b|redis\.asyncio|__aenter__|__aexit__|asyncio\.", code)
+
+
+def _import_cases() -> list[object]:
+    out: list[object] = []
+    for pkg in ("aio", "_sync"):
+        for name in MODULES:
+            out.append(pytest.param(f"sbredis.{pkg}.{name}", id=f"{pkg}.{name}"))
+    for mod in ("sbredis", "sbredis.aio", "sbredis.management", "sbredis.aio.management"):
+        out.append(pytest.param(mod, id=mod))
+    return out
+
+
+@pytest.mark.parametrize("module", _import_cases())
+def test_module_imports_on_its_own(module: str) -> None:
+    """Each module imports in a fresh interpreter, whatever was imported before (no import cycles)."""
+    r = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_public_sync_api_is_the_generated_one() -> None:
+    import sbredis
+    import sbredis.aio
+
+    assert sbredis.ServiceBusClient.__module__ == "sbredis._sync._client"
+    assert sbredis.aio.ServiceBusClient.__module__ == "sbredis.aio._client"
+    sync_methods = {n for n in dir(sbredis.ServiceBusReceiver) if not n.startswith("__")}
+    async_methods = {n for n in dir(sbredis.aio.ServiceBusReceiver) if not n.startswith("__")}
+    assert sync_methods == async_methods
+
+
+def test_convert_rewrites_async_constructs() -> None:
+    tool = _load_tool()
+    src = (
+        "import asyncio\n"
+        "from redis.asyncio import Redis\n"
+        "from redis.asyncio.retry import Retry\n"
+        "async def f(self):\n"
+        "    async with x as y:\n"
+        "        async for z in y:\n"
+        "            await asyncio.sleep(1)\n"
+        "    await self.redis.aclose()\n"
+        "    raise StopAsyncIteration\n"
+    )
+    out = tool.convert(src)
+    assert out == (
+        "from redis import Redis\n"
+        "from redis.retry import Retry\n"
+        "def f(self):\n"
+        "    with x as y:\n"
+        "        for z in y:\n"
+        "            time.sleep(1)\n"
+        "    self.redis.close()\n"
+        "    raise StopIteration\n"
+    )
+
+
+def test_check_mode_detects_stale_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tool = _load_tool()
+    src, dst = tmp_path / "aio", tmp_path / "_sync"
+    src.mkdir()
+    dst.mkdir()
+    for name in tool.SOURCES:
+        shutil.copy(ROOT / "sbredis" / "aio" / name, src / name)
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    monkeypatch.setattr(tool, "SRC", src)
+    monkeypatch.setattr(tool, "DST", dst)
+
+    assert tool.main(check=True) == 1  # nothing generated yet
+    assert "out of date" in capsys.readouterr().out
+    assert tool.main(check=False) == 0
+    assert tool.main(check=True) == 0
+    first = tool.SOURCES[0]
+    (src / first).write_text((src / first).read_text() + "\n# changed\n")
+    assert tool.main(check=True) == 1
+    assert first in capsys.readouterr().out
