@@ -282,24 +282,20 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         dead_letter_reason: str | None = None,
         dead_letter_error_description: str | None = None,
     ) -> None:
-        self._raw = raw
-        self._h = None
-        self._props = None
-        self._blob = raw
-        self._ttl_ms = 0
-        self._sched_ms = 0
-        self.entity_name = entity_name
-        self.partition_id = partition_id
-        self._group = group
-        self._local_seq = local_seq
-        self.delivery_count = delivery_count
-        self._enq_ms = enqueued_ms
-        self._exp_ms = expires_ms
-        self._locked_ms = locked_until_ms
-        self._nonce = nonce
-        self._receive_mode = receive_mode
-        self._settled = receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE
-        self.state = state
+        self._fill(
+            raw,
+            entity_name,
+            partition_id,
+            group,
+            local_seq,
+            delivery_count,
+            enqueued_ms,
+            expires_ms,
+            locked_until_ms,
+            nonce,
+            receive_mode,
+            state,
+        )
         self.dead_letter_reason = dead_letter_reason
         self.dead_letter_error_description = dead_letter_error_description
 
@@ -320,23 +316,53 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         state: ServiceBusMessageState,
     ) -> ServiceBusReceivedMessage:
         m = cls.__new__(cls)
-        m._raw = m._blob = raw
-        m._h = m._props = None
-        m._ttl_ms = m._sched_ms = 0
-        m.entity_name = entity_name
-        m.partition_id = partition_id
-        m._group = group
-        m._local_seq = local_seq
-        m.delivery_count = delivery_count
-        m._enq_ms = enqueued_ms
-        m._exp_ms = expires_ms
-        m._locked_ms = locked_until_ms
-        m._nonce = nonce
-        m._receive_mode = receive_mode
-        m._settled = receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE
-        m.state = state
-        m.dead_letter_reason = m.dead_letter_error_description = None
+        m._fill(
+            raw,
+            entity_name,
+            partition_id,
+            group,
+            local_seq,
+            delivery_count,
+            enqueued_ms,
+            expires_ms,
+            locked_until_ms,
+            nonce,
+            receive_mode,
+            state,
+        )
         return m
+
+    def _fill(
+        self,
+        raw: bytes,
+        entity_name: str,
+        partition_id: int,
+        group: str,
+        local_seq: int,
+        delivery_count: int,
+        enqueued_ms: int,
+        expires_ms: int,
+        locked_until_ms: int,
+        nonce: str,
+        receive_mode: ServiceBusReceiveMode | None,
+        state: ServiceBusMessageState,
+    ) -> None:
+        self._raw = self._blob = raw
+        self._h = self._props = None
+        self._ttl_ms = self._sched_ms = 0
+        self.entity_name = entity_name
+        self.partition_id = partition_id
+        self._group = group
+        self._local_seq = local_seq
+        self.delivery_count = delivery_count
+        self._enq_ms = enqueued_ms
+        self._exp_ms = expires_ms
+        self._locked_ms = locked_until_ms
+        self._nonce = nonce
+        self._receive_mode = receive_mode
+        self._settled = receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        self.state = state
+        self.dead_letter_reason = self.dead_letter_error_description = None
 
     def _hdr(self) -> dict[str, Any]:
         if self._h is None:
@@ -398,10 +424,6 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
     @property
     def dead_letter_source(self) -> str | None:
         return None
-
-    @property
-    def _lock_expired(self) -> bool:
-        return False
 
     def __repr__(self) -> str:
         return (

@@ -160,17 +160,6 @@ class Transport:
         except Exception as e:
             raise map_error(e, entity) from e
 
-    async def pipeline(self, commands: list[tuple[Any, ...]], entity: str = "") -> list[Any]:
-        """Commands in one round trip (not atomic); raises ServiceBusError on the first failure."""
-        try:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for cmd in commands:
-                    pipe.execute_command(*cmd)
-                result: list[Any] = await pipe.execute()
-                return result
-        except Exception as e:
-            raise map_error(e, entity) from e
-
     async def close(self) -> None:
         await self.redis.aclose()
 
