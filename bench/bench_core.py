@@ -87,6 +87,25 @@ def xread_entries(resp: Any) -> list[Any]:
 
 
 # --------------------------------------------------------------------------- the bench
+def row_result(
+    sb_rounds: list[float],
+    sb_batches: int,
+    sb_srv: list[float],
+    raw_rounds: list[float] | None,
+    raw_batches: int,
+    raw_srv: list[float],
+) -> dict[str, Any]:
+    """One throughput row's figures: per-round rates and the median server time per message."""
+    out: dict[str, Any] = {
+        "sbredis_rounds": sb_rounds,
+        "sbredis_msgs_per_round": sb_batches * BATCH,
+        "sbredis_server_us_per_msg": median(sb_srv),
+    }
+    if raw_rounds is not None:
+        out.update(raw_rounds=raw_rounds, raw_msgs_per_round=raw_batches * BATCH, raw_server_us_per_msg=median(raw_srv))
+    return out
+
+
 class Bench:
     def __init__(self, url: str, quick: bool, rounds: int) -> None:
         self.url = url
@@ -239,16 +258,8 @@ class Bench:
                 raw_srv.append((self.server_usec(False) - u0) / (raw_batches * BATCH))
         self.reset_queue(q, partitioned)
         self.r.unlink(key)
-        out: dict[str, Any] = {
-            "sbredis_rounds": sb_rounds,
-            "sbredis_msgs_per_round": sb_batches * BATCH,
-            "sbredis_server_us_per_msg": median(sb_srv),
-        }
-        if raw:
-            out.update(
-                raw_rounds=raw_rounds, raw_msgs_per_round=raw_batches * BATCH, raw_server_us_per_msg=median(raw_srv)
-            )
-        return out
+        raw_part = (raw_rounds, raw_batches, raw_srv) if raw else (None, 0, [])
+        return row_result(sb_rounds, sb_batches, sb_srv, *raw_part)
 
     def recv_rows(self, partitioned: bool, raw: bool) -> dict[str, Any]:
         label = "p16" if partitioned else "p1"
@@ -294,16 +305,8 @@ class Bench:
         receiver.close()
         if short:
             print(f"  warning: {short} prefilled messages were not received in {label} rounds", file=sys.stderr)
-        out: dict[str, Any] = {
-            "sbredis_rounds": sb_rounds,
-            "sbredis_msgs_per_round": sb_batches * BATCH,
-            "sbredis_server_us_per_msg": median(sb_srv),
-        }
-        if raw:
-            out.update(
-                raw_rounds=raw_rounds, raw_msgs_per_round=raw_batches * BATCH, raw_server_us_per_msg=median(raw_srv)
-            )
-        return out
+        raw_part = (raw_rounds, raw_batches, raw_srv) if raw else (None, 0, [])
+        return row_result(sb_rounds, sb_batches, sb_srv, *raw_part)
 
     # -- latency rows
     def latency(self) -> dict[str, list[float]]:

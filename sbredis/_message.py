@@ -300,36 +300,10 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         self.dead_letter_error_description = dead_letter_error_description
 
     @classmethod
-    def _make(
-        cls,
-        raw: bytes,
-        entity_name: str,
-        partition_id: int,
-        group: str,
-        local_seq: int,
-        delivery_count: int,
-        enqueued_ms: int,
-        expires_ms: int,
-        locked_until_ms: int,
-        nonce: str,
-        receive_mode: ServiceBusReceiveMode | None,
-        state: ServiceBusMessageState,
-    ) -> ServiceBusReceivedMessage:
+    def _make(cls, *args: Any) -> ServiceBusReceivedMessage:
+        """The receive hot path: a message from `_fill`'s positional arguments, no keyword parsing."""
         m = cls.__new__(cls)
-        m._fill(
-            raw,
-            entity_name,
-            partition_id,
-            group,
-            local_seq,
-            delivery_count,
-            enqueued_ms,
-            expires_ms,
-            locked_until_ms,
-            nonce,
-            receive_mode,
-            state,
-        )
+        m._fill(*args)
         return m
 
     def _fill(
