@@ -1,0 +1,106 @@
+"""Partition-level access for Spark tasks: one task works on given broker partitions.
+
+The client's receivers spread over all partitions; a Spark task instead owns some partitions, so
+these helpers build the same script calls (``sbredis._core.ops``) for one partition and run them
+on the client's transport. Reads use the read-only ``stats`` and ``peek`` scripts; nothing here
+takes a lock except :func:`receive`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from .._core import ops
+from .._enums import ServiceBusReceiveMode
+from .._message import ServiceBusReceivedMessage
+from .._sync._client import ServiceBusClient
+from ..exceptions import ServiceBusError
+
+T = TypeVar("T")
+_STATS_LAST_SEQ, _STATS_LAST_DLQ_SEQ = 9, 10
+
+
+def connect(url: str, socket_timeout: float = 30.0) -> ServiceBusClient:
+    return ServiceBusClient.from_connection_string(url, socket_timeout=socket_timeout)
+
+
+def meta(client: ServiceBusClient, entity: str) -> ops.EntityMeta:
+    """Partition count, duplicate detection and size limit of the entity.
+
+    Raises:
+        MessagingEntityNotFoundError: no such entity.
+    """
+    return client._entity(entity, refresh=True)
+
+
+def retrying(what: Callable[[], T], attempts: int = 3, pause: float = 0.2) -> T:
+    """Run `what`, again after a pause when it raises a retryable ServiceBusError."""
+    for i in range(attempts):
+        try:
+            return what()
+        except ServiceBusError as e:
+            if not e.retryable or i == attempts - 1:
+                raise
+            time.sleep(pause * (i + 1))
+    raise AssertionError("unreachable")
+
+
+def _run(client: ServiceBusClient, calls: list[ops.Call], entity: str) -> list[Any]:
+    replies = client._transport.run_many(calls, entity)
+    for r in replies:
+        if isinstance(r, ServiceBusError):
+            raise r
+    return replies
+
+
+def next_offsets(client: ServiceBusClient, entity: str, group: str, partitions: int) -> dict[int, int]:
+    """Per partition, the offset the next message will get (last sequence number + 1).
+
+    Raises:
+        ServiceBusError: the entity is gone or Redis failed.
+    """
+    calls = [ops.call("stats", entity, p) for p in range(partitions)]
+    idx = _STATS_LAST_DLQ_SEQ if group == "d" else _STATS_LAST_SEQ
+    replies = retrying(lambda: _run(client, calls, entity))
+    return {p: int(r[idx]) + 1 for p, r in enumerate(replies)}
+
+
+def peek_range(
+    client: ServiceBusClient, entity: str, partition: int, group: str, start: int, end: int, page: int
+) -> Iterator[ServiceBusReceivedMessage]:
+    """Messages of one partition with offsets in [start, end), oldest first, without locking.
+
+    Messages removed meanwhile (completed, expired) are simply absent: offsets have gaps.
+    """
+    start = max(start, 1)
+    while start < end:
+        n = min(page, end - start)
+        c = ops.call("peek", entity, partition, group, start, n)
+        reply = retrying(lambda c=c: _run(client, [c], entity)[0])  # type: ignore[misc]
+        msgs = ops.parse_peeked(reply, entity, partition, group)
+        for m in msgs:
+            if m._local_seq >= end:
+                return
+            yield m
+        if len(msgs) < n:
+            return
+        start = msgs[-1]._local_seq + 1
+
+
+def receive(
+    client: ServiceBusClient,
+    entity: str,
+    partition: int,
+    group: str,
+    count: int,
+    mode: ServiceBusReceiveMode = ServiceBusReceiveMode.PEEK_LOCK,
+) -> list[ServiceBusReceivedMessage]:
+    """Up to `count` messages from one partition, locked (or deleted in RECEIVE_AND_DELETE mode);
+    settle them with a receiver of the same entity and subqueue."""
+    nonce = ops.new_nonce()
+    c = ops.call("receive", entity, partition, group, ops.mode_code(mode), count, nonce, ops.SWEEP_LIMIT)
+    reply = retrying(lambda: _run(client, [c], entity)[0])
+    _, msgs = ops.parse_received(reply, entity, partition, group, nonce, mode)
+    return msgs

@@ -1,0 +1,202 @@
+"""Columns: the read schema, a message as a row, and a row as a message to send.
+
+The read columns follow the Kafka and Event Hubs connectors (body as binary, the broker's
+position as partition/offset/sequenceNumber, the message's properties as columns). A row to
+write needs ``body``; the other write columns are optional. Read-only columns (offset,
+enqueuedTime, ...) are ignored on write, so a DataFrame read from one queue can be written to
+another; any other column is refused when the write starts.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .._message import ServiceBusMessage, ServiceBusReceivedMessage
+from ..exceptions import InvalidArgumentError, ServiceBusError
+
+READ_FIELDS = (
+    ("entity", "STRING"),
+    ("partition", "INT"),
+    ("offset", "BIGINT"),
+    ("sequenceNumber", "BIGINT"),
+    ("body", "BINARY"),
+    ("messageId", "STRING"),
+    ("enqueuedTime", "TIMESTAMP"),
+    ("expiresAt", "TIMESTAMP"),
+    ("sessionId", "STRING"),
+    ("partitionKey", "STRING"),
+    ("correlationId", "STRING"),
+    ("subject", "STRING"),
+    ("contentType", "STRING"),
+    ("applicationProperties", "MAP<STRING, STRING>"),
+    ("deliveryCount", "INT"),
+    ("deadLetterReason", "STRING"),
+    ("deadLetterErrorDescription", "STRING"),
+    ("state", "STRING"),
+)
+READ_COLUMNS = tuple(name for name, _ in READ_FIELDS)
+READ_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in READ_FIELDS)
+
+WRITE_COLUMNS = (
+    "body",
+    "messageId",
+    "partitionKey",
+    "sessionId",
+    "applicationProperties",
+    "timeToLive",
+    "scheduledEnqueueTime",
+    "contentType",
+    "correlationId",
+    "subject",
+)
+_STATES = ("active", "deferred", "scheduled")
+
+
+def _prop_text(value: Any) -> str | None:
+    """An application property as the text the map column holds."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return str(value.total_seconds())
+    return str(value)
+
+
+def to_row(m: ServiceBusReceivedMessage) -> tuple[Any, ...]:
+    """A peeked message as a tuple in READ_SCHEMA's order."""
+    props = m.application_properties
+    return (
+        m.entity_name,
+        m.partition_id,
+        m._local_seq,
+        m.sequence_number,
+        m.body,
+        m.message_id,
+        m.enqueued_time_utc,
+        m.expires_at_utc,
+        m.session_id,
+        m.partition_key,
+        m.correlation_id,
+        m.subject,
+        m.content_type,
+        None if props is None else {str(k): _prop_text(v) for k, v in props.items()},
+        m.delivery_count,
+        m.dead_letter_reason,
+        m.dead_letter_error_description,
+        _STATES[int(m.state)] if m.state is not None else None,
+    )
+
+
+def check_write_columns(names: list[str]) -> None:
+    """Raises InvalidArgumentError when `body` is missing or a column is unknown."""
+    if "body" not in names:
+        raise InvalidArgumentError("a DataFrame written to sbredis needs a 'body' column")
+    unknown = [n for n in names if n not in WRITE_COLUMNS and n not in READ_COLUMNS]
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown column(s) {', '.join(unknown)}; the write columns are {', '.join(WRITE_COLUMNS)}"
+        )
+
+
+class RowError(ValueError):
+    """A row that cannot become a message (the reason is the message)."""
+
+
+def _ttl(value: Any) -> timedelta | None:
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+        return timedelta(seconds=value)
+    raise RowError(f"timeToLive must be a positive number of seconds or an interval, not {value!r}")
+
+
+def _when(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    raise RowError(f"scheduledEnqueueTime must be a timestamp, not {value!r}")
+
+
+def _props(value: Any) -> dict[str | bytes, Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, list):  # a map column through Arrow: [(key, value), ...]
+        return {str(k): v for k, v in value}
+    raise RowError(f"applicationProperties must be a map, not {type(value).__name__}")
+
+
+def to_message(row: Mapping[str, Any]) -> ServiceBusMessage:
+    """A row (column -> value) as a message.
+
+    Raises:
+        RowError: no body, or a value the message refuses (wrong type, too long, ...).
+    """
+    body = row.get("body")
+    if body is None:
+        raise RowError("body is null")
+    if not isinstance(body, (bytes, bytearray, memoryview, str)):
+        raise RowError(f"body must be binary or a string, not {type(body).__name__}")
+    try:
+        return ServiceBusMessage(
+            bytes(body) if not isinstance(body, (bytes, str)) else body,
+            message_id=row.get("messageId"),
+            partition_key=row.get("partitionKey"),
+            session_id=row.get("sessionId"),
+            application_properties=_props(row.get("applicationProperties")),
+            time_to_live=_ttl(row.get("timeToLive")),
+            scheduled_enqueue_time_utc=_when(row.get("scheduledEnqueueTime")),
+            content_type=row.get("contentType"),
+            correlation_id=row.get("correlationId"),
+            subject=row.get("subject"),
+        )
+    except (ServiceBusError, InvalidArgumentError) as e:
+        raise RowError(getattr(e, "message", str(e))) from None
+
+
+def describe(index: int, spark_partition: int, row: Mapping[str, Any]) -> str:
+    """How an error names a row: its index in the task's partition and its messageId if any."""
+    mid = row.get("messageId")
+    return f"row {index} of Spark partition {spark_partition}" + (f" (messageId={mid!r})" if mid else "")
+
+
+def reject_record(index: int, spark_partition: int, row: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    """A bad row as a JSON-ready record for the reject output (binary as base64, times as ISO)."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            return {"base64": base64.b64encode(bytes(v)).decode()}
+        if isinstance(v, datetime):
+            return v.astimezone(UTC).isoformat() if v.tzinfo else v.isoformat()
+        if isinstance(v, timedelta):
+            return v.total_seconds()
+        if isinstance(v, uuid.UUID):
+            return str(v)
+        if isinstance(v, Mapping):
+            return {str(k): plain(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        return v
+
+    return {
+        "sparkPartition": spark_partition,
+        "row": index,
+        "error": reason,
+        "columns": {k: plain(v) for k, v in row.items()},
+    }
+
+
+def encoded_size(m: ServiceBusMessage) -> int:
+    return len(m._encoded())

@@ -1,0 +1,165 @@
+"""The data source's options: what each means, its default, and the errors for bad values.
+
+Options are strings (Spark passes them so); names are case-insensitive, as Spark's are.
+
+=========================  =======================================================================
+option                     meaning
+=========================  =======================================================================
+url                        the Redis URL (``redis://``, ``rediss://``, ``unix://``); required
+entity (or queue, name)    the queue; required
+subQueue                   ``deadletter`` reads the dead-letter subqueue (read only)
+topic, subscription        refused: topics and subscriptions are not supported by sbredis yet
+startingOffsets            ``earliest`` | ``latest`` | JSON per partition (batch default earliest,
+                           streaming default latest)
+endingOffsets              ``latest`` | JSON per partition (batch only; default latest)
+maxMessagesPerTrigger      streaming read: at most this many offsets per micro-batch
+pageSize                   messages per peek call when reading (default 1000)
+sendBatchSize              messages per send call when writing (default 500; also bounded by the
+                           entity's maximum batch size in bytes)
+rejectPath                 write: a directory; bad rows go there as JSON lines instead of failing
+reportPath                 write: a file; the batch write's counts are written there as JSON
+socketTimeout              seconds per Redis call (default 30)
+=========================  =======================================================================
+
+Offsets are partition-local sequence numbers: a partition's offset N is the message with local
+sequence number N, and the JSON form maps partition numbers to offsets, Kafka-style:
+``{"0": 17, "3": -2}`` (-2 earliest, -1 latest). Kafka's nesting under the entity name,
+``{"orders": {"0": 17}}``, is accepted too. A starting offset is inclusive, an ending offset
+exclusive; partitions missing from the JSON take the default.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._core.entity import check_name
+from ..exceptions import InvalidArgumentError, InvalidOperationError
+
+EARLIEST, LATEST = -2, -1
+
+
+class UnsupportedEntityError(InvalidOperationError):
+    """The options name a topic or subscription, which sbredis does not have yet."""
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Parsed options (picklable: they travel to the executors)."""
+
+    url: str
+    entity: str
+    group: str  # 'm' main queue, 'd' dead-letter subqueue
+    starting: str | None
+    ending: str | None
+    max_per_trigger: int | None
+    page_size: int
+    send_batch_size: int
+    reject_path: str | None
+    report_path: str | None
+    socket_timeout: float
+
+    @property
+    def dead_letter(self) -> bool:
+        return self.group == "d"
+
+
+def _positive_int(name: str, raw: str | None, default: int | None, upper: int = 1 << 62) -> int | None:
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidArgumentError(f"option {name} must be a positive integer, not {raw!r}") from None
+    if not 1 <= value <= upper:
+        raise InvalidArgumentError(f"option {name} must be between 1 and {upper}, not {value}")
+    return value
+
+
+def parse(options: Mapping[str, Any]) -> SourceOptions:
+    """Check the options once, on the driver, so a mistake fails before any task runs.
+
+    Raises:
+        InvalidArgumentError: a missing or bad option.
+        UnsupportedEntityError: `topic` or `subscription` was given.
+    """
+    opts = {str(k).lower(): None if v is None else str(v) for k, v in options.items()}
+    for name in ("topic", "subscription", "subscriptions"):
+        if opts.get(name):
+            raise UnsupportedEntityError(
+                f"option {name!r}: topics and subscriptions are not supported by sbredis yet; "
+                "use option 'entity' with a queue name"
+            )
+    url = opts.get("url")
+    if not url:
+        raise InvalidArgumentError("option 'url' is required (redis://host:port/db)")
+    entity = opts.get("entity") or opts.get("queue") or opts.get("name")
+    if not entity:
+        raise InvalidArgumentError("option 'entity' (a queue name) is required")
+    check_name(entity)
+    sub = (opts.get("subqueue") or "").lower().replace("_", "").replace("-", "")
+    if sub in ("", "none", "main"):
+        group = "m"
+    elif sub in ("deadletter", "dlq"):
+        group = "d"
+    else:
+        raise InvalidArgumentError(f"option subQueue must be 'deadletter' or unset, not {opts.get('subqueue')!r}")
+    timeout_raw = opts.get("sockettimeout") or "30"
+    try:
+        timeout = float(timeout_raw)
+    except ValueError:
+        raise InvalidArgumentError(f"option socketTimeout must be seconds, not {timeout_raw!r}") from None
+    if not timeout > 0:
+        raise InvalidArgumentError("option socketTimeout must be positive")
+    parsed = SourceOptions(
+        url=url,
+        entity=entity,
+        group=group,
+        starting=opts.get("startingoffsets"),
+        ending=opts.get("endingoffsets"),
+        max_per_trigger=_positive_int("maxMessagesPerTrigger", opts.get("maxmessagespertrigger"), None),
+        page_size=_positive_int("pageSize", opts.get("pagesize"), 1000, 5000) or 1000,
+        send_batch_size=_positive_int("sendBatchSize", opts.get("sendbatchsize"), 500, 1000) or 500,
+        reject_path=opts.get("rejectpath") or None,
+        report_path=opts.get("reportpath") or None,
+        socket_timeout=timeout,
+    )
+    for name, value in (("startingOffsets", parsed.starting), ("endingOffsets", parsed.ending)):
+        if value is not None:
+            offset_spec(name, value, parsed.entity)  # fail early on a bad spec
+    return parsed
+
+
+def offset_spec(name: str, raw: str, entity: str) -> int | dict[int, int]:
+    """``earliest``/``latest`` as EARLIEST/LATEST, or the JSON form as {partition: offset}.
+
+    Raises:
+        InvalidArgumentError: neither form, or a bad partition or offset in the JSON.
+    """
+    text = raw.strip()
+    if text.lower() == "earliest":
+        return EARLIEST
+    if text.lower() == "latest":
+        return LATEST
+    try:
+        spec = json.loads(text)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"option {name} must be 'earliest', 'latest' or JSON such as {{\"0\": 5}}, not {raw!r}"
+        ) from None
+    if isinstance(spec, dict) and len(spec) == 1 and isinstance(spec.get(entity), dict):
+        spec = spec[entity]  # Kafka's {"topic": {"0": 5}}
+    if not isinstance(spec, dict):
+        raise InvalidArgumentError(f"option {name}: the JSON must be an object of partition -> offset")
+    out: dict[int, int] = {}
+    for k, v in spec.items():
+        try:
+            p = int(k)
+        except ValueError:
+            raise InvalidArgumentError(f"option {name}: {k!r} is not a partition number") from None
+        if p < 0 or isinstance(v, bool) or not isinstance(v, int) or v < EARLIEST:
+            raise InvalidArgumentError(f"option {name}: partition {k}: offset {v!r} is not -2, -1 or >= 0")
+        out[p] = v
+    return out

@@ -1,0 +1,237 @@
+"""The ``sbredis`` data source: batch and streaming reads by offset, batch and streaming writes.
+
+Reads never lock or change a message: they use the read-only ``peek`` script per partition from
+an offset (the partition-local sequence number), so a Spark task that fails or is retried leaves
+the queue as it was, and a streaming query holds nothing across Spark's lazy commit. A read is a
+snapshot of the messages still stored when the task runs: messages completed (or expired)
+before that are gaps in the offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
+from pyspark.sql.types import StructType
+
+from ..exceptions import InvalidArgumentError, InvalidOperationError
+from . import _broker, _columns
+from ._options import EARLIEST, LATEST, SourceOptions, offset_spec, parse
+
+try:  # PySpark 4.2+: admission control (maxMessagesPerTrigger) and Trigger.AvailableNow
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+
+    HAS_READ_LIMITS = True
+except ImportError:  # pragma: no cover - PySpark 4.0 and 4.1
+    HAS_READ_LIMITS = False
+
+
+class OffsetRange(InputPartition):
+    """One broker partition's offsets [start, end): one Spark partition."""
+
+    def __init__(self, partition: int, start: int, end: int) -> None:
+        super().__init__((partition, start, end))
+        self.partition = partition
+        self.start = start
+        self.end = end
+
+
+def resolve(name: str, raw: str | None, default: int, entity: str, next_offsets: dict[int, int]) -> dict[int, int]:
+    """Concrete offsets per partition from an option (earliest/latest/JSON).
+
+    Raises:
+        InvalidArgumentError: the JSON names a partition the entity does not have.
+    """
+    spec: int | dict[int, int] = default if raw is None else offset_spec(name, raw, entity)
+    per = spec if isinstance(spec, dict) else {}
+    fallback = spec if isinstance(spec, int) else default
+    extra = sorted(set(per) - set(next_offsets))
+    if extra:
+        raise InvalidArgumentError(
+            f"option {name} names partition(s) {extra} but '{entity}' has {len(next_offsets)} partition(s)"
+        )
+    out = {}
+    for p, nxt in next_offsets.items():
+        v = per.get(p, fallback)
+        out[p] = 1 if v == EARLIEST else nxt if v == LATEST else max(v, 1)
+    return out
+
+
+def _read_range(opts: SourceOptions, r: OffsetRange) -> Iterator[tuple[Any, ...]]:
+    if r.end <= r.start:
+        return
+    client = _broker.connect(opts.url, opts.socket_timeout)
+    try:
+        for m in _broker.peek_range(client, opts.entity, r.partition, opts.group, r.start, r.end, opts.page_size):
+            yield _columns.to_row(m)
+    finally:
+        client.close()
+
+
+def _next_offsets(opts: SourceOptions) -> dict[int, int]:
+    client = _broker.connect(opts.url, opts.socket_timeout)
+    try:
+        meta = _broker.meta(client, opts.entity)
+        return _broker.next_offsets(client, opts.entity, opts.group, meta.partition_count)
+    finally:
+        client.close()
+
+
+class BatchReader(DataSourceReader):
+    """A snapshot: per partition, the messages with offsets in [startingOffsets, endingOffsets)."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+
+    def partitions(self) -> Sequence[InputPartition]:
+        o = self.opts
+        nxt = _next_offsets(o)
+        start = resolve("startingOffsets", o.starting, EARLIEST, o.entity, nxt)
+        end = resolve("endingOffsets", o.ending, LATEST, o.entity, nxt)
+        if o.ending is not None and offset_spec("endingOffsets", o.ending, o.entity) == EARLIEST:
+            raise InvalidArgumentError("endingOffsets cannot be 'earliest'")
+        return [OffsetRange(p, start[p], end[p]) for p in sorted(nxt)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, OffsetRange)
+        return _read_range(self.opts, partition)
+
+
+def _as_offsets(d: dict[str, Any]) -> dict[int, int]:
+    return {int(k): int(v) for k, v in d.items()}
+
+
+def _as_json(d: dict[int, int]) -> dict[str, int]:
+    return {str(p): v for p, v in sorted(d.items())}
+
+
+def allocate(backlog: dict[int, int], budget: int) -> dict[int, int]:
+    """Split `budget` offsets over partitions with these backlogs, fairly (water-filling: small
+    backlogs are taken whole, the rest is shared), at least one each while the budget lasts."""
+    out = dict.fromkeys(backlog, 0)
+    items = sorted((b, p) for p, b in backlog.items() if b > 0)
+    for i, (b, p) in enumerate(items):
+        share = max(budget // (len(items) - i), 1 if budget > 0 else 0)
+        take = min(b, share)
+        out[p] = take
+        budget -= take
+    return out
+
+
+class StreamReader(DataSourceStreamReader):
+    """Micro-batches by offset: each batch reads, per partition, the offsets since the last one.
+
+    The offset JSON in the checkpoint is ``{"<partition>": <next offset>}``. With
+    maxMessagesPerTrigger a batch covers at most that many offsets (fewer messages when some were
+    removed meanwhile), shared fairly over the partitions with a backlog.
+    """
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self._target: dict[int, int] | None = None  # Trigger.AvailableNow: stop here
+        self._last: dict[int, int] | None = None  # PySpark 4.0/4.1 call latestOffset() without start
+
+    def initialOffset(self) -> dict[str, int]:  # noqa: N802
+        o = self.opts
+        return _as_json(resolve("startingOffsets", o.starting, LATEST, o.entity, _next_offsets(o)))
+
+    def _limit(self, limit: Any) -> int | None:
+        if limit is None:
+            return self.opts.max_per_trigger
+        if HAS_READ_LIMITS and isinstance(limit, ReadMaxRows):
+            return int(limit.max_rows)
+        return None
+
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, int]:  # noqa: N802
+        latest = _next_offsets(self.opts)
+        if self._target is not None:
+            latest = {p: min(v, self._target.get(p, v)) for p, v in latest.items()}
+        begin = _as_offsets(start) if start is not None else self._last
+        if begin is None:  # no start known (PySpark 4.0/4.1 right after a restart): no limit
+            self._last = latest
+            return _as_json(latest)
+        latest = {p: max(v, begin.get(p, 1)) for p, v in latest.items()}
+        budget = self._limit(limit)
+        if budget is not None:
+            backlog = {p: latest[p] - begin.get(p, 1) for p in latest}
+            take = allocate(backlog, budget)
+            latest = {p: begin.get(p, 1) + take[p] for p in latest}
+        self._last = latest
+        return _as_json(latest)
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
+        n = self.opts.max_per_trigger
+        return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        s, e = _as_offsets(start), _as_offsets(end)
+        return [OffsetRange(p, s.get(p, 1), e[p]) for p in sorted(e) if e[p] > s.get(p, 1)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, OffsetRange)
+        return _read_range(self.opts, partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to release: the reads held no locks."""
+
+
+if HAS_READ_LIMITS:
+
+    class AvailableNowStreamReader(StreamReader, SupportsTriggerAvailableNow):
+        """Trigger.AvailableNow: read up to the offsets there were when the query started."""
+
+        def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+            self._target = _next_offsets(self.opts)
+
+
+class SbRedisDataSource(DataSource):
+    """``spark.read.format("sbredis")`` / ``df.write.format("sbredis")`` (see sbredis.spark)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "sbredis"
+
+    def schema(self) -> str:
+        return _columns.READ_SCHEMA
+
+    def _opts(self) -> SourceOptions:
+        return parse(self.options)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return BatchReader(self._opts())
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
+        opts = self._opts()
+        return AvailableNowStreamReader(opts) if HAS_READ_LIMITS else StreamReader(opts)
+
+    def _write_opts(self, schema: StructType, overwrite: bool) -> SourceOptions:
+        opts = self._opts()
+        if opts.dead_letter:
+            raise InvalidOperationError("cannot write to a dead-letter subqueue; write to the queue")
+        if overwrite:
+            raise InvalidOperationError("a queue cannot be overwritten; use mode('append')")
+        _columns.check_write_columns(list(schema.fieldNames()))
+        return opts
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from ._sink import BatchWriter
+
+        return BatchWriter(self._write_opts(schema, overwrite))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
+        from ._sink import StreamWriter
+
+        return StreamWriter(self._write_opts(schema, overwrite))
