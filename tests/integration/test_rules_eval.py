@@ -1,0 +1,562 @@
+"""Rule programs evaluated by lua/includes/rules.lua inside a real redis-server.
+
+Each case compiles a filter or action with sbredis._core.rules, builds a real message's stored header
+(ServiceBusMessage -> codec blob -> header JSON), and EVALs a small wrapper script composed from the
+include. Filters answer true / false / error; actions answer the new header (compared after the
+codec decodes it) or an error, and the wrapper checks that the caller's tables were left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import redis
+
+from sbredis import ServiceBusMessage
+from sbredis._core import codec, scripts
+from sbredis._core.rules import (
+    CorrelationRuleFilter,
+    FalseRuleFilter,
+    SqlRuleAction,
+    SqlRuleFilter,
+    TrueRuleFilter,
+    compile_action,
+    compile_filter,
+)
+
+pytestmark = pytest.mark.integration
+
+WRAPPER = """--@include rules
+-- ARGV[1] match | match_decoded | match_many | action   ARGV[2] program   ARGV[3] header JSON
+-- ARGV[4] broker JSON or ''
+local hdr = cjson.decode(ARGV[3])
+local ap = hdr.ap
+hdr.ap = nil
+local before = rules_json({h = hdr, a = ap or {}})
+local brk = nil
+if ARGV[4] ~= '' then brk = cjson.decode(ARGV[4]) end
+local mode = ARGV[1]
+local out
+if mode == 'match' or mode == 'match_decoded' then
+  local program = ARGV[2]
+  if mode == 'match_decoded' then program = cjson.decode(program) end
+  local r, err = rules_match(program, hdr, ap, brk)
+  if r == nil then out = {'error', err} else out = {tostring(r)} end
+elseif mode == 'match_many' then
+  local n = 0
+  for i = 1, 50 do
+    if rules_match(ARGV[2], hdr, ap, brk) then n = n + 1 end
+  end
+  out = {tostring(n)}
+else
+  local h, a = rules_apply_action(ARGV[2], hdr, ap, brk)
+  if h == nil then
+    out = {'error', a}
+  else
+    h.ap = a
+    out = {'ok', rules_json(h)}
+  end
+end
+if rules_json({h = hdr, a = ap or {}}) ~= before then return redis.error_reply('caller tables changed') end
+return out
+"""
+
+WHEN = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+GUID = uuid.UUID("0f8fad5b-d9cb-469f-a165-70867728950e")
+PROPS: dict[str, Any] = {
+    "color": "red",
+    "Quantity": 10,
+    "price": 2.5,
+    "flag": True,
+    "nul": None,
+    "name": "O'Brien",
+    "pct": "50%",
+    "under": "a_b",
+    "dots": "a.b(c)[d]$",
+    "uni": "héllo",
+    "when": WHEN,
+    "span": timedelta(seconds=90),
+    "guid": GUID,
+    "raw": b"\x00\x01",
+    "neg": -7,
+    "big": 2**40,
+    "keyname": "color",
+    "badkey": "sys.Nope",
+    "two": "ab",
+    "pat_end": "a!",
+}
+SCHEDULED = datetime(2030, 6, 1, tzinfo=UTC)
+SYSTEM: dict[str, Any] = {
+    "message_id": "m-1",
+    "correlation_id": "corr-9",
+    "subject": "Important",
+    "to": "store-5",
+    "reply_to": "replies",
+    "session_id": "s-1",
+    "reply_to_session_id": "rs-1",
+    "content_type": "application/json",
+    "time_to_live": timedelta(minutes=5),
+    "scheduled_enqueue_time_utc": SCHEDULED,
+}
+ENQUEUED = datetime(2024, 3, 4, tzinfo=UTC)
+BROKER = {"sn": 42, "et": codec.to_ms(ENQUEUED), "sz": 1234, "dc": 0}
+PARAMS: dict[str, Any] = {
+    "@c": "red",
+    "n": 5,
+    "@f": 2.5,
+    "@flag": True,
+    "@nil": None,
+    "@when": WHEN,
+    "@later": WHEN + timedelta(days=1),
+    "@earlier": WHEN - timedelta(hours=1),
+    "@hour": timedelta(hours=1),
+    "@ninety": timedelta(seconds=90),
+    "@sixty": timedelta(seconds=60),
+    "@five_min": timedelta(minutes=5),
+    "@sched": SCHEDULED,
+    "@enq": ENQUEUED,
+    "@guid": GUID,
+    "@raw": b"\x00\x01",
+    "@pat": "r%",
+    "@esc": "!",
+}
+
+
+def header(minimal: bool = False, props: Any = PROPS) -> str:
+    if minimal:
+        msg = ServiceBusMessage(b"x", message_id="only-id")
+    else:
+        msg = ServiceBusMessage(b"body", application_properties=props, **SYSTEM)
+    return json.dumps(codec.header_of(msg._encoded()))
+
+
+@pytest.fixture(scope="module")
+def evaluate(redis_server: Any) -> Iterator[Any]:
+    r = redis.Redis.from_url(redis_server.url)
+    source = scripts._resolve(WRAPPER, scripts.lua_dir(), ())
+    script = r.register_script(source)
+
+    def run(mode: str, program: str, hdr: str, brk: dict[str, Any] | None = BROKER) -> list[str]:
+        reply = script(args=[mode, program, hdr, json.dumps(brk) if brk is not None else ""])
+        return [x.decode() for x in reply]
+
+    yield run
+    r.close()
+
+
+T, F = "true", "false"
+
+
+def err(words: str) -> str:
+    return "error:" + words
+
+
+def check(reply: list[str], expected: str) -> None:
+    """`reply` is ["true"] / ["false"] / ["error", message]; an expected error names words of it."""
+    if expected.startswith("error:"):
+        assert reply[0] == "error", reply
+        assert expected[6:] in reply[1]
+    else:
+        assert reply == [expected]
+
+
+# (filter expression, expected: "true" | "false" | "error:<words in the message>")
+FILTERS: list[tuple[str, str]] = [
+    # -- NULL and missing properties: three-valued logic; a filter matches only when TRUE
+    ("missing = 1", F),
+    ("NOT missing = 1", F),
+    ("missing <> 1", F),
+    ("missing = 1 OR color = 'red'", T),
+    ("missing = 1 AND color = 'red'", F),
+    ("missing = 1 OR color = 'blue'", F),
+    ("NOT (missing = 1 OR color = 'blue')", F),
+    ("NOT (missing = 1 AND color = 'blue')", T),
+    ("NOT (missing = 1 OR color = 'red')", F),
+    ("missing IS NULL", T),
+    ("nul IS NULL", T),
+    ("color IS NULL", F),
+    ("color IS NOT NULL", T),
+    ("missing IS NOT NULL", F),
+    ("nul = NULL", F),
+    ("color = NULL", F),
+    ("NOT color = NULL", F),
+    ("missing + 1 = 1", F),
+    ("missing + 'x' = 'x'", F),
+    ("-missing = 0", F),
+    ("NOT -missing = 0", F),
+    ("EXISTS(missing)", F),
+    ("EXISTS(nul)", T),
+    ("EXISTS(color)", T),
+    ("NOT EXISTS(missing)", T),
+    ("EXISTS(COLOR)", T),
+    # -- names are case-insensitive, values are not
+    ("COLOR = 'red'", T),
+    ("user.Color = 'red'", T),
+    ("[quantity] = 10", T),
+    ("\"color\" = 'red'", T),
+    ("color = 'RED'", F),
+    ("color <> 'RED'", T),
+    ("SYS.LABEL = 'Important'", T),
+    ("sys.label = 'important'", F),
+    # -- LIKE: % and _, ESCAPE, case-sensitive, Lua magic characters are literal
+    ("color LIKE 're%'", T),
+    ("color LIKE '%e%'", T),
+    ("color LIKE '%'", T),
+    ("color LIKE 'r_d'", T),
+    ("color LIKE 'r_'", F),
+    ("color LIKE 'R%'", F),
+    ("color NOT LIKE 'b%'", T),
+    ("color NOT LIKE 'r%'", F),
+    ("pct LIKE '50!%' ESCAPE '!'", T),
+    ("pct LIKE '5!%' ESCAPE '!'", F),
+    ("pct LIKE '%!%' ESCAPE '!'", T),
+    ("color LIKE '%!%' ESCAPE '!'", F),
+    ("under LIKE 'a!_b' ESCAPE '!'", T),
+    ("color LIKE 'r!_d' ESCAPE '!'", F),
+    ("pct LIKE '50%%' ESCAPE '%'", T),
+    ("color LIKE 'r!ed' ESCAPE '!'", T),
+    ("uni LIKE 'h_llo'", T),
+    ("uni LIKE 'h__llo'", F),
+    ("name LIKE 'O''B%'", T),
+    ("dots LIKE 'a.b(c)[d]$'", T),
+    ("dots LIKE 'a_b(c)[d]_'", T),
+    ("dots LIKE 'axb(c)[d]$'", F),
+    ("dots LIKE '%(c)%'", T),
+    ("missing LIKE 'a%'", F),
+    ("missing NOT LIKE 'a%'", F),
+    ("color LIKE NULL", F),
+    ("color LIKE @pat", T),
+    ("pct LIKE '50' + @esc + '%' ESCAPE @esc", T),
+    ("Quantity LIKE '1%'", err("LIKE needs strings")),
+    ("color LIKE 5", err("LIKE needs strings")),
+    ("color LIKE 'x' ESCAPE two", err("ESCAPE character must be a string of length 1")),
+    ("color LIKE pat_end ESCAPE '!'", err("ends with its escape character")),
+    # -- IN / NOT IN (x IN (a, b) is x = a OR x = b)
+    ("color IN ('red', 'blue')", T),
+    ("color IN ('blue')", F),
+    ("color NOT IN ('blue', 'green')", T),
+    ("color NOT IN ('red', 'green')", F),
+    ("Quantity IN (5, 10.0)", T),
+    ("Quantity IN (1, NULL)", F),
+    ("Quantity NOT IN (1, NULL)", F),
+    ("Quantity IN (10, NULL)", T),
+    ("missing IN (1, 2)", F),
+    ("missing NOT IN (1, 2)", F),
+    ("sys.To IN ('store-5', 'store-6') OR color = 'x'", T),
+    ("color IN (keyname, 'x')", F),
+    ("Quantity IN ('10')", err("cannot compare integer with string")),
+    ("color IN ('red', 1)", T),
+    ("color IN ('blue', 1)", err("cannot compare string with integer")),
+    # -- arithmetic and numbers: Int64 and Double as C#
+    ("Quantity / 3 = 3", T),
+    ("Quantity / 4.0 = 2.5", T),
+    ("Quantity / 4 = 2.5", F),
+    ("neg / 2 = -3", T),
+    ("neg % 4 = -3", T),
+    ("Quantity % 3 = 1", T),
+    ("7.5 % 2 = 1.5", T),
+    ("Quantity * price = 25", T),
+    ("price * 2 = 5", T),
+    ("Quantity = 10.0", T),
+    ("price > 2", T),
+    ("Quantity + 1 > 10.5", T),
+    ("-Quantity = -10", T),
+    ("- -Quantity = 10", T),
+    ("+Quantity = 10", T),
+    ("2 + 3 * 4 = 14", T),
+    ("(2 + 3) * 4 = 20", T),
+    ("10 - 2 - 3 = 5", T),
+    ("20 / 2 / 5 = 2", T),
+    ("1.5E1 = 15", T),
+    (".5 = 0.5", T),
+    ("big * 1024 = 1125899906842624", T),
+    ("big + 1 > big", T),
+    ("Quantity / 0 = 1", err("division by zero")),
+    ("Quantity % 0 = 1", err("division by zero")),
+    ("price / 0 > 1000000", T),
+    ("color + 'x' = 'redx'", T),
+    ("name + '!' = 'O''Brien!'", T),
+    ("color + 1 = 1", err("operator '+' cannot be applied to string and integer")),
+    ("color * 2 = 1", err("operator '*' cannot be applied to string and integer")),
+    ("flag + 1 = 2", err("operator '+' cannot be applied to boolean and integer")),
+    ("-color = 1", err("unary '-' cannot be applied to a string")),
+    ("+color = 1", err("unary '+' cannot be applied to a string")),
+    # -- types: comparisons need the same type (numbers mix); ordering only where it exists
+    ("color = 1", err("cannot compare string with integer")),
+    ("Quantity = '10'", err("cannot compare integer with string")),
+    ("flag = TRUE", T),
+    ("flag <> FALSE", T),
+    ("flag = 1", err("cannot compare boolean with integer")),
+    ("color < 'z'", err("operator '<' cannot be applied to string values")),
+    ("flag > FALSE", err("operator '>' cannot be applied to boolean values")),
+    ("when < @later", T),
+    ("when = @when", T),
+    ("when > @later", F),
+    ("when = 5", err("cannot compare DateTime with integer")),
+    ("span = @ninety", T),
+    ("span > @sixty", T),
+    ("when - @earlier = @hour", T),
+    ("when + @hour < @later", T),
+    ("@hour + when > when", T),
+    ("when - @hour = @earlier", T),
+    ("span + span > @hour", F),
+    ("span - @sixty < @sixty", T),
+    ("-span < @sixty", T),
+    ("when + when > when", err("operator '+' cannot be applied to DateTime and DateTime")),
+    ("guid = @guid", T),
+    ("guid <> @guid", F),
+    ("guid = 'x'", err("cannot compare Guid with string")),
+    ("guid < @guid", err("operator '<' cannot be applied to Guid values")),
+    ("raw = @raw", T),
+    # -- system properties from the header and from the broker
+    ("sys.MessageId = 'm-1'", T),
+    ("sys.CorrelationId = 'corr-9'", T),
+    ("sys.Subject = 'Important'", T),
+    ("sys.Label LIKE 'Imp%'", T),
+    ("sys.To = 'store-5'", T),
+    ("sys.ReplyTo = 'replies'", T),
+    ("sys.SessionId = 's-1'", T),
+    ("sys.ReplyToSessionId = 'rs-1'", T),
+    ("sys.ContentType = 'application/json'", T),
+    ("sys.PartitionKey = 's-1'", T),
+    ("sys.TimeToLive = @five_min", T),
+    ("sys.ScheduledEnqueueTimeUtc = @sched", T),
+    ("sys.ScheduledEnqueueTimeUtc + sys.TimeToLive > sys.ScheduledEnqueueTimeUtc", T),
+    ("sys.SequenceNumber = 42", T),
+    ("sys.Size > 1000", T),
+    ("sys.EnqueuedTimeUtc = @enq", T),
+    ("sys.DeliveryCount = 0", T),
+    ("sys.ExpiresAtUtc IS NULL", T),
+    ("EXISTS(sys.MessageId)", T),
+    ("sys.To = 5", err("cannot compare string with integer")),
+    # -- property(name)
+    ("property('color') = 'red'", T),
+    ("p('sys.Label') = 'Important'", T),
+    ("p('user.COLOR') = 'red'", T),
+    ("p(keyname) = 'red'", T),
+    ("p('sys.' + 'To') = 'store-5'", T),
+    ("p('sys.' + 'SequenceNumber') = 42", T),
+    ("p(badkey) = 1", err("the system property 'Nope' does not exist")),
+    ("p(Quantity) = 1", err("property() needs a string, not integer")),
+    ("p(missing) IS NULL", T),
+    ("EXISTS(p(keyname))", T),
+    ("EXISTS(p('miss' + 'ing'))", F),
+    ("EXISTS(p(missing))", F),
+    # -- parameters
+    ("color = @c", T),
+    ("Quantity > @n", T),
+    ("@flag = flag", T),
+    ("price = @f", T),
+    ("color = @nil", F),
+    # -- constants and short-circuit: evaluation stops at the first FALSE (AND) / TRUE (OR)
+    ("TRUE", T),
+    ("FALSE", F),
+    ("NOT FALSE", T),
+    ("1 = 1", T),
+    ("1 > 1", F),
+    ("1 = 0 AND color + 1 = 2", F),
+    ("1 = 1 OR color + 1 = 2", T),
+    ("color + 1 = 2 AND 1 = 0", err("cannot be applied")),
+    ("missing = 1 AND color + 1 = 2", err("cannot be applied")),
+]
+
+
+@pytest.mark.parametrize(("expr", "expected"), FILTERS, ids=[f[0] for f in FILTERS])
+def test_sql_filter(evaluate: Any, expr: str, expected: str) -> None:
+    check(evaluate("match", compile_filter(SqlRuleFilter(expr, PARAMS)), header()), expected)
+
+
+MINIMAL: list[tuple[str, str]] = [
+    ("sys.CorrelationId IS NULL", T),
+    ("sys.CorrelationId = 'x'", F),
+    ("NOT sys.CorrelationId = 'x'", F),
+    ("EXISTS(sys.CorrelationId)", F),
+    ("EXISTS(sys.MessageId)", T),
+    ("sys.MessageId = 'only-id'", T),
+    ("sys.PartitionKey IS NULL", T),
+    ("sys.TimeToLive IS NULL", T),
+    ("sys.SequenceNumber IS NULL", T),
+    ("color IS NULL", T),
+    ("EXISTS(color)", F),
+]
+
+
+@pytest.mark.parametrize(("expr", "expected"), MINIMAL, ids=[f[0] for f in MINIMAL])
+def test_message_without_properties(evaluate: Any, expr: str, expected: str) -> None:
+    check(evaluate("match", compile_filter(SqlRuleFilter(expr)), header(minimal=True), brk=None), expected)
+
+
+CORRELATION: list[tuple[CorrelationRuleFilter | SqlRuleFilter, str]] = [
+    (CorrelationRuleFilter(label="Important"), T),
+    (CorrelationRuleFilter(label="important"), F),
+    (CorrelationRuleFilter(correlation_id="corr-9", to="store-5"), T),
+    (CorrelationRuleFilter(correlation_id="corr-9", to="other"), F),
+    (
+        CorrelationRuleFilter(
+            correlation_id="corr-9",
+            message_id="m-1",
+            to="store-5",
+            reply_to="replies",
+            label="Important",
+            session_id="s-1",
+            reply_to_session_id="rs-1",
+            content_type="application/json",
+            properties={"color": "red", "Quantity": 10},
+        ),
+        T,
+    ),
+    (CorrelationRuleFilter(properties={"color": "red"}), T),
+    (CorrelationRuleFilter(properties={"COLOR": "red"}), T),
+    (CorrelationRuleFilter(properties={"color": "Red"}), F),
+    (CorrelationRuleFilter(properties={"Quantity": 10}), T),
+    (CorrelationRuleFilter(properties={"Quantity": 10.0}), T),
+    (CorrelationRuleFilter(properties={"Quantity": "10"}), F),
+    (CorrelationRuleFilter(properties={"missing": "x"}), F),
+    (CorrelationRuleFilter(properties={"nul": "x"}), F),
+    (CorrelationRuleFilter(properties={"when": WHEN, "flag": True, "guid": GUID, "span": timedelta(seconds=90)}), T),
+    (CorrelationRuleFilter(properties={"flag": False}), F),
+    (CorrelationRuleFilter(reply_to_session_id="rs-1", properties={"color": "blue"}), F),
+    (TrueRuleFilter(), T),
+    (FalseRuleFilter(), F),
+]
+
+
+@pytest.mark.parametrize(("rule_filter", "expected"), CORRELATION, ids=[repr(c[0]) for c in CORRELATION])
+def test_correlation_and_boolean_filters(evaluate: Any, rule_filter: Any, expected: str) -> None:
+    check(evaluate("match", compile_filter(rule_filter), header()), expected)
+
+
+def test_correlation_filter_on_a_message_without_those_properties(evaluate: Any) -> None:
+    program = compile_filter(CorrelationRuleFilter(correlation_id="corr-9", properties={"color": "red"}))
+    assert evaluate("match", program, header(minimal=True), brk=None) == [F]
+
+
+def test_decoded_program_and_the_program_cache(evaluate: Any) -> None:
+    program = compile_filter(SqlRuleFilter("color LIKE 'r%' AND Quantity > 5"))
+    assert evaluate("match_decoded", program, header()) == [T]
+    assert evaluate("match_many", program, header()) == ["50"]
+    assert evaluate("match_many", compile_filter(SqlRuleFilter("color = 'blue'")), header()) == ["0"]
+
+
+def test_unknown_program_version_is_a_script_error(evaluate: Any) -> None:
+    with pytest.raises(redis.ResponseError, match="unsupported program version"):
+        evaluate("match", "[2,true]", header())
+    with pytest.raises(redis.ResponseError, match="unknown opcode"):
+        evaluate("match", '[1,["nope"]]', header())
+
+
+# ------------------------------------------------------------------------------------ actions
+def run_action(evaluate: Any, expr: str, props: dict[str, Any] | None = PROPS) -> Any:
+    reply = evaluate("action", compile_action(SqlRuleAction(expr, PARAMS)), header(props=props))
+    if reply[0] == "error":
+        return err(reply[1])
+    new = json.loads(reply[1])
+    ap = codec.decode_properties(new.pop("ap"))
+    return new, ap
+
+
+def changed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What an action changed: new or different values, and removed keys as '<removed>'."""
+    out = {k: v for k, v in after.items() if k not in before or before[k] != v}
+    out.update({k: "<removed>" for k in before if k not in after})
+    return out
+
+
+# (action, changes to the application properties, changes to the header)
+ACTIONS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    ("SET Quantity = Quantity / 3", {"Quantity": 3}, {}),
+    ("SET quantity = quantity + 1", {"Quantity": 11}, {}),
+    ("SET newprop = 'x'", {"newprop": "x"}, {}),
+    ("SET [my prop] = 1", {"my prop": 1}, {}),
+    ("SET price = price * 3", {"price": 7.5}, {}),
+    ("REMOVE color", {"color": "<removed>"}, {}),
+    ("REMOVE COLOR", {"color": "<removed>"}, {}),
+    ("REMOVE missing", {}, {}),
+    ("REMOVE color; SET color = 'blue'", {"color": "blue"}, {}),
+    ("SET a = 1; SET b = a + 1", {"a": 1, "b": 2}, {}),
+    ("SET a = 1 SET b = 2", {"a": 1, "b": 2}, {}),
+    ("SET x = missing + 1", {"x": None}, {}),
+    ("SET color = NULL", {"color": None}, {}),
+    ("SET name = name + '!'", {"name": "O'Brien!"}, {}),
+    ("SET flag = flag", {}, {}),
+    ("SET flag = FALSE", {"flag": False}, {}),
+    ("SET when2 = when + @hour", {"when2": WHEN + timedelta(hours=1)}, {}),
+    ("SET d = @later - when", {"d": timedelta(days=1)}, {}),
+    ("SET g = guid; SET r = raw", {"g": GUID, "r": b"\x00\x01"}, {}),
+    ("SET big = 9007199254740992", {"big": 2**53}, {}),
+    ("SET pi = 3.141592653589793", {"pi": 3.141592653589793}, {}),
+    ("SET tiny = 0.1 + 0.2", {"tiny": 0.1 + 0.2}, {}),
+    ("SET seq = sys.SequenceNumber", {"seq": 42}, {}),
+    ("SET lbl = sys.Label", {"lbl": "Important"}, {}),
+    ("SET sys.Label = 'relabelled'", {}, {"sj": "relabelled"}),
+    ("SET sys.CorrelationId = 'low'", {}, {"ci": "low"}),
+    ("SET sys.To = NULL", {}, {"to": "<removed>"}),
+    ("SET sys.ReplyTo = color + '-queue'", {}, {"rt": "red-queue"}),
+    ("SET sys.TimeToLive = @hour", {}, {"ttl": 3_600_000}),
+    ("SET sys.ScheduledEnqueueTimeUtc = @later", {}, {"se": codec.to_ms(WHEN + timedelta(days=1))}),
+    ("SET sys.MessageId = 'new-id'; SET sys.SessionId = 's-2'", {}, {"id": "new-id", "sid": "s-2"}),
+    ("SET quantity = 1; REMOVE Quantity; SET QUANTITY = 2", {"Quantity": "<removed>", "QUANTITY": 2}, {}),
+]
+
+
+@pytest.mark.parametrize(("expr", "ap_changes", "hdr_changes"), ACTIONS, ids=[a[0] for a in ACTIONS])
+def test_sql_action(evaluate: Any, expr: str, ap_changes: dict[str, Any], hdr_changes: dict[str, Any]) -> None:
+    before = json.loads(header())
+    before_ap = codec.decode_properties(before.pop("ap"))
+    result = run_action(evaluate, expr)
+    assert not isinstance(result, str), result
+    new_hdr, new_ap = result
+    assert changed(before_ap, new_ap) == ap_changes
+    assert changed(before, new_hdr) == hdr_changes
+
+
+ACTION_ERRORS: list[tuple[str, str]] = [
+    ("SET x = 1 / 0", "division by zero"),
+    ("SET x = 1.0 / 0", "cannot store a non-finite number"),
+    ("SET x = color + 1", "cannot be applied to string and integer"),
+    ("SET a = 1; SET x = color * 2", "cannot be applied"),
+    ("SET sys.MessageId = NULL", "sys.MessageId cannot be NULL"),
+    ("SET sys.Label = 5", "needs a string, not integer"),
+    ("SET sys.TimeToLive = 5", "sys.TimeToLive needs a TimeSpan, not integer"),
+    ("SET sys.TimeToLive = -@hour", "must be positive"),
+    ("SET sys.ScheduledEnqueueTimeUtc = 'soon'", "needs a DateTime, not string"),
+    ("SET x = p(badkey)", "the system property 'Nope' does not exist"),
+]
+
+
+@pytest.mark.parametrize(("expr", "words"), ACTION_ERRORS, ids=[a[0] for a in ACTION_ERRORS])
+def test_sql_action_errors(evaluate: Any, expr: str, words: str) -> None:
+    result = run_action(evaluate, expr)
+    assert isinstance(result, str)
+    assert result.startswith("error:")
+    assert words in result
+
+
+def test_action_on_a_message_without_application_properties(evaluate: Any) -> None:
+    result = run_action(evaluate, "SET a = 'x'; REMOVE b; SET sys.Label = 'y'", props=None)
+    assert not isinstance(result, str)
+    new_hdr, new_ap = result
+    assert new_ap == {"a": "x"}
+    assert new_hdr["sj"] == "y"
+    # a message whose properties all go away keeps an empty object, which decodes to {}
+    result = run_action(evaluate, "REMOVE only", props={"only": 1})
+    assert not isinstance(result, str)
+    assert result[1] == {}
+
+
+def test_action_result_is_what_the_codec_reads(evaluate: Any) -> None:
+    """The rewritten header splices back into a blob that ServiceBusReceivedMessage-style decoding
+    understands: the header JSON from rules_json is valid codec input."""
+    result = run_action(evaluate, "SET sys.Label = 'z'; SET n = Quantity * 2")
+    assert not isinstance(result, str)
+    new_hdr, new_ap = result
+    blob = codec.encode({**new_hdr, "ap": codec.encode_properties(new_ap)}, b"body")
+    back = codec.header_of(blob)
+    assert back["sj"] == "z"
+    assert codec.decode_properties(back["ap"])["n"] == 20
+    assert codec.body_of(blob) == b"body"
