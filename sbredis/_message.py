@@ -256,6 +256,7 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         "_raw",
         "_receive_mode",
         "_settled",
+        "auto_renew_error",
         "dead_letter_error_description",
         "dead_letter_reason",
         "delivery_count",
@@ -335,6 +336,7 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         self._nonce = nonce
         self._receive_mode = receive_mode
         self._settled = receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        self.auto_renew_error: Exception | None = None
         self.state = state
         self.dead_letter_reason = self.dead_letter_error_description = None
 

@@ -88,6 +88,14 @@ class MessageLockLostError(ServiceBusError):
         self.messages = messages or []
 
 
+class AutoLockRenewFailed(ServiceBusError):  # noqa: N818 - the Azure SDK's name
+    """The AutoLockRenewer could not renew a lock (``error`` holds the cause); it stopped renewing it."""
+
+
+class AutoLockRenewTimeout(ServiceBusError):  # noqa: N818 - the Azure SDK's name
+    """The AutoLockRenewer's max_lock_renewal_duration for a message passed; its lock may now elapse."""
+
+
 class MessageNotFoundError(ServiceBusError):
     """No message with that sequence number is in the expected state (deferred, scheduled)."""
 
@@ -105,6 +113,8 @@ class MessageSizeExceededError(ServiceBusError, ValueError):
 
 
 __all__ = [
+    "AutoLockRenewFailed",
+    "AutoLockRenewTimeout",
     "InvalidArgumentError",
     "InvalidOperationError",
     "MessageAlreadySettled",

@@ -12,6 +12,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ["_transport.py", "_client.py", "_sender.py", "_receiver.py", "_admin.py"]
+# Written twice by hand: concurrency itself (tasks and futures vs. threads) differs; their shared
+# logic is in sbredis/_core (renewal.py) and both expose the same interface.
+HAND_WRITTEN = ["_coalesce.py", "_renewer.py"]
 SRC, DST = ROOT / "sbredis" / "aio", ROOT / "sbredis" / "_sync"
 
 SUBS = [
@@ -30,6 +33,7 @@ SUBS = [
     (r"\baclose\(", "close("),
     (r"^import asyncio\n", ""),
     (r"\basyncio\.sleep\b", "time.sleep"),
+    (r"\bAsyncRetrying\b", "Retrying"),
 ]
 HEADER = "# Generated from sbredis/aio/{name} by scripts/unasync.py: edit the async source, not this.\n"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +130,53 @@ def plan_send(
         args[0] = (len(args) - 1) // 4
         calls.append(call("send", meta.name, p, *args))
     return calls, where
+
+
+def pack(entries: Sequence[Sequence[ServiceBusMessage]], max_bytes: int, max_count: int = 1000) -> list[list[int]]:
+    """Group entries (indexes) so each group's messages fit one send call: at most `max_bytes` and
+    `max_count` messages, unless one entry alone is larger (it then forms its own group)."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    size = count = 0
+    for i, msgs in enumerate(entries):
+        b = sum(len(m._encoded()) for m in msgs)
+        if current and (size + b > max_bytes or count + len(msgs) > max_count):
+            groups.append(current)
+            current, size, count = [], 0, 0
+        current.append(i)
+        size += b
+        count += len(msgs)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def send_replies(calls: Sequence[Call], replies: Iterator[Any]) -> tuple[dict[int, Iterator[int]], dict[int, Any]]:
+    """Per partition: the sequence numbers a send stored, or its error (the next len(calls) replies)."""
+    seqs: dict[int, Iterator[int]] = {}
+    errors: dict[int, Any] = {}
+    for c in calls:
+        reply = next(replies)
+        if isinstance(reply, Exception):
+            errors[c.partition] = reply
+        else:
+            seqs[c.partition] = iter(send_result(c, reply))
+    return seqs, errors
+
+
+def entry_outcome(
+    n: int, partitions: Iterator[int], seqs: dict[int, Iterator[int]], errors: dict[int, Any]
+) -> list[int] | Exception:
+    """One caller's outcome: its `n` messages' sequence numbers, or the first error among its partitions."""
+    out: list[int] = []
+    error = None
+    for _ in range(n):
+        p = next(partitions)
+        if p in errors:
+            error = error or errors[p]
+        else:
+            out.append(next(seqs[p]))
+    return error if error is not None else out
 
 
 def send_result(c: Call, reply: list[Any]) -> list[int]:
@@ -319,6 +366,25 @@ SETTLE_CHUNK = 1000  # messages per settlement script call (Lua unpacks at most 
 
 def chunks(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Sequence[ServiceBusReceivedMessage]]:
     return [msgs[i : i + SETTLE_CHUNK] for i in range(0, len(msgs), SETTLE_CHUNK)]
+
+
+LOCK_LOST = object()  # a settlement status: the lock elapsed, is not ours, or the message is gone
+
+
+def apply_settled(m: ServiceBusReceivedMessage, name: str, code: int) -> object | None:
+    """Record a settlement script's per-message status on the message: None when done, else LOCK_LOST.
+
+    A renew status is the new locked-until (0: lost); the others are 0 for done.
+    """
+    if name == "renew":
+        if code:
+            m._locked_ms = code
+            return None
+        return LOCK_LOST
+    if code == 0:
+        m._settled = True
+        return None
+    return LOCK_LOST
 
 
 def lock_args(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Any]:

@@ -12,6 +12,7 @@ from typing import Any
 from .._core import codec, ops
 from .._core.entity import QueueProperties, build_queue, check_name
 from .._core.keys import REGISTRY
+from .._core.retry import RetryPolicy
 from .._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from ..exceptions import (
     InvalidArgumentError,
@@ -31,7 +32,8 @@ class ServiceBusAdministrationClient:
     """
 
     def __init__(self, url: str, **kwargs: Any) -> None:
-        self._transport = Transport(url, **kwargs)
+        policy = RetryPolicy.from_options(kwargs)
+        self._transport = Transport(url, retry_policy=policy, **kwargs)
 
     @classmethod
     def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusAdministrationClient:

@@ -3,29 +3,39 @@
 
 from __future__ import annotations
 
+import logging
+import weakref
 from types import TracebackType
 from typing import Any
 
 from .._core.entity import QueueProperties, check_name
 from .._core.keys import REGISTRY
 from .._core.ops import EntityMeta, check_count, check_wait
+from .._core.retry import RetryPolicy
 from .._enums import ServiceBusReceiveMode, ServiceBusSubQueue
-from ..exceptions import InvalidArgumentError, InvalidOperationError, MessagingEntityNotFoundError
+from ..exceptions import InvalidArgumentError, InvalidOperationError, MessagingEntityNotFoundError, ServiceBusError
 from ._receiver import ServiceBusReceiver
-from ._sender import ServiceBusSender
+from ._sender import DEFAULT_MAX_PENDING_SENDS, ServiceBusSender
 from ._transport import Transport
+
+log = logging.getLogger("sbredis")
 
 
 class ServiceBusClient:
     """Entry point, as ``azure.servicebus.ServiceBusClient``: ``from_connection_string(url)``.
 
     URLs: ``redis://[user:password@]host:port/db``, ``rediss://`` (TLS), ``unix:///path``.
-    Keyword options go to redis-py's connection (``socket_timeout``, ``ssl_ca_certs``, ...).
+    The retry policy takes the SDK's keywords (``retry_total=3``, ``retry_backoff_factor=0.8``,
+    ``retry_backoff_max=120``, ``retry_mode="exponential"|"fixed"``) and retries only retryable
+    errors; other keyword options go to redis-py's connection (``socket_timeout``, ``ssl_ca_certs``).
+    Closing the client closes the senders and receivers it made.
     """
 
     def __init__(self, url: str, **kwargs: Any) -> None:
-        self._transport = Transport(url, **kwargs)
+        policy = RetryPolicy.from_options(kwargs)
+        self._transport = Transport(url, retry_policy=policy, **kwargs)
         self._meta: dict[str, EntityMeta] = {}
+        self._handlers: weakref.WeakSet[ServiceBusSender | ServiceBusReceiver] = weakref.WeakSet()
 
     @classmethod
     def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusClient:
@@ -49,8 +59,11 @@ class ServiceBusClient:
     def _forget(self, name: str) -> None:
         self._meta.pop(name, None)
 
-    def get_queue_sender(self, queue_name: str, **kwargs: Any) -> ServiceBusSender:
-        """A sender for `queue_name` (checked on first use).
+    def get_queue_sender(
+        self, queue_name: str, *, max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS, **kwargs: Any
+    ) -> ServiceBusSender:
+        """A sender for `queue_name` (checked on first use). At most `max_pending_sends` messages
+        of concurrent sends wait at once; more sends wait for room.
 
         Raises:
             InvalidArgumentError: a bad name or an unknown option.
@@ -58,7 +71,10 @@ class ServiceBusClient:
         check_name(queue_name)
         if kwargs:
             raise InvalidArgumentError(f"unknown sender options: {', '.join(sorted(kwargs))}")
-        return ServiceBusSender(self, queue_name)
+        check_count("max_pending_sends", max_pending_sends, 1_000_000)
+        sender = ServiceBusSender(self, queue_name, max_pending_sends)
+        self._handlers.add(sender)
+        return sender
 
     def get_queue_receiver(
         self,
@@ -68,9 +84,13 @@ class ServiceBusClient:
         sub_queue: ServiceBusSubQueue | str | None = None,
         max_wait_time: float | None = None,
         prefetch_count: int = 0,
+        auto_lock_renewer: Any = None,
         **kwargs: Any,
     ) -> ServiceBusReceiver:
         """A receiver for `queue_name` or its dead-letter subqueue.
+
+        prefetch_count: messages to keep locked ahead of what receive calls ask for.
+        auto_lock_renewer: an AutoLockRenewer that every locked message handed out is registered with.
 
         Raises:
             InvalidArgumentError: a bad name, mode, subqueue or option.
@@ -94,9 +114,19 @@ class ServiceBusClient:
         check_wait("max_wait_time", max_wait_time)
         if prefetch_count != 0:
             check_count("prefetch_count", prefetch_count)
-        return ServiceBusReceiver(self, queue_name, mode, sub, max_wait_time, prefetch_count)
+        if auto_lock_renewer is not None and not hasattr(auto_lock_renewer, "register"):
+            raise InvalidArgumentError("auto_lock_renewer must be an AutoLockRenewer")
+        receiver = ServiceBusReceiver(self, queue_name, mode, sub, max_wait_time, prefetch_count, auto_lock_renewer)
+        self._handlers.add(receiver)
+        return receiver
 
     def close(self) -> None:
+        """Close the senders (waiting for queued sends) and receivers made here, then the connections."""
+        for handler in list(self._handlers):
+            try:
+                handler.close()
+            except ServiceBusError as e:  # the connection is going anyway: say so, go on
+                log.warning("closing %r failed: %s", handler, e)
         self._transport.close()
 
     def __enter__(self) -> ServiceBusClient:

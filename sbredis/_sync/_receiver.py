@@ -17,24 +17,28 @@ from .._message import PARTITION_SHIFT, ServiceBusReceivedMessage
 from ..exceptions import (
     InvalidArgumentError,
     InvalidOperationError,
+    MessageAlreadySettled,
     MessageLockLostError,
     MessagingEntityNotFoundError,
     ServiceBusError,
 )
+from ._coalesce import Coalescer
 
 if TYPE_CHECKING:
     from ._client import ServiceBusClient
 
 log = logging.getLogger("sbredis")
 _POLL_MIN, _POLL_MAX = 0.001, 0.05
+SETTLE_PENDING_LIMIT = 10_000  # messages waiting to be settled at once (concurrent settlements wait past it)
 
 
 class ServiceBusReceiver:
     """Receives from one queue or its dead-letter subqueue.
 
     A receive over a partitioned queue asks the partitions in turn and locks no more messages than
-    asked for; messages kept for iteration (prefetch_count) are handed out only while their lock
-    holds, and released uncounted on close.
+    asked for plus prefetch_count: those extra ones are kept locked ahead for the next calls, handed
+    out only while their lock holds (the AutoLockRenewer does not renew them before), and released
+    uncounted on close. Concurrent settlements (asyncio) coalesce into one script call per partition.
     """
 
     def __init__(
@@ -45,6 +49,7 @@ class ServiceBusReceiver:
         sub_queue: ServiceBusSubQueue | None,
         max_wait_time: float | None,
         prefetch_count: int,
+        auto_lock_renewer: Any = None,
     ) -> None:
         self._client = client
         self.entity_name = entity
@@ -59,6 +64,8 @@ class ServiceBusReceiver:
         self._clock_offset_ms = 0  # server clock - local clock, from the last reply
         self._last_peeked = 0
         self._closed = False
+        self._renewer = auto_lock_renewer
+        self._settler = Coalescer(self._settle_now, SETTLE_PENDING_LIMIT)
 
     # -- receiving
     def _meta(self) -> ops.EntityMeta:
@@ -136,19 +143,28 @@ class ServiceBusReceiver:
         self._check_open()
         got = self._from_buffer(n)
         if got:
-            return got
+            return self._hand_out(got)
         deadline = None if wait is None else time.monotonic() + wait
         pause = _POLL_MIN
         while True:
-            got = self._receive_once(n)
+            got = self._receive_once(min(n + self._prefetch, ops.MAX_RECEIVE_COUNT))
             if got:
-                return got
+                self._buffer.extend(got[n:])
+                return self._hand_out(got[:n])
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return []
             delay = pause if deadline is None else min(pause, deadline - now)
             time.sleep(delay)
             pause = min(pause * 2, _POLL_MAX)
+
+    def _hand_out(self, messages: list[ServiceBusReceivedMessage]) -> list[ServiceBusReceivedMessage]:
+        """Register handed-out locked messages with the receiver's AutoLockRenewer, if any."""
+        if self._renewer is not None:
+            for m in messages:
+                if m._nonce:
+                    self._renewer.register(self, m)
+        return messages
 
     def _from_buffer(self, n: int) -> list[ServiceBusReceivedMessage]:
         """Buffered messages whose lock still holds (by the server's clock)."""
@@ -165,13 +181,9 @@ class ServiceBusReceiver:
 
     def __next__(self) -> ServiceBusReceivedMessage:
         """Next message; stops when max_wait_time passes with nothing (never, when unset)."""
-        got = self._from_buffer(1)
-        if got:
-            return got[0]
-        batch = self.receive_messages(max(1, self._prefetch), self._max_wait_time)
+        batch = self.receive_messages(1, self._max_wait_time)
         if not batch:
             raise StopIteration
-        self._buffer.extend(batch[1:])
         return batch[0]
 
     def receive_deferred_messages(
@@ -246,41 +258,75 @@ class ServiceBusReceiver:
     # -- settlement
     def _settle(
         self, name: str, messages: list[ServiceBusReceivedMessage], extra: tuple[Any, ...] = ()
-    ) -> list[Any]:
+    ) -> list[ServiceBusReceivedMessage]:
+        """Check the messages (raising before anything is sent), then settle them; concurrent
+        settlements of one kind coalesce into one script call per partition."""
         self._check_open()
-        by_partition = ops.settle_groups(messages, self.entity_name, self._group, name)
-        groups = [(p, chunk) for p, msgs in by_partition.items() for chunk in ops.chunks(msgs)]
+        ops.settle_groups(messages, self.entity_name, self._group, name)
+        if not messages:
+            return []
+        done: list[ServiceBusReceivedMessage] = self._settler.submit((name, extra), messages)
+        return done
+
+    def _settle_now(self, key: tuple[str, tuple[Any, ...]], entries: list[list[Any]]) -> list[Any]:
+        """Settle entries (each one caller's messages) together; one outcome per entry: the
+        messages, the first partition error, or MessageLockLostError naming the lost ones."""
+        name, extra = key
+        msgs = [m for entry in entries for m in entry]
+        first: dict[int, int] = {}  # the same message from two callers is sent once
+        unique: list[ServiceBusReceivedMessage] = []
+        for m in msgs:
+            if id(m) not in first:
+                first[id(m)] = len(unique)
+                unique.append(m)
+        by_partition: dict[int, list[ServiceBusReceivedMessage]] = {}
+        for m in unique:
+            by_partition.setdefault(m.partition_id, []).append(m)
+        groups = [(p, chunk) for p, part in by_partition.items() for chunk in ops.chunks(part)]
         calls = [ops.call(name, self.entity_name, p, self._group, *ops.lock_args(c), *extra) for p, c in groups]
         replies = self._client._transport.run_many(calls, self.entity_name)
-        lost: list[ServiceBusReceivedMessage] = []
-        first_error: ServiceBusError | None = None
-        results: list[Any] = []
+        status: dict[int, Any] = {}  # id(message) -> None (done), LOCK_LOST, or the partition's error
         for (_, chunk), reply in zip(groups, replies, strict=True):
             if isinstance(reply, ServiceBusError):
-                first_error = first_error or reply
+                for m in chunk:
+                    status[id(m)] = reply
                 continue
-            statuses = reply[1:] if name == "renew" else reply
-            for m, status in zip(chunk, statuses, strict=True):
-                if name == "renew":
-                    if int(status):
-                        m._locked_ms = int(status)
-                        results.append(m)
-                    else:
-                        lost.append(m)
-                elif int(status) == 0:
-                    m._settled = True
-                    results.append(m)
-                else:
+            for m, code in zip(chunk, reply[1:] if name == "renew" else reply, strict=True):
+                status[id(m)] = ops.apply_settled(m, name, int(code))
+        outcomes: list[Any] = []
+        seen: set[int] = set()
+        for entry in entries:
+            lost = []
+            error: ServiceBusError | None = None
+            for m in entry:
+                st = status[id(m)]
+                if id(m) in seen and name != "renew" and st is None:
+                    st = MessageAlreadySettled("The message was settled by a concurrent call.")
+                seen.add(id(m))
+                if st is ops.LOCK_LOST:
                     lost.append(m)
-        if first_error is not None:
-            raise first_error
-        if lost:
-            raise MessageLockLostError(
-                f"The lock on {len(lost)} message(s) of '{self.entity_name}' was lost (elapsed, not held "
-                "by this receiver, or the message is gone); nothing was changed for them.",
-                messages=lost,
-            )
-        return results
+                elif st is not None:
+                    error = error or st
+            if error is not None:
+                outcomes.append(error)
+            elif lost:
+                outcomes.append(
+                    MessageLockLostError(
+                        f"The lock on {len(lost)} message(s) of '{self.entity_name}' was lost (elapsed, not held "
+                        "by this receiver, or the message is gone); nothing was changed for them.",
+                        messages=lost,
+                    )
+                )
+            else:
+                outcomes.append(entry)
+        return outcomes
+
+    def _renew_each(self, messages: list[ServiceBusReceivedMessage]) -> list[Any]:
+        """Renew many locks at one script call per partition; one outcome per message (for the
+        AutoLockRenewer): the message, or the error."""
+        if self._closed:
+            return [InvalidOperationError("the receiver is closed")] * len(messages)
+        return self._settle_now(("renew", ()), [[m] for m in messages])
 
     def complete_message(self, message: ServiceBusReceivedMessage) -> None:
         """Remove the message (it was processed).

@@ -2,7 +2,9 @@
 """Runs what the sans-IO core builds on a Redis connection: the only module that talks to Redis.
 
 Scripts run by EVALSHA and are loaded on NOSCRIPT (a restarted or flushed server). redis-py's own
-retries are off: a write whose reply was lost is reported, never silently repeated.
+retries are off; script calls and reads are retried here by the client's RetryPolicy, which repeats
+a call with the same arguments and only after a retryable error (see _core/retry.py).
+Administrative MULTI/EXEC writes are not retried: their outcome after a lost reply is read back.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from redis import Redis
 from redis.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, WatchError
+from tenacity import Retrying
 
 from .._core.errors import map_error
 from .._core.ops import Call
+from .._core.retry import RetryPolicy, is_retryable
 from ..exceptions import InvalidArgumentError, ServiceBusError
 
 SCHEMES = ("redis", "rediss", "unix")
@@ -38,7 +42,9 @@ def redact(url: str) -> str:
 class Transport:
     """One Redis connection pool and the error mapping around it."""
 
-    def __init__(self, url: str, *, socket_timeout: float = 30.0, **options: Any) -> None:
+    def __init__(
+        self, url: str, *, socket_timeout: float = 30.0, retry_policy: RetryPolicy | None = None, **options: Any
+    ) -> None:
         if not isinstance(url, str):
             raise InvalidArgumentError("the connection string must be a str")
         self.url = redact(url)
@@ -47,6 +53,8 @@ class Transport:
             raise InvalidArgumentError(
                 f"unsupported connection string scheme {scheme!r}; use redis://, rediss:// or unix://"
             )
+        self.retry_policy = retry_policy or RetryPolicy()
+        self._retry_options = self.retry_policy.tenacity_options()
         try:
             self.redis = Redis.from_url(
                 url,
@@ -65,8 +73,17 @@ class Transport:
                 "in the user name and password)"
             ) from None
 
+    def _retrying(self) -> Retrying:
+        return Retrying(**self._retry_options)
+
     def run(self, c: Call, entity: str = "") -> Any:
-        """One script call; raises ServiceBusError."""
+        """One script call, retried by the policy; raises ServiceBusError."""
+        for attempt in self._retrying():
+            with attempt:
+                return self._run_once(c, entity)
+        raise AssertionError("unreachable")  # tenacity re-raises the last error
+
+    def _run_once(self, c: Call, entity: str) -> Any:
         r = self.redis
         try:
             try:
@@ -78,7 +95,10 @@ class Transport:
             raise map_error(e, entity) from e
 
     def run_many(self, calls: list[Call], entity: str = "") -> list[Any]:
-        """Script calls in one round trip; each result is a reply or a ServiceBusError."""
+        """Script calls in one round trip; each result is a reply or a ServiceBusError.
+
+        Calls that failed with a retryable error are tried again (the others keep their result).
+        """
         if len(calls) == 1:
             try:
                 return [self.run(calls[0], entity)]
@@ -86,6 +106,19 @@ class Transport:
                 return [e]
         results: list[Any] = [None] * len(calls)
         todo = list(range(len(calls)))
+        try:
+            for attempt in self._retrying():
+                with attempt:
+                    self._pipeline_once(calls, todo, results, entity)
+                    todo = [i for i in todo if is_retryable(results[i])]
+                    if todo:
+                        raise results[todo[0]]
+        except ServiceBusError:
+            pass  # the last errors are in results
+        return results
+
+    def _pipeline_once(self, calls: list[Call], todo: list[int], results: list[Any], entity: str) -> None:
+        """Run calls[todo] pipelined, loading scripts the server lacks; fills results."""
         for attempt in range(2):
             try:
                 with self.redis.pipeline(transaction=False) as pipe:
@@ -97,7 +130,7 @@ class Transport:
                 err = map_error(e, entity)
                 for i in todo:
                     results[i] = err
-                return results
+                return
             missing = []
             for i, reply in zip(todo, replies, strict=True):
                 if isinstance(reply, NoScriptError) and attempt == 0:
@@ -107,7 +140,7 @@ class Transport:
                 else:
                     results[i] = reply
             if not missing:
-                break
+                return
             try:
                 for source in {calls[i].script.source for i in missing}:
                     self.redis.script_load(source)
@@ -115,16 +148,18 @@ class Transport:
                 err = map_error(e, entity)
                 for i in missing:
                     results[i] = err
-                return results
+                return
             todo = missing
-        return results
 
     def execute(self, *command: Any, entity: str = "") -> Any:
-        """One plain Redis command; raises ServiceBusError."""
-        try:
-            return self.redis.execute_command(*command)
-        except Exception as e:
-            raise map_error(e, entity) from e
+        """One plain Redis command (a read or an idempotent write), retried; raises ServiceBusError."""
+        for attempt in self._retrying():
+            with attempt:
+                try:
+                    return self.redis.execute_command(*command)
+                except Exception as e:
+                    raise map_error(e, entity) from e
+        raise AssertionError("unreachable")
 
     def transaction(self, commands: list[tuple[Any, ...]], entity: str = "") -> list[Any]:
         """Commands in MULTI/EXEC: all or none; raises ServiceBusError."""

@@ -4,9 +4,11 @@ from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSu
 from .._message import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
 from ._client import ServiceBusClient
 from ._receiver import ServiceBusReceiver
+from ._renewer import AutoLockRenewer
 from ._sender import ServiceBusSender
 
 __all__ = [
+    "AutoLockRenewer",
     "ServiceBusClient",
     "ServiceBusMessage",
     "ServiceBusMessageBatch",

@@ -16,39 +16,70 @@ from ..exceptions import (
     MessagingEntityNotFoundError,
     ServiceBusError,
 )
+from ._coalesce import Coalescer, log_failure
 
 if TYPE_CHECKING:
     from ._client import ServiceBusClient
 
 
-class ServiceBusSender:
-    """Sends to one queue. Every send returns only after Redis stored the messages."""
+DEFAULT_MAX_PENDING_SENDS = 1000
 
-    def __init__(self, client: ServiceBusClient, entity: str) -> None:
+
+class ServiceBusSender:
+    """Sends to one queue. A send returns once Redis stored its messages.
+
+    Sends started concurrently (asyncio) are coalesced: while one batch is at Redis, the next
+    gathers, so N concurrent awaited sends cost about one script call per partition per batch. At
+    most `max_pending_sends` messages wait at once; further sends wait for room.
+    """
+
+    def __init__(
+        self, client: ServiceBusClient, entity: str, max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS
+    ) -> None:
         self._client = client
         self.entity_name = entity
         self._rr = random.randrange(1 << 30)
+        self._pipe = Coalescer(self._store, max_pending_sends)
 
-    async def _send(self, messages: list[ServiceBusMessage], sched_ms: int = 0) -> list[int]:
-        if not messages:
-            return []
-        meta = await self._client._entity(self.entity_name)
-        self._rr += 1
-        calls, where = ops.plan_send(messages, meta, self._rr % meta.partition_count, sched_ms)
-        replies = await self._client._transport.run_many(calls, self.entity_name)
-        seqs: dict[int, Any] = {}
-        for c, reply in zip(calls, replies, strict=True):
-            if isinstance(reply, ServiceBusError):
-                if isinstance(reply, MessagingEntityNotFoundError):
-                    self._client._forget(self.entity_name)
-                raise reply
-            seqs[c.partition] = iter(ops.send_result(c, reply))
-        return [next(seqs[p]) for p in where]
+    async def _store(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
+        """Store entries (each one caller's messages) in as few script calls as fit; one outcome
+        (sequence numbers or the error) per entry. An entry never spans two calls of one partition,
+        so each caller's messages for a partition are stored all or none."""
+        try:
+            meta = await self._client._entity(self.entity_name)
+        except ServiceBusError as e:
+            return [e] * len(entries)
+        outcomes: list[Any] = [None] * len(entries)
+        plans = []
+        for group in ops.pack(entries, meta.max_message_bytes):
+            self._rr += 1
+            try:
+                calls, where = ops.plan_send(
+                    [m for i in group for m in entries[i]], meta, self._rr % meta.partition_count, sched_ms
+                )
+            except ServiceBusError as e:
+                for i in group:
+                    outcomes[i] = e
+                continue
+            plans.append((group, calls, where))
+        calls = [c for _, group_calls, _ in plans for c in group_calls]
+        replies = iter(await self._client._transport.run_many(calls, self.entity_name) if calls else [])
+        for group, group_calls, where in plans:
+            seqs, errors = ops.send_replies(group_calls, replies)
+            if any(isinstance(e, MessagingEntityNotFoundError) for e in errors.values()):
+                self._client._forget(self.entity_name)
+            partitions = iter(where)
+            for i in group:
+                outcomes[i] = ops.entry_outcome(len(entries[i]), partitions, seqs, errors)
+        return outcomes
 
-    async def send_messages(self, message: Any, *, timeout: float | None = None) -> None:
+    async def send_messages(self, message: Any, *, timeout: float | None = None, presettled: bool = False) -> None:
         """Send one message, a list or a batch; returns once Redis stored them.
 
-        Messages for one partition are stored atomically (all or none).
+        Messages for one partition are stored atomically (all or none). With ``presettled=True``
+        the call returns as soon as the messages are queued (waiting only for room under
+        max_pending_sends): fire-and-forget, so a failure is only logged, never reported to the
+        caller. Close the sender to wait for queued pre-settled sends.
 
         Raises:
             InvalidArgumentError: not a message, list or batch.
@@ -56,7 +87,14 @@ class ServiceBusSender:
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusQuotaExceededError,
             ServiceBusConnectionError (retryable), OperationTimeoutError (retryable).
         """
-        await self._send(ops.as_messages(message))
+        messages = ops.as_messages(message)
+        if not messages:
+            return
+        if presettled:
+            outcome = await self._pipe.enqueue(0, messages)
+            outcome.add_done_callback(log_failure("send"))
+            return
+        await self._pipe.submit(0, messages)
 
     async def schedule_messages(
         self, messages: Any, schedule_time_utc: datetime, *, timeout: float | None = None
@@ -69,7 +107,11 @@ class ServiceBusSender:
         """
         if not isinstance(schedule_time_utc, datetime):
             raise InvalidArgumentError("schedule_time_utc must be a datetime")
-        return await self._send(ops.as_messages(messages), max(1, codec.to_ms(schedule_time_utc)))
+        batch = ops.as_messages(messages)
+        if not batch:
+            return []
+        seqs: list[int] = await self._pipe.submit(max(1, codec.to_ms(schedule_time_utc)), batch)
+        return seqs
 
     async def cancel_scheduled_messages(
         self, sequence_numbers: int | Iterable[int], *, timeout: float | None = None
@@ -109,7 +151,8 @@ class ServiceBusSender:
         return ServiceBusMessageBatch(limit)
 
     async def close(self) -> None:
-        """Nothing to release: senders share the client's connections."""
+        """Wait for queued sends (pre-settled ones too); the connections are the client's."""
+        await self._pipe.drain()
 
     async def __aenter__(self) -> ServiceBusSender:
         return self

@@ -234,7 +234,7 @@ def test_redis_down_is_a_retryable_connection_error() -> None:
         from sbredis.management import ServiceBusAdministrationClient
 
         ServiceBusAdministrationClient.from_connection_string(srv.url).create_queue("q")
-        c = ServiceBusClient.from_connection_string(srv.url, socket_timeout=2)
+        c = ServiceBusClient.from_connection_string(srv.url, socket_timeout=2, retry_total=1, retry_backoff_factor=0.05)
         with c.get_queue_sender("q") as s:
             s.send_messages(ServiceBusMessage("stored"))
             srv.kill()

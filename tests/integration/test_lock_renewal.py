@@ -1,0 +1,154 @@
+"""AutoLockRenewer (sync and async) and prefetch_count, against a real Redis with 1 s locks."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+import sbredis.aio
+from sbredis import AutoLockRenewer, ServiceBusClient, ServiceBusMessage
+from sbredis.exceptions import (
+    AutoLockRenewFailed,
+    AutoLockRenewTimeout,
+    InvalidArgumentError,
+    InvalidOperationError,
+    MessageLockLostError,
+)
+from tests.conftest import eventually
+
+pytestmark = pytest.mark.integration
+LOCK = timedelta(seconds=1)
+
+
+def test_renewer_keeps_a_lock_for_three_lock_durations(client: ServiceBusClient, make_queue: Any) -> None:
+    q = make_queue(lock_duration=LOCK)
+    client.get_queue_sender(q).send_messages(ServiceBusMessage("long job"))
+    with AutoLockRenewer() as renewer, client.get_queue_receiver(q, max_wait_time=0.2) as r:
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        renewer.register(r, m, max_lock_renewal_duration=30)
+        first_until = m.locked_until_utc
+        deadline = time.monotonic() + 3
+        with client.get_queue_receiver(q) as other:
+            while time.monotonic() < deadline:  # nobody else gets it meanwhile
+                assert other.receive_messages(1, max_wait_time=0.3) == []
+        assert m.locked_until_utc > first_until
+        r.complete_message(m)
+        assert m.auto_renew_error is None
+
+
+def test_receiver_option_registers_every_message(client: ServiceBusClient, make_queue: Any) -> None:
+    q = make_queue(lock_duration=LOCK)
+    client.get_queue_sender(q).send_messages([ServiceBusMessage(str(i)) for i in range(5)])
+    renewer = AutoLockRenewer(max_lock_renewal_duration=30)
+    with client.get_queue_receiver(q, auto_lock_renewer=renewer) as r:
+        got = []
+        while len(got) < 5:
+            got += r.receive_messages(5, max_wait_time=2)
+        time.sleep(2.5)  # 2.5 lock durations with the work "running"
+        r.complete_messages(got)  # would raise MessageLockLostError had a lock elapsed
+    renewer.close()
+
+
+def test_failure_callback_gets_the_message_and_the_error(client: ServiceBusClient, make_queue: Any) -> None:
+    q = make_queue(lock_duration=LOCK)
+    client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
+    failures: list[tuple[Any, Any]] = []
+    with (
+        AutoLockRenewer(on_lock_renew_failure=lambda m, e: failures.append((m, e))) as renewer,
+        client.get_queue_receiver(q) as r,
+    ):
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        with client.get_queue_receiver(q) as thief:
+            eventually(lambda: thief.receive_messages(1, max_wait_time=0.2), timeout=5)  # lock elapsed, taken
+        renewer.register(r, m)
+        eventually(lambda: failures, timeout=3)
+    (msg, err), *_ = failures
+    assert msg is m
+    assert isinstance(err, AutoLockRenewFailed) and isinstance(err.error, MessageLockLostError)
+    assert m.auto_renew_error is err
+
+
+def test_max_renewal_duration_lets_the_lock_elapse(client: ServiceBusClient, make_queue: Any) -> None:
+    q = make_queue(lock_duration=LOCK)
+    client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
+    failures: list[Any] = []
+    with (
+        AutoLockRenewer(max_lock_renewal_duration=0.5, on_lock_renew_failure=failures.append) as renewer,
+        client.get_queue_receiver(q) as r,
+    ):
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        renewer.register(r, m)
+        with client.get_queue_receiver(q) as other:
+            again = eventually(lambda: other.receive_messages(1, max_wait_time=0.2), timeout=5)
+        assert again[0].delivery_count == m.delivery_count + 1
+        with pytest.raises(MessageLockLostError):
+            r.complete_message(m)
+    assert isinstance(m.auto_renew_error, AutoLockRenewTimeout)
+    assert failures == []  # a timeout is not a failure (as in the Azure SDK)
+
+
+def test_register_rejects_what_holds_no_lock(client: ServiceBusClient, make_queue: Any) -> None:
+    q = make_queue()
+    client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
+    renewer = AutoLockRenewer()
+    with client.get_queue_receiver(q) as r:
+        (peeked,) = r.peek_messages(1)
+        with pytest.raises(InvalidOperationError):
+            renewer.register(r, peeked)
+        with pytest.raises(InvalidArgumentError):
+            renewer.register(r, ServiceBusMessage("not received"))
+        with pytest.raises(InvalidArgumentError):
+            AutoLockRenewer(max_lock_renewal_duration=0)
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        renewer.close()
+        with pytest.raises(InvalidOperationError):
+            renewer.register(r, m)
+
+
+def test_async_renewer(url: str, make_queue: Any) -> None:
+    q = make_queue(lock_duration=LOCK)
+
+    async def main() -> None:
+        async with sbredis.aio.ServiceBusClient.from_connection_string(url) as c:
+            await c.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
+            failures: list[Any] = []
+
+            async def on_failure(m: Any, e: Any) -> None:
+                failures.append(e)
+
+            async with (
+                sbredis.aio.AutoLockRenewer(on_lock_renew_failure=on_failure) as renewer,
+                c.get_queue_receiver(q, auto_lock_renewer=renewer) as r,
+            ):
+                (m,) = await r.receive_messages(1, max_wait_time=2)
+                await asyncio.sleep(2.5)
+                await r.complete_message(m)
+            assert failures == []
+
+    asyncio.run(main())
+
+
+def test_prefetch_keeps_messages_locked_ahead_and_close_releases_them(
+    client: ServiceBusClient, make_queue: Any, admin: Any
+) -> None:
+    q = make_queue()
+    client.get_queue_sender(q).send_messages([ServiceBusMessage(str(i)) for i in range(10)])
+    with client.get_queue_receiver(q, prefetch_count=4) as r:
+        (first,) = r.receive_messages(1, max_wait_time=2)
+        with client.get_queue_receiver(q) as other:
+            rest = other.receive_messages(10, max_wait_time=0.3)
+            assert [str(m) for m in rest] == ["5", "6", "7", "8", "9"]  # 1 handed out + 4 locked ahead
+            other.abandon_messages(rest)
+        nxt = r.receive_messages(2, max_wait_time=0)
+        assert [str(m) for m in nxt] == ["1", "2"]  # served from what was kept ahead
+        r.complete_messages([first, *nxt])
+    with client.get_queue_receiver(q) as r:
+        again = r.receive_messages(10, max_wait_time=1)
+        counts = {int(str(m)): m.delivery_count for m in again}
+        # 3 and 4 were released uncounted on close: this is their first delivery
+        assert counts == {3: 1, 4: 1, 5: 2, 6: 2, 7: 2, 8: 2, 9: 2}
+    assert admin.get_queue_runtime_properties(q).active_message_count == 7
