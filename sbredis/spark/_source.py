@@ -205,6 +205,7 @@ class SbRedisDataSource(DataSource):
         return "sbredis"
 
     def schema(self) -> str:
+        self._opts()  # a bad option fails at load(), before any job runs
         return _columns.READ_SCHEMA
 
     def _opts(self) -> SourceOptions:

@@ -1,0 +1,71 @@
+"""One local Spark session (local[2]) for all Spark tests, against the suite's redis-server.
+
+The session starts once per test session; the Spark UI is off and shuffles use 2 partitions.
+Python workers get this interpreter (PYSPARK_PYTHON) and a PYTHONPATH with the repository (so
+`tests.spark.handlers` imports in workers) and, when the installed package does not provide it
+yet, a temporary ``pyspark_sbredis`` shim: the module PySpark's static lookup imports, which is
+what makes ``format("sbredis")`` work with no registration call.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark", minversion="4.0")
+pytest.importorskip("pyarrow")
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIM = "from sbredis.spark import DefaultSource  # noqa: F401\n"
+
+
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line("markers", "spark: needs PySpark 4 and Java (a local[2] Spark session)")
+
+
+def _python_path(extra: list[str]) -> str:
+    parts = [*extra, str(ROOT)]
+    old = os.environ.get("PYTHONPATH")
+    if old:
+        parts.append(old)
+    return os.pathsep.join(parts)
+
+
+@pytest.fixture(scope="session")
+def spark(redis_server: Any) -> Iterator[Any]:
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    extra = []
+    shim_dir = None
+    if find_spec("pyspark_sbredis") is None:
+        shim_dir = tempfile.mkdtemp(prefix="sbredis-spark-shim-")
+        pkg = Path(shim_dir, "pyspark_sbredis")
+        pkg.mkdir()
+        (pkg / "__init__.py").write_text(SHIM)
+        extra.append(shim_dir)
+    os.environ["PYTHONPATH"] = _python_path(extra)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sbredis-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
