@@ -1,0 +1,54 @@
+"""Celery on sbredis: importing this module registers the ``sbredis://`` broker URL scheme.
+
+kombu has no entry point for transports, so the scheme exists once this module (or
+``sbredis.contrib.kombu``) is imported, in every process that connects: the worker (import it from
+the module that creates the Celery app) and every client that sends tasks or runs
+``celery inspect``::
+
+    import sbredis.contrib.celery  # noqa: F401  (registers sbredis://)
+    from celery import Celery
+
+    app = Celery("proj", broker="sbredis://127.0.0.1:6379/0")
+    app.conf.task_acks_late = True                        # ack (complete) after the task ran
+    app.conf.task_acks_on_failure_or_timeout = False      # a failed task is dead-lettered
+    app.conf.task_reject_on_worker_lost = True
+    app.conf.broker_transport_options = {"queue_properties": {"lock_duration": 30, "max_delivery_count": 5}}
+
+Without the import, name the transport instead: ``broker_url="redis://127.0.0.1:6379/0"`` with
+``broker_transport="sbredis.contrib.kombu:Transport"``.
+
+What Celery gets (see ``sbredis.contrib.kombu`` for the whole mapping):
+
+* With ``task_acks_late``, a task's message stays locked while the task runs, its lock renewed,
+  so a long task is never given to a second worker (no visibility timeout to tune). A worker that
+  is killed stops renewing: the message is delivered again once its lock elapses
+  (``self.request.delivery_info["redelivered"]``), and after the queue's ``max_delivery_count``
+  deliveries it goes to the dead-letter subqueue (reason ``MaxDeliveryCountExceeded``).
+* ``task_acks_on_failure_or_timeout = False`` makes Celery reject a failed task without requeue:
+  the message is dead-lettered (reason ``Rejected``; ``broker_transport_options["dead_letter_reason"]``
+  changes it). Raising ``celery.exceptions.Reject(requeue=False)`` does the same; ``requeue=True``
+  abandons it (delivered again, counted).
+* ETA and countdown tasks (and ``retry(countdown=..)``) are scheduled messages: they stay in
+  sbredis until their time instead of waiting unacknowledged in a worker.
+* ``celery inspect`` / ``celery control`` broadcast through the fanout emulation (one copy per
+  worker's ``*.celery.pidbox`` queue).
+* Priorities are not supported.
+
+Read the dead-lettered tasks with sbredis itself::
+
+    from sbredis import ServiceBusClient, ServiceBusSubQueue
+    client = ServiceBusClient.from_connection_string("redis://127.0.0.1:6379/0")
+    with client.get_queue_receiver("celery", sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dlq:
+        for m in dlq.peek_messages(10):
+            print(m.subject, m.dead_letter_reason)   # subject is the task name
+"""
+
+from __future__ import annotations
+
+from .kombu import SCHEME, Transport, register
+
+TRANSPORT = "sbredis.contrib.kombu:Transport"
+
+register()
+
+__all__ = ["SCHEME", "TRANSPORT", "Transport", "register"]

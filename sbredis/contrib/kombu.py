@@ -1,0 +1,609 @@
+# mypy: disallow-untyped-calls=False
+"""A kombu virtual transport on sbredis queues: ``sbredis.contrib.kombu:Transport``.
+
+Importing this module (or ``sbredis.contrib.celery``) registers the URL scheme ``sbredis``::
+
+    Connection("sbredis://127.0.0.1:6379/0")          # redis:// underneath
+    Connection("sbredis+rediss://host:6380/0")        # TLS; also sbredis+unix:///path/redis.sock
+    Connection("sbredis://:password@host:6379/0", ssl={"ssl_ca_certs": "ca.pem"})  # TLS (rediss)
+    Connection("redis://host:6379/0", transport="sbredis.contrib.kombu:Transport")  # no import needed
+
+Each kombu queue is an sbredis queue (created on declare). The mapping:
+
+* deliver = peek-lock receive; ``ack`` = complete; ``reject(requeue=True)`` / ``requeue`` = abandon;
+  ``reject(requeue=False)`` = dead-letter (reason ``transport_options["dead_letter_reason"]``,
+  default ``"Rejected"``). A consumer with ``no_ack=True`` receives in RECEIVE_AND_DELETE mode.
+* While a message is delivered and not yet acknowledged, its lock is renewed (up to
+  ``max_lock_renewal_duration`` seconds, default 3600), so a long task is never handed to a second
+  consumer. A consumer that dies stops renewing: the lock elapses, the message is delivered again
+  with ``delivery_count`` + 1 (``delivery_info["redelivered"]`` is true), and after the queue's
+  ``max_delivery_count`` it is dead-lettered with reason ``MaxDeliveryCountExceeded``.
+  ``delivery_info`` also carries ``delivery_count`` and ``sequence_number``.
+* A message whose ``headers["eta"]`` (Celery's ETA and countdown) is in the future is sent as a
+  scheduled message: it appears at its time instead of waiting unacknowledged in a worker.
+* ``expiration`` becomes the message's ``time_to_live``; a queue's ``x-message-ttl`` its
+  ``default_message_time_to_live``. Priorities are not supported (sbredis has none).
+* Unacknowledged messages of a channel that closes are abandoned (delivered again at once).
+
+Exchanges and fanout: sbredis has no topics yet, so routing stays kombu's (direct, topic and fanout
+exchange types), with the binding tables in Redis so every process routes alike: one sorted set
+per exchange, ``sbredis:kombu:binding:<prefix><exchange>``, whose members are
+``routing_key \\x06\\x16 pattern \\x06\\x16 queue``. A fanout publish sends one copy to the sbredis
+queue of every bound queue (the publisher writes them, one send per queue): the equivalent of a
+topic with one subscription per bound queue, and durable, acknowledged and dead-lettered like any
+other message (unlike pub/sub, where a copy published while a consumer reconnects is lost). A
+queue declared with ``x-expires`` (Celery's ``*.celery.pidbox`` and reply queues) gets a leased
+binding: the connection that bound it renews the lease from a background thread while it is open
+(so a worker busy with a long task keeps it), removes it when it closes, and a publisher routes
+nothing to a binding whose lease lapsed: a killed worker's queue stops getting broadcasts
+``2 x x-expires`` after its death. Such a queue itself is not deleted (sbredis has no auto-delete
+on idle yet); its messages expire by ``x-message-ttl``. Lease times are the clients' clocks.
+
+Transport options (``transport_options=`` / Celery's ``broker_transport_options``):
+``queue_name_prefix`` (prepended to every queue name and binding key), ``queue_properties`` (a dict
+of ``create_queue`` keyword arguments for queues this transport creates, e.g. ``lock_duration``,
+``max_delivery_count``, ``enable_partitioning``), ``max_lock_renewal_duration`` (seconds),
+``dead_letter_reason``, ``polling_interval`` (seconds between empty polls, default 0.05),
+``prefetch_batch`` (most messages one receive may take for a consumer, default 16),
+``socket_timeout``.
+
+kombu queue names that are not valid sbredis names (Celery's ``celery@host.celery.pidbox``) are
+mapped to ``<name with invalid characters as '_'>-<crc32 of the name>``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import threading
+import time
+import uuid
+import zlib
+from collections import deque
+from datetime import UTC, datetime, timedelta
+from queue import Empty
+from typing import Any
+from urllib.parse import quote
+
+import redis
+from kombu.transport import TRANSPORT_ALIASES, virtual
+from kombu.transport.base import to_rabbitmq_queue_arguments
+from kombu.utils.json import dumps, loads
+
+from sbredis import (
+    ServiceBusClient,
+    ServiceBusMessage,
+    ServiceBusReceivedMessage,
+    ServiceBusReceiveMode,
+    ServiceBusReceiver,
+    ServiceBusSender,
+    __version__,
+)
+from sbredis.exceptions import (
+    MessageAlreadySettled,
+    MessageLockLostError,
+    MessagingEntityAlreadyExistsError,
+    MessagingEntityNotFoundError,
+    OperationTimeoutError,
+    ServiceBusConnectionError,
+    ServiceBusServerBusyError,
+)
+from sbredis.management import ServiceBusAdministrationClient
+from sbredis.worker._renew import sync_renewer
+
+log = logging.getLogger("sbredis.contrib.kombu")
+
+SCHEME = "sbredis"
+BINDING_KEY = "sbredis:kombu:binding:"
+_SEP = "\x06\x16"
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._\-/]{0,258}[A-Za-z0-9])?$")
+_BAD = re.compile(r"[^A-Za-z0-9._\-/]")
+_EDGE = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
+_FOREVER = float("inf")
+LEASE_FACTOR = 2  # a leased binding lapses LEASE_FACTOR x the queue's x-expires after its last renewal
+
+
+def register() -> None:
+    """Make ``sbredis://`` (and ``sbredis+rediss://``, ``sbredis+unix://``) a kombu URL scheme."""
+    TRANSPORT_ALIASES[SCHEME] = "sbredis.contrib.kombu:Transport"
+
+
+def entity_name(queue: str, prefix: str = "") -> str:
+    """The sbredis queue for a kombu queue: the name itself when sbredis accepts it, else the name
+    with invalid characters replaced and a CRC-32 of the original appended (stable, readable)."""
+    raw = prefix + queue
+    if _NAME.fullmatch(raw):
+        return raw
+    clean = _EDGE.sub("", _BAD.sub("_", raw))[:240] or "q"
+    return f"{clean}-{zlib.crc32(raw.encode()):08x}"
+
+
+def redis_url(conninfo: Any) -> str:
+    """The redis://, rediss:// or unix:// URL behind a kombu connection (kombu parsed
+    ``sbredis://`` URLs into parts; ``sbredis+rediss://`` and ``sbredis+unix://`` keep theirs)."""
+    host = conninfo.hostname or "localhost"
+    if "://" in host:
+        return str(host)
+    auth = ""
+    if conninfo.password:
+        auth = f"{quote(str(conninfo.userid or ''), safe='')}:{quote(str(conninfo.password), safe='')}@"
+    vhost = str(conninfo.virtual_host or "0").strip("/")
+    scheme = "rediss" if conninfo.ssl else "redis"
+    return f"{scheme}://{auth}{host}:{conninfo.port or 6379}/{vhost if vhost.isdigit() else 0}"
+
+
+def _ssl_options(conninfo: Any) -> dict[str, Any]:
+    """kombu's ``ssl={...}`` (ssl_cert_reqs, ssl_ca_certs, ssl_certfile, ssl_keyfile) for redis-py."""
+    ssl = conninfo.ssl
+    return {k: v for k, v in ssl.items() if k.startswith("ssl_")} if isinstance(ssl, dict) else {}
+
+
+def _eta(headers: dict[str, Any]) -> datetime | None:
+    """Celery's protocol-2 ETA header as an aware datetime (naive means UTC), if any."""
+    raw = headers.get("eta")
+    if not raw or not isinstance(raw, str):
+        return None
+    try:
+        eta = datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    return eta if eta.tzinfo else eta.replace(tzinfo=UTC)
+
+
+class _Broker:
+    """What a kombu connection shares among its channels: clients, senders, receivers, renewer."""
+
+    def __init__(self, url: str, options: dict[str, Any], ssl: dict[str, Any]) -> None:
+        timeout = float(options.get("socket_timeout", 30.0))
+        self.redis = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=min(timeout, 10.0), **ssl)
+        self.redis.ping()  # fail now (a kombu connection error) rather than on first use
+        self.client = ServiceBusClient.from_connection_string(url, socket_timeout=timeout, **ssl)
+        self.admin = ServiceBusAdministrationClient.from_connection_string(url, socket_timeout=timeout, **ssl)
+        self.renewal_seconds = float(options.get("max_lock_renewal_duration", 3600))
+        self.renewer = sync_renewer(self.renewal_seconds, self._on_renew_failure)
+        self.senders: dict[str, ServiceBusSender] = {}
+        self.receivers: dict[tuple[str, bool], ServiceBusReceiver] = {}
+        self.declared: set[str] = set()
+        self.lock = threading.Lock()
+        self.leases: dict[tuple[str, str], int] = {}  # (binding key, member) -> the queue's x-expires (ms)
+        self._stop = threading.Event()
+        self._lease_thread: threading.Thread | None = None
+
+    @staticmethod
+    def _on_renew_failure(message: Any, error: Exception | None) -> None:
+        log.warning("could not renew the lock of %r (it may be delivered again): %s", message, error)
+
+    def sender(self, entity: str) -> ServiceBusSender:
+        s = self.senders.get(entity)
+        if s is None:
+            s = self.senders[entity] = self.client.get_queue_sender(entity)
+        return s
+
+    def receiver(self, entity: str, no_ack: bool) -> ServiceBusReceiver:
+        r = self.receivers.get((entity, no_ack))
+        if r is None:
+            mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE if no_ack else ServiceBusReceiveMode.PEEK_LOCK
+            r = self.receivers[(entity, no_ack)] = self.client.get_queue_receiver(entity, receive_mode=mode)
+        return r
+
+    def forget(self, entity: str) -> None:
+        self.declared.discard(entity)
+        self.senders.pop(entity, None)
+        for key in [k for k in self.receivers if k[0] == entity]:
+            self.receivers.pop(key).close()
+
+    # -- leased bindings (queues with x-expires): kept while this connection is open
+    def lease(self, key: str, member: str, expires_ms: int) -> None:
+        with self.lock:
+            self.leases[(key, member)] = expires_ms
+            if self._lease_thread is None:
+                t = threading.Thread(target=self._keep_leases, name="sbredis-kombu-leases", daemon=True)
+                self._lease_thread = t
+                t.start()
+        self.redis.zadd(key, {member: time.time() * 1000 + LEASE_FACTOR * expires_ms})
+
+    def unlease(self, key: str, member: str) -> None:
+        with self.lock:
+            self.leases.pop((key, member), None)
+
+    def _keep_leases(self) -> None:
+        while True:
+            with self.lock:
+                leases = dict(self.leases)
+            shortest = min(leases.values(), default=10_000)
+            if self._stop.wait(min(max(shortest / 2000, 0.05), 5.0)):
+                return
+            now = time.time() * 1000
+            try:
+                with self.redis.pipeline(transaction=False) as pipe:
+                    for (key, member), expires in leases.items():
+                        pipe.zadd(key, {member: now + LEASE_FACTOR * expires})
+                    pipe.execute()
+            except redis.RedisError as e:
+                log.warning("could not renew binding leases: %s", e)
+
+    def close(self) -> None:
+        self._stop.set()
+        with self.lock:
+            leases, self.leases = self.leases, {}
+        try:  # a closing connection takes its expiring (auto-delete) bindings with it
+            with self.redis.pipeline(transaction=False) as pipe:
+                for key, member in leases:
+                    pipe.zrem(key, member)
+                pipe.execute()
+        except redis.RedisError:
+            pass  # they lapse by themselves
+        self.renewer.close()
+        for r in self.receivers.values():
+            try:
+                r.close()
+            except Exception:
+                log.debug("closing a receiver failed", exc_info=True)
+        self.receivers.clear()
+        self.senders.clear()
+        self.client.close()
+        self.admin.close()
+        self.redis.close()
+
+
+class Channel(virtual.Channel):  # type: ignore[misc]
+    """A kombu channel whose queues are sbredis queues."""
+
+    supports_fanout = True
+    do_restore = True
+    dead_letter_reason = "Rejected"
+    queue_name_prefix = ""
+    queue_properties: dict[str, Any] | None = None
+    prefetch_batch = 16
+    from_transport_options: tuple[str, ...] = (  # type: ignore[assignment]
+        *virtual.Channel.from_transport_options,
+        "dead_letter_reason",
+        "queue_name_prefix",
+        "queue_properties",
+        "prefetch_batch",
+    )
+
+    def __init__(self, connection: Any, **kwargs: Any) -> None:
+        super().__init__(connection, **kwargs)
+        self._sb: _Broker = connection.broker()
+        self._noack_tags: set[str] = set()
+        self._locked: dict[str, tuple[ServiceBusReceiver, ServiceBusReceivedMessage]] = {}
+        self._buffers: dict[str, deque[ServiceBusReceivedMessage]] = {}
+        self._expires: dict[str, int] = {}  # queue -> x-expires (ms): its bindings are leased
+
+    # -- names
+    def _entity(self, queue: str) -> str:
+        return entity_name(queue, self.queue_name_prefix)
+
+    def _binding_key(self, exchange: str) -> str:
+        return BINDING_KEY + self.queue_name_prefix + exchange
+
+    # -- queues
+    def prepare_queue_arguments(self, arguments: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """Queue(expires=, message_ttl=, ...) as x-expires, x-message-ttl, ... (as for AMQP)."""
+        return dict(to_rabbitmq_queue_arguments(arguments, **kwargs))
+
+    def _new_queue(self, queue: str, **kwargs: Any) -> None:
+        arguments = kwargs.get("arguments") or {}
+        expires = arguments.get("x-expires")
+        if expires:
+            self._expires[queue] = int(expires)
+        entity = self._entity(queue)
+        if entity in self._sb.declared:
+            return
+        props = dict(self.queue_properties or {})
+        ttl = arguments.get("x-message-ttl")
+        if ttl:
+            props["default_message_time_to_live"] = timedelta(milliseconds=int(ttl))
+        try:
+            self._sb.admin.create_queue(entity, **props)
+        except MessagingEntityAlreadyExistsError:
+            pass
+        self._sb.declared.add(entity)
+
+    def _has_queue(self, queue: str, **kwargs: Any) -> bool:
+        try:
+            self._sb.admin.get_queue(self._entity(queue))
+        except MessagingEntityNotFoundError:
+            return False
+        return True
+
+    def _size(self, queue: str) -> int:
+        """Messages ready to be delivered (not locked, deferred or scheduled)."""
+        try:
+            props = self._sb.admin.get_queue_runtime_properties(self._entity(queue))
+        except MessagingEntityNotFoundError:
+            return 0
+        return sum(
+            max(0, p.active_message_count - p.locked_message_count - p.deferred_message_count) for p in props.partitions
+        )
+
+    def _purge(self, queue: str) -> int:
+        entity = self._entity(queue)
+        self._buffers.pop(queue, None)
+        n = 0
+        try:
+            with self._sb.client.get_queue_receiver(
+                entity, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
+            ) as receiver:
+                while batch := receiver.receive_messages(max_message_count=100, max_wait_time=0):
+                    n += len(batch)
+        except MessagingEntityNotFoundError:
+            pass
+        return n
+
+    def queue_delete(self, queue: str, if_unused: bool = False, if_empty: bool = False, **kwargs: Any) -> None:
+        """Delete the sbredis queue and this queue's bindings (in every process's view)."""
+        if if_empty and self._size(queue):
+            return
+        for exchange, routing_key, args in self.state.queue_bindings(queue):
+            self._unbind(exchange, self.typeof(exchange).prepare_bind(queue, exchange, routing_key, args))
+        self.state.queue_bindings_delete(queue)
+        self._buffers.pop(queue, None)
+        entity = self._entity(queue)
+        try:
+            self._sb.admin.delete_queue(entity)
+        except MessagingEntityNotFoundError:
+            pass
+        self._sb.forget(entity)
+
+    # -- bindings, kept in Redis so that every process routes alike
+    def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
+        key, member = self._binding_key(exchange), _SEP.join((routing_key or "", pattern or "", queue))
+        expires = self._expires.get(queue)
+        if expires:
+            self._sb.lease(key, member, expires)
+        else:
+            self._sb.redis.zadd(key, {member: _FOREVER})
+
+    def _unbind(self, exchange: str, meta: tuple[Any, ...]) -> None:
+        key, member = self._binding_key(exchange), _SEP.join(str(m or "") for m in meta)
+        self._sb.unlease(key, member)
+        self._sb.redis.zrem(key, member)
+
+    def queue_unbind(
+        self,
+        queue: str,
+        exchange: str | None = None,
+        routing_key: str = "",
+        arguments: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().queue_unbind(queue, exchange, routing_key, arguments, **kwargs)
+        if exchange:
+            self._unbind(exchange, self.typeof(exchange).prepare_bind(queue, exchange, routing_key, arguments))
+
+    def get_table(self, exchange: str) -> list[tuple[str, str, str]]:
+        """The exchange's live bindings: (routing_key, pattern, queue)."""
+        key = self._binding_key(exchange)
+        now = time.time() * 1000
+        with self._sb.redis.pipeline(transaction=False) as pipe:
+            pipe.zremrangebyscore(key, "-inf", f"({now}")
+            pipe.zrange(key, 0, -1)
+            members = pipe.execute()[1]
+        table = []
+        for raw in members:
+            rk, pattern, queue = raw.decode().split(_SEP, 2)
+            table.append((rk, pattern, queue))
+        return table
+
+    # -- publish
+    def _put(self, queue: str, message: dict[str, Any], **kwargs: Any) -> None:
+        entity = self._entity(queue)
+        props = message.get("properties") or {}
+        headers = message.get("headers") or {}
+        msg = ServiceBusMessage(
+            dumps(message),
+            content_type=message.get("content-type") or None,
+            correlation_id=props.get("correlation_id") or None,
+            subject=headers.get("task") or None,
+        )
+        expiration = props.get("expiration")
+        if expiration:
+            msg.time_to_live = timedelta(milliseconds=max(1, int(float(expiration))))
+        eta = _eta(headers)
+        for attempt in (1, 2):
+            sender = self._sb.sender(entity)
+            try:
+                if eta is not None and eta > datetime.now(UTC):
+                    sender.schedule_messages(msg, eta)
+                else:
+                    sender.send_messages(msg)
+                return
+            except MessagingEntityNotFoundError:
+                # Published to a queue nobody declared (or that was deleted): create it, as
+                # kombu's Redis transport would by pushing to the list.
+                if attempt == 2:
+                    raise
+                self._sb.forget(entity)
+                self._new_queue(queue)
+
+    def _put_fanout(self, exchange: str, message: dict[str, Any], routing_key: str, **kwargs: Any) -> None:
+        for queue in self.typeof(exchange).lookup(self.get_table(exchange), exchange, routing_key, None):
+            self._put(queue, message, **kwargs)
+
+    # -- consume
+    def basic_consume(self, queue: str, no_ack: bool, callback: Any, consumer_tag: str, **kwargs: Any) -> Any:
+        if no_ack:
+            self._noack_tags.add(consumer_tag)
+        return super().basic_consume(queue, no_ack, callback, consumer_tag, **kwargs)
+
+    def basic_cancel(self, consumer_tag: str) -> Any:
+        queue = self._tag_to_queue.get(consumer_tag)
+        self._noack_tags.discard(consumer_tag)
+        result = super().basic_cancel(consumer_tag)
+        if queue is not None and queue not in self._active_queues:
+            self._release(queue)
+        return result
+
+    def basic_get(self, queue: str, no_ack: bool = False, **kwargs: Any) -> Any:
+        try:
+            message = self.Message(self._receive(queue, no_ack), channel=self)
+        except Empty:
+            return None
+        if not no_ack:
+            self.qos.append(message, message.delivery_tag)
+        return message
+
+    def _get(self, queue: str, timeout: float | None = None) -> dict[str, Any]:
+        no_ack = any(self._tag_to_queue.get(t) == queue for t in self._noack_tags)
+        return self._receive(queue, no_ack)
+
+    def _receive(self, queue: str, no_ack: bool) -> dict[str, Any]:
+        buffered = self._buffers.get(queue)
+        if buffered and not no_ack:
+            m = buffered.popleft()
+            return self._delivered(queue, self._sb.receiver(self._entity(queue), False), m)
+        entity = self._entity(queue)
+        receiver = self._sb.receiver(entity, no_ack)
+        want = 1
+        if not no_ack and self._consumers:
+            want = max(1, min(self.prefetch_batch, self.qos.can_consume_max_estimate() or 1))
+        try:
+            got = receiver.receive_messages(max_message_count=want, max_wait_time=0)
+        except MessagingEntityNotFoundError:
+            self._sb.forget(entity)
+            raise Empty() from None
+        if not got:
+            raise Empty()
+        if no_ack:
+            return self._payload(got[0])
+        for m in got:
+            self._sb.renewer.register(receiver, m, max_lock_renewal_duration=self._sb.renewal_seconds)
+        if len(got) > 1:
+            self._buffers.setdefault(queue, deque()).extend(got[1:])
+        return self._delivered(queue, receiver, got[0])
+
+    def _payload(self, m: ServiceBusReceivedMessage) -> dict[str, Any]:
+        payload: dict[str, Any] = loads(m.body)
+        props = payload.setdefault("properties", {})
+        props["delivery_tag"] = m.lock_token or uuid.uuid4().hex
+        info = props.setdefault("delivery_info", {})
+        info["redelivered"] = m.delivery_count > 1
+        info["delivery_count"] = m.delivery_count
+        info["sequence_number"] = m.sequence_number
+        payload["redelivered"] = m.delivery_count > 1
+        return payload
+
+    def _delivered(self, queue: str, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage) -> dict[str, Any]:
+        payload = self._payload(m)
+        self._locked[payload["properties"]["delivery_tag"]] = (receiver, m)
+        return payload
+
+    def _release(self, queue: str) -> None:
+        """Abandon the messages fetched ahead for `queue` and not delivered."""
+        buffered = self._buffers.pop(queue, None)
+        if buffered:
+            try:
+                self._sb.receiver(self._entity(queue), False).abandon_messages(list(buffered))
+            except Exception as e:
+                log.warning("could not release %d prefetched message(s) of %s: %s", len(buffered), queue, e)
+
+    # -- settle
+    def basic_ack(self, delivery_tag: str, multiple: bool = False) -> None:
+        entry = self._locked.pop(delivery_tag, None)
+        if entry is not None:
+            receiver, m = entry
+            try:
+                receiver.complete_message(m)
+            except MessageLockLostError:
+                log.warning("ack of %r: the lock was lost; it may be delivered again", m)
+            except MessageAlreadySettled:
+                pass
+        super().basic_ack(delivery_tag)
+
+    def basic_reject(self, delivery_tag: str, requeue: bool = False) -> None:
+        entry = self._locked.pop(delivery_tag, None)
+        if entry is not None:
+            receiver, m = entry
+            try:
+                if requeue:
+                    receiver.abandon_message(m)
+                else:
+                    receiver.dead_letter_message(
+                        m,
+                        reason=self.dead_letter_reason,
+                        error_description="rejected without requeue by a kombu consumer",
+                    )
+            except MessageLockLostError:
+                log.warning("reject of %r: the lock was lost; it may be delivered again", m)
+            except MessageAlreadySettled:
+                pass
+        super().basic_reject(delivery_tag, requeue=False)
+
+    def _restore(self, message: Any) -> None:
+        """Abandon an unacknowledged message (channel closing, recover): delivered again at once."""
+        entry = self._locked.pop(message.delivery_tag, None)
+        if entry is not None:
+            receiver, m = entry
+            try:
+                receiver.abandon_message(m)
+            except (MessageLockLostError, MessageAlreadySettled):
+                pass
+
+    def _restore_at_beginning(self, message: Any) -> None:
+        self._restore(message)
+
+    def close(self) -> None:
+        if not self.closed:
+            for queue in list(self._buffers):
+                self._release(queue)
+        super().close()
+
+
+class Transport(virtual.Transport):  # type: ignore[misc]
+    """kombu transport on sbredis (see the module docstring)."""
+
+    Channel = Channel
+
+    polling_interval = 0.05
+    can_parse_url = False  # kombu parses sbredis:// URLs as it does redis:// ones
+    default_port = 6379  # type: ignore[assignment]
+    driver_type = "sbredis"
+    driver_name = "sbredis"
+
+    implements = virtual.Transport.implements.extend(
+        asynchronous=False,
+        exchange_type=frozenset(["direct", "topic", "fanout"]),
+        heartbeats=False,
+    )
+
+    connection_errors: tuple[type[BaseException], ...] = (  # type: ignore[assignment]
+        *virtual.Transport.connection_errors,
+        ServiceBusConnectionError,
+        OperationTimeoutError,
+        ServiceBusServerBusyError,
+        redis.ConnectionError,
+        redis.TimeoutError,
+        socket.error,
+    )
+
+    def __init__(self, client: Any, **kwargs: Any) -> None:
+        super().__init__(client, **kwargs)
+        self._broker: _Broker | None = None
+        self._broker_lock = threading.Lock()
+
+    def broker(self) -> _Broker:
+        with self._broker_lock:
+            if self._broker is None:
+                conninfo: Any = self.client
+                self._broker = _Broker(
+                    redis_url(conninfo), dict(conninfo.transport_options or {}), _ssl_options(conninfo)
+                )
+            return self._broker
+
+    def close_connection(self, connection: Any) -> None:
+        try:
+            super().close_connection(connection)
+        finally:
+            with self._broker_lock:
+                broker, self._broker = self._broker, None
+            if broker is not None:
+                broker.close()
+
+    def driver_version(self) -> str:
+        return __version__
+
+
+register()

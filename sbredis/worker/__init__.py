@@ -1,0 +1,1 @@
+"""Workers on sbredis queues (filled in below)."""
