@@ -72,6 +72,7 @@ from kombu.transport.base import to_rabbitmq_queue_arguments
 from kombu.utils.json import dumps, loads
 
 from sbredis import (
+    AutoLockRenewer,
     ServiceBusClient,
     ServiceBusMessage,
     ServiceBusReceivedMessage,
@@ -90,7 +91,6 @@ from sbredis.exceptions import (
     ServiceBusServerBusyError,
 )
 from sbredis.management import ServiceBusAdministrationClient
-from sbredis.worker._renew import sync_renewer
 
 log = logging.getLogger("sbredis.contrib.kombu")
 
@@ -161,7 +161,9 @@ class _Broker:
         self.client = ServiceBusClient.from_connection_string(url, socket_timeout=timeout, **ssl)
         self.admin = ServiceBusAdministrationClient.from_connection_string(url, socket_timeout=timeout, **ssl)
         self.renewal_seconds = float(options.get("max_lock_renewal_duration", 3600))
-        self.renewer = sync_renewer(self.renewal_seconds, self._on_renew_failure)
+        self.renewer = AutoLockRenewer(
+            max_lock_renewal_duration=self.renewal_seconds, on_lock_renew_failure=self._on_renew_failure
+        )
         self.senders: dict[str, ServiceBusSender] = {}
         self.receivers: dict[tuple[str, bool], ServiceBusReceiver] = {}
         self.declared: set[str] = set()
@@ -183,8 +185,11 @@ class _Broker:
     def receiver(self, entity: str, no_ack: bool) -> ServiceBusReceiver:
         r = self.receivers.get((entity, no_ack))
         if r is None:
-            mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE if no_ack else ServiceBusReceiveMode.PEEK_LOCK
-            r = self.receivers[(entity, no_ack)] = self.client.get_queue_receiver(entity, receive_mode=mode)
+            if no_ack:
+                r = self.client.get_queue_receiver(entity, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE)
+            else:  # every message it hands out is renewed until settled
+                r = self.client.get_queue_receiver(entity, auto_lock_renewer=self.renewer)
+            self.receivers[(entity, no_ack)] = r
         return r
 
     def forget(self, entity: str) -> None:
@@ -469,8 +474,6 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             raise Empty()
         if no_ack:
             return self._payload(got[0])
-        for m in got:
-            self._sb.renewer.register(receiver, m, max_lock_renewal_duration=self._sb.renewal_seconds)
         if len(got) > 1:
             self._buffers.setdefault(queue, deque()).extend(got[1:])
         return self._delivered(queue, receiver, got[0])
