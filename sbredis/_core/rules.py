@@ -169,6 +169,12 @@ _CORRELATION_FIELDS = (
 )
 assert {key for _, key in _CORRELATION_FIELDS} <= set(codec.FIELDS.values())
 
+# Service Bus's limits: an expression (filter or action) of at most 1024 characters, an action
+# of at most 32 statements. Nesting (parentheses, NOT, unary signs, property()) is capped so that
+# the parser's recursion and the program's JSON depth stay far from Python's and cjson's limits.
+MAX_EXPRESSION_LENGTH = 1024
+MAX_ACTION_STATEMENTS = 32
+MAX_NESTING = 64
 _INT64_MAX = 2**63 - 1
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "LIKE", "ESCAPE", "IS", "NULL", "TRUE", "FALSE", "EXISTS"})
@@ -298,9 +304,12 @@ _COMPARISONS = frozenset({"=", "<>", "<", "<=", ">", ">="})
 
 class _Parser:
     def __init__(self, src: str, parameters: Mapping[str, Any] | None) -> None:
+        if len(src) > MAX_EXPRESSION_LENGTH:
+            raise RuleCompileError(f"the expression is longer than {MAX_EXPRESSION_LENGTH} characters")
         self.src = src
         self.toks = _tokenize(src)
         self.i = 0
+        self.depth = 0
         self.params: dict[str, Any] = {}
         for key, value in (parameters or {}).items():
             if not isinstance(key, str) or not key.lstrip("@"):
@@ -331,6 +340,11 @@ class _Parser:
         if not self.is_op(op):
             raise self.fail(f"expected '{op}'")
         return self.advance()
+
+    def nest(self, delta: int, at: int) -> None:
+        self.depth += delta
+        if self.depth > MAX_NESTING:
+            raise self.fail(f"the expression is nested more than {MAX_NESTING} levels deep", at)
 
     def expect_end(self) -> None:
         if self.tok.kind != "eof":
@@ -371,7 +385,10 @@ class _Parser:
     def parse_not(self) -> _Node:
         if self.is_kw("NOT"):
             start = self.advance().pos
-            return _Node(["not", self.cond(self.parse_not())], start, "cond")
+            self.nest(1, start)
+            inner = self.parse_not()
+            self.nest(-1, start)
+            return _Node(["not", self.cond(inner)], start, "cond")
         return self.parse_predicate()
 
     def parse_predicate(self) -> _Node:
@@ -452,7 +469,9 @@ class _Parser:
     def parse_unary(self) -> _Node:
         if self.tok.kind == "op" and self.tok.text in "+-":
             t = self.advance()
+            self.nest(1, t.pos)
             operand = self.parse_unary()
+            self.nest(-1, t.pos)
             code = self.value(operand)
             if t.text == "-" and isinstance(code, list) and code[0] in ("i", "f"):
                 return _Node([code[0], -code[1]], t.pos, "value")
@@ -485,7 +504,9 @@ class _Parser:
             return _Node(constant(self.params[key], f"parameter @{name}"), t.pos, "value")
         if self.is_op("("):
             self.advance()
+            self.nest(1, t.pos)
             inner = self.parse_or()
+            self.nest(-1, t.pos)
             self.expect_op(")")
             return _Node(inner.code, t.pos, inner.kind)
         if t.kind == "qid":
@@ -525,7 +546,9 @@ class _Parser:
             raise self.fail("newid() is not supported (a rule is evaluated deterministically in Redis)", t.pos)
         if name not in ("property", "p"):
             raise self.fail(f"unknown function {t.text}()", t.pos)
+        self.nest(1, t.pos)
         arg = self.parse_additive()
+        self.nest(-1, t.pos)
         self.expect_op(")")
         if isinstance(arg.code, str):  # a constant name: resolve now
             return _Node(self.property_code(arg.code, arg.pos), t.pos, "prop")
@@ -677,6 +700,7 @@ def compile_action(action: SqlRuleAction) -> str:
     p = _Parser(src, action.parameters)
     stmts: list[Any] = []
     while p.tok.kind != "eof":
+        start = p.tok.pos
         if p.is_kw("SET"):
             p.advance()
             target = p.parse_property()
@@ -690,6 +714,8 @@ def compile_action(action: SqlRuleAction) -> str:
             stmts.append(["rm", target.code])
         else:
             raise p.fail("expected SET or REMOVE")
+        if len(stmts) > MAX_ACTION_STATEMENTS:
+            raise p.fail(f"an action has at most {MAX_ACTION_STATEMENTS} statements", start)
         if p.is_op(";"):
             p.advance()
         elif p.tok.kind != "eof" and not (p.is_kw("SET") or p.is_kw("REMOVE")):

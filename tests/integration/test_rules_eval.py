@@ -32,8 +32,29 @@ from sbredis._core.rules import (
 pytestmark = pytest.mark.integration
 
 WRAPPER = """--@include rules
--- ARGV[1] match | match_decoded | match_many | action   ARGV[2] program   ARGV[3] header JSON
--- ARGV[4] broker JSON or ''
+-- ARGV[1] match | match_decoded | match_many | action | blob   ARGV[2] program
+-- ARGV[3] header JSON (blob: a whole stored message)
+-- ARGV[4] broker JSON or '' (blob: the action program or '')
+if ARGV[1] == 'blob' then
+  -- what a fan-out script does (docs/rules.md): split the stored blob, filter, act, rebuild
+  local blob = ARGV[3]
+  local b1, b2, b3, b4 = string.byte(blob, 2, 5)
+  local hlen = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+  local h = cjson.decode(string.sub(blob, 6, 5 + hlen))
+  local a = h.ap
+  h.ap = nil
+  local matched, err = rules_match(ARGV[2], h, a, nil)
+  if matched == nil then return {'error', err} end
+  if not matched then return {'false'} end
+  if ARGV[4] == '' then return {'true'} end
+  local h2, a2 = rules_apply_action(ARGV[4], h, a, nil)
+  if h2 == nil then return {'error', a2} end
+  if next(a2) ~= nil then h2.ap = a2 end
+  local js = rules_json(h2)
+  local n = #js
+  return {'ok', string.char(1, math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
+                            math.floor(n / 256) % 256, n % 256) .. js .. string.sub(blob, 6 + hlen)}
+end
 local hdr = cjson.decode(ARGV[3])
 local ap = hdr.ap
 hdr.ap = nil
@@ -141,8 +162,11 @@ def evaluate(redis_server: Any) -> Iterator[Any]:
     source = scripts._resolve(WRAPPER, scripts.lua_dir(), ())
     script = r.register_script(source)
 
-    def run(mode: str, program: str, hdr: str, brk: dict[str, Any] | None = BROKER) -> list[str]:
-        reply = script(args=[mode, program, hdr, json.dumps(brk) if brk is not None else ""])
+    def run(mode: str, program: str, hdr: str | bytes, brk: Any = BROKER) -> list[Any]:
+        extra = brk if isinstance(brk, str) else json.dumps(brk) if brk is not None else ""
+        reply = script(args=[mode, program, hdr, extra])
+        if mode == "blob":
+            return reply  # type: ignore[no-any-return]
         return [x.decode() for x in reply]
 
     yield run
@@ -420,6 +444,8 @@ CORRELATION: list[tuple[CorrelationRuleFilter | SqlRuleFilter, str]] = [
     (CorrelationRuleFilter(properties={"nul": "x"}), F),
     (CorrelationRuleFilter(properties={"when": WHEN, "flag": True, "guid": GUID, "span": timedelta(seconds=90)}), T),
     (CorrelationRuleFilter(properties={"flag": False}), F),
+    (CorrelationRuleFilter(properties={"guid": str(GUID)}), F),  # a Guid is not its text
+    (CorrelationRuleFilter(properties={"when": codec.to_ms(WHEN)}), F),  # nor a DateTime its ms
     (CorrelationRuleFilter(reply_to_session_id="rs-1", properties={"color": "blue"}), F),
     (TrueRuleFilter(), T),
     (FalseRuleFilter(), F),
@@ -441,6 +467,16 @@ def test_decoded_program_and_the_program_cache(evaluate: Any) -> None:
     assert evaluate("match_decoded", program, header()) == [T]
     assert evaluate("match_many", program, header()) == ["50"]
     assert evaluate("match_many", compile_filter(SqlRuleFilter("color = 'blue'")), header()) == ["0"]
+
+
+def test_deep_programs_evaluate(evaluate: Any) -> None:
+    """The deepest programs the compiler allows decode (cjson) and evaluate (Lua recursion)."""
+    chain = "Quantity" + "+1" * 500 + " = 510"
+    assert evaluate("match", compile_filter(SqlRuleFilter(chain)), header()) == [T]
+    nested = "(" * 64 + "Quantity = 10" + ")" * 64
+    assert evaluate("match", compile_filter(SqlRuleFilter(nested)), header()) == [T]
+    many = " OR ".join(f"Quantity = {i}" for i in range(50)) + " OR color = 'red'"
+    assert evaluate("match", compile_filter(SqlRuleFilter(many)), header()) == [T]
 
 
 def test_unknown_program_version_is_a_script_error(evaluate: Any) -> None:
@@ -501,6 +537,9 @@ ACTIONS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("SET sys.ScheduledEnqueueTimeUtc = @later", {}, {"se": codec.to_ms(WHEN + timedelta(days=1))}),
     ("SET sys.MessageId = 'new-id'; SET sys.SessionId = 's-2'", {}, {"id": "new-id", "sid": "s-2"}),
     ("SET quantity = 1; REMOVE Quantity; SET QUANTITY = 2", {"Quantity": "<removed>", "QUANTITY": 2}, {}),
+    ("SET x = QUANTITY; REMOVE Quantity; SET quantity = 1", {"x": 10, "Quantity": "<removed>", "quantity": 1}, {}),
+    ("SET y = COLOR; SET NewKey = 1; SET z = newkey", {"y": "red", "NewKey": 1, "z": 1}, {}),
+    ("REMOVE COLOR; SET Color = 'blue'", {"color": "<removed>", "Color": "blue"}, {}),
 ]
 
 
@@ -560,3 +599,38 @@ def test_action_result_is_what_the_codec_reads(evaluate: Any) -> None:
     assert back["sj"] == "z"
     assert codec.decode_properties(back["ap"])["n"] == 20
     assert codec.body_of(blob) == b"body"
+
+
+def test_names_equal_but_for_case_resolve_to_the_smallest(evaluate: Any) -> None:
+    """Lookups are exact first, then ASCII case-insensitive; among several names that differ only
+    in case the byte-wise smallest wins, so the answer never depends on table iteration order."""
+    props = {"dUP": 1, "Dup": 2, "DUP": 3, "dup": 4, "dUp": 5}
+    hdr = header(props=props)
+    for expr, expected in [("dup = 4", T), ("Dup = 2", T), ("DuP = 3", T), ("p('dUP') = 1", T), ("dUp = 5", T)]:
+        check(evaluate("match", compile_filter(SqlRuleFilter(expr)), hdr), expected)
+    reply = evaluate("action", compile_action(SqlRuleAction("SET DuP = 0; REMOVE dUP")), hdr)
+    assert codec.decode_properties(json.loads(reply[1])["ap"]) == {"Dup": 2, "DUP": 0, "dup": 4, "dUp": 5}
+
+
+def test_blob_round_trip_as_a_fan_out_script_does_it(evaluate: Any) -> None:
+    """Split a real stored message in Lua, filter and act, rebuild the blob: the codec reads the
+    result, the body is untouched, unchanged properties keep their values and types."""
+    body = bytes(range(256)) * 4
+    props_in: Any = PROPS
+    blob = ServiceBusMessage(body, application_properties=props_in, **SYSTEM)._encoded()
+    action = compile_action(SqlRuleAction("SET sys.Label = 'routed'; SET Quantity = Quantity * 3; REMOVE nul"))
+    assert evaluate("blob", compile_filter(SqlRuleFilter("color = 'blue'")), blob, action) == [b"false"]
+    assert evaluate("blob", compile_filter(SqlRuleFilter("color = 'red'")), blob, "") == [b"true"]
+    reply = evaluate("blob", compile_filter(SqlRuleFilter("color = 'red'")), blob, action)
+    assert reply[0] == b"ok", reply
+    new_blob = reply[1]
+    assert codec.body_of(new_blob) == body
+    header = codec.header_of(new_blob)
+    props = codec.decode_properties(header.pop("ap"))
+    expected = dict(PROPS, Quantity=30)
+    del expected["nul"]
+    assert props == expected
+    assert {type(v) for v in props.values()} == {type(v) for v in expected.values()}
+    old = codec.header_of(blob)
+    old.pop("ap")
+    assert header == dict(old, sj="routed")

@@ -245,6 +245,32 @@ def test_syntax_errors_name_their_position(expr: str, position: int, words: str)
     assert err.expression == expr
 
 
+def test_limits_length_nesting_and_statements() -> None:
+    longest = "a = '" + "x" * 1018 + "'"
+    assert len(longest) == 1024
+    compile_filter(SqlRuleFilter(longest))
+    with pytest.raises(RuleCompileError, match="longer than 1024 characters"):
+        compile_filter(SqlRuleFilter(longest + " "))
+    with pytest.raises(RuleCompileError, match="longer than 1024 characters"):
+        compile_action(SqlRuleAction("SET " + longest))
+    compile_filter(SqlRuleFilter("(" * 64 + "a = 1" + ")" * 64))
+    for deep, at in [
+        ("(" * 65 + "a = 1" + ")" * 65, 64),
+        ("NOT " * 65 + "a = 1", 256),
+        ("a = " + "-" * 65 + "1", 68),
+        ("a = " + "p(" * 65 + "'x'" + ")" * 65, 4 + 2 * 64),
+    ]:
+        with pytest.raises(RuleSyntaxError, match="nested more than 64 levels") as info:
+            compile_filter(SqlRuleFilter(deep))
+        assert info.value.position == at
+    chain = "a = " + "+".join(["1"] * 500)  # left-associative: a long chain is deep JSON, not recursion
+    assert len(json.loads(compile_filter(SqlRuleFilter(chain)))[1][2]) == 3
+    compile_action(SqlRuleAction(";".join(["SET a = 1"] * 32)))
+    with pytest.raises(RuleSyntaxError, match="at most 32 statements") as stmt_info:
+        compile_action(SqlRuleAction(";".join(["SET a = 1"] * 33)))
+    assert stmt_info.value.position == 32 * len("SET a = 1;")
+
+
 def test_syntax_error_is_an_invalid_argument_error() -> None:
     with pytest.raises(InvalidArgumentError):
         compile_filter(SqlRuleFilter("a ="))
