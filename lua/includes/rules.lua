@@ -29,7 +29,7 @@ local R_NUM = {i = true, f = true}
 local R_ORDERED = {i = true, f = true, d = true, t = true}
 local R_KIND_NAME = {n = 'NULL', i = 'integer', f = 'double', s = 'string', b = 'boolean',
                      d = 'DateTime', t = 'TimeSpan', u = 'Guid', x = 'byte array'}
--- property('sys.<name>') resolved at run time: the same table as rules.py SYSTEM_PROPERTIES
+-- property('sys.<name>') resolved at run time: rules.py SYSTEM_PROPERTIES ('@' marks a broker value)
 local R_SYS_NAMES = {
   messageid = 'id', correlationid = 'ci', label = 'sj', subject = 'sj', to = 'to', replyto = 'rt',
   sessionid = 'sid', replytosessionid = 'rts', contenttype = 'ct', partitionkey = 'pk',

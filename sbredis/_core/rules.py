@@ -48,8 +48,6 @@ from . import codec
 
 PROGRAM_VERSION = 1
 
-ParameterValue = str | int | float | bool | datetime | timedelta | uuid.UUID | bytes | None
-
 
 class RuleCompileError(InvalidArgumentError):
     """A rule's filter or action cannot be compiled (nothing was stored)."""
