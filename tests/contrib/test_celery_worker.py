@@ -1,0 +1,180 @@
+"""A real Celery worker (a subprocess, solo pool) on sbredis://: success, retry, ETA, failure to
+dead-letter, a long task kept locked, SIGKILL with a task in flight, and `celery inspect ping`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("celery")
+
+import redis
+
+from sbredis import ServiceBusClient, ServiceBusSubQueue
+from sbredis.management import ServiceBusAdministrationClient
+from tests.conftest import eventually
+from tests.contrib.celery_app import create_app
+from tests.redis_server import RedisServer
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+APP = "tests.contrib.celery_app"
+
+
+class Env:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.broker = "sbredis" + url[len("redis") :]
+        self.queue = "cq-" + uuid.uuid4().hex[:10]
+        self.redis = redis.Redis.from_url(url, decode_responses=True)
+        self.procs: list[tuple[subprocess.Popen[bytes], Any]] = []
+
+    def environ(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            SBREDIS_TEST_BROKER=self.broker,
+            SBREDIS_TEST_REDIS=self.url,
+            SBREDIS_TEST_QUEUE=self.queue,
+            PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+        )
+        return env
+
+    def worker(self, name: str) -> subprocess.Popen[bytes]:
+        log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
+        args = [
+            *(sys.executable, "-m", "celery", "-A", APP, "worker", "--pool", "solo", "-Q", self.queue),
+            *("-n", f"{name}@{self.queue}", "--without-gossip", "--without-mingle", "--without-heartbeat"),
+            *("--loglevel", "INFO"),
+        ]
+        proc = subprocess.Popen(args, cwd=ROOT, env=self.environ(), stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append((proc, log))
+        return proc
+
+    def app(self) -> Any:
+        return create_app(self.broker, self.queue)
+
+    def records(self, key: str) -> list[str]:
+        return list(self.redis.lrange(key, 0, -1))
+
+    def logs(self) -> str:
+        out = []
+        for proc, log in self.procs:
+            log.seek(0)
+            out.append(f"--- worker pid {proc.pid} (exit {proc.poll()}) ---\n" + log.read().decode(errors="replace"))
+        return "\n".join(out)
+
+    def stop(self) -> None:
+        for proc, log in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(10)
+            log.close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RedisServer]:
+    srv = RedisServer().start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture()
+def env(server: RedisServer) -> Iterator[Env]:
+    e = Env(server.url)
+    yield e
+    e.stop()
+
+
+@pytest.fixture(scope="module")
+def shared(server: RedisServer) -> Iterator[Env]:
+    """One worker for the tests that do not kill it."""
+    e = Env(server.url)
+    e.worker("w")
+    yield e
+    e.stop()
+
+
+def wait_for(check: Callable[[], Any], env: Env, timeout: float = 20.0) -> Any:
+    try:
+        return eventually(check, timeout=timeout, interval=0.05)
+    except AssertionError:
+        print(env.logs())
+        raise
+
+
+def test_success_retry_and_countdown(shared: Env) -> None:
+    app, key = shared.app(), "k-" + uuid.uuid4().hex
+    app.send_task("t.ok", args=[key, "a"])
+    app.send_task("t.flaky", args=[key])
+    app.send_task("t.ok", args=[key, "later"], countdown=1.5)
+    with ServiceBusAdministrationClient.from_connection_string(shared.url) as admin:
+        # The countdown task waits in sbredis as a scheduled message, not in the worker.
+        assert admin.get_queue_runtime_properties(shared.queue).scheduled_message_count >= 1
+    sent = time.monotonic()
+    wait_for(lambda: len(shared.records(key)) >= 4, shared)
+    got = shared.records(key)
+    assert sorted(got) == sorted(["a", "try 0", "try 1", "later"])
+    assert got.index("try 0") < got.index("try 1")
+    assert time.monotonic() - sent > 0.5
+
+
+def test_failure_is_dead_lettered(shared: Env) -> None:
+    app, key = shared.app(), "k-" + uuid.uuid4().hex
+    app.send_task("t.boom", args=[key])
+    with ServiceBusClient.from_connection_string(shared.url) as client:
+
+        def dead() -> list[Any]:
+            with client.get_queue_receiver(shared.queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dlq:
+                return [m for m in dlq.peek_messages(10, sequence_number=0) if m.subject == "t.boom"]
+
+        (dl,) = wait_for(dead, shared)
+    assert dl.dead_letter_reason == "Rejected"
+    assert shared.records(key) == ["boom"]
+
+
+def test_a_long_task_keeps_its_lock(shared: Env) -> None:
+    app, key = shared.app(), "k-" + uuid.uuid4().hex
+    app.send_task("t.sleepy", args=[key, 3.0])  # the lock is 1 s: renewed while the task runs
+    wait_for(lambda: "done" in shared.records(key), shared)
+    time.sleep(1.5)
+    starts = [r for r in shared.records(key) if r.startswith("start")]
+    assert len(starts) == 1 and starts[0].endswith("False")
+
+
+def test_inspect_ping(shared: Env) -> None:
+    args = [sys.executable, "-m", "celery", "-A", APP, "inspect", "ping", "--timeout", "2", "--json"]
+    args += ["-d", f"w@{shared.queue}"]
+
+    def ping() -> str:
+        r = subprocess.run(args, cwd=ROOT, env=shared.environ(), capture_output=True, text=True, timeout=60)
+        return r.stdout if r.returncode == 0 and "pong" in r.stdout else ""
+
+    out = wait_for(ping, shared, timeout=40)
+    assert f"w@{shared.queue}" in out
+
+
+def test_sigkill_in_flight_is_redelivered_once(env: Env) -> None:
+    app, key = env.app(), "k-" + uuid.uuid4().hex
+    app.send_task("t.slow", args=[key])
+    first = env.worker("first")
+    wait_for(lambda: env.records(key), env, timeout=30)
+    assert env.records(key) == [f"start {first.pid} False"]
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    second = env.worker("second")
+    wait_for(lambda: f"done {second.pid}" in env.records(key), env, timeout=30)
+    time.sleep(2.5)  # two more lock durations: nothing else may run
+    assert env.records(key) == [f"start {first.pid} False", f"start {second.pid} True", f"done {second.pid}"]
+    with ServiceBusAdministrationClient.from_connection_string(env.url) as admin:
+        props = admin.get_queue_runtime_properties(env.queue)
+    assert props.active_message_count == 0 and props.dead_letter_message_count == 0
