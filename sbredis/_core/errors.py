@@ -38,6 +38,10 @@ def map_error(err: Exception, entity: str = "") -> ex.ServiceBusError:
         code = text[6:].split(" ", 1)[0]
         cls, template = LUA_ERRORS.get(code, (ex.ServiceBusError, "Broker error " + code))
         return cls(template.format(entity=entity))
+    if isinstance(err, (rx.AskError, rx.ClusterDownError)) or text.startswith(("MOVED", "ASK", "CLUSTERDOWN")):
+        return ex.ServiceBusConnectionError(
+            "The cluster moved a partition or lost a node: " + _first_line(text), error=type(err)
+        )
     if isinstance(err, rx.AuthenticationError):
         return ex.ServiceBusAuthenticationError("Redis refused the credentials.", error=type(err))
     if isinstance(err, rx.NoPermissionError) or text.startswith("NOPERM"):

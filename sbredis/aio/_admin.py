@@ -27,7 +27,8 @@ class ServiceBusAdministrationClient:
     """Manage queues, as ``azure.servicebus.management.ServiceBusAdministrationClient``.
 
     The registry (``sb:entities``) and each partition's config change in one MULTI/EXEC, so a
-    create, update or delete is all or nothing on a standalone Redis.
+    create, update or delete is all or nothing on a standalone Redis; on a cluster every partition's
+    primary must answer before anything is written (see the transport's docstring).
     """
 
     def __init__(self, url: str, **kwargs: Any) -> None:
@@ -63,10 +64,10 @@ class ServiceBusAdministrationClient:
         """
         p = build_queue(queue_name, **kwargs)
         now = await self._now_ms()
-        cmds: list[tuple[Any, ...]] = [("HSET", REGISTRY, p.name, self._record(p, now, now))]
-        cmds += ops.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
+        cmds = ops.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
         cmds += ops.config_commands(p)
-        if not await self._transport.transaction_if_absent(REGISTRY, p.name, cmds, p.name):
+        registry = ("HSET", REGISTRY, p.name, self._record(p, now, now))
+        if not await self._transport.change_entity(p.name, registry, cmds, create=True):
             raise MessagingEntityAlreadyExistsError(f"The messaging entity '{p.name}' already exists.")
         return p
 
@@ -95,9 +96,8 @@ class ServiceBusAdministrationClient:
         base = replace(queue, partition_count=current.partition_count)
         p = build_queue(queue.name, base=base, **kwargs)
         now = await self._now_ms()
-        cmds: list[tuple[Any, ...]] = [("HSET", REGISTRY, p.name, self._record(p, raw.get("_c", now), now))]
-        cmds += ops.config_commands(p)
-        await self._transport.transaction(cmds, p.name)
+        registry = ("HSET", REGISTRY, p.name, self._record(p, raw.get("_c", now), now))
+        await self._transport.change_entity(p.name, registry, ops.config_commands(p))
 
     async def delete_queue(self, queue: str | QueueProperties) -> None:
         """Delete the queue and all its messages.
@@ -107,9 +107,9 @@ class ServiceBusAdministrationClient:
         """
         name = queue.name if isinstance(queue, QueueProperties) else queue
         p, _ = await self._read(name)
-        cmds: list[tuple[Any, ...]] = [("HDEL", REGISTRY, p.name)]
-        cmds += ops.delete_commands(p.name, p.partition_count)
-        await self._transport.transaction(cmds, p.name)
+        await self._transport.change_entity(
+            p.name, ("HDEL", REGISTRY, p.name), ops.delete_commands(p.name, p.partition_count)
+        )
 
     async def list_queues(self) -> AsyncIterator[QueueProperties]:
         """Every queue, by name."""

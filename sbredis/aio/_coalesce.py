@@ -122,3 +122,8 @@ def log_failure(what: str) -> Callable[[asyncio.Future[Any]], None]:
             log.warning("a pre-settled %s failed and was not reported to its caller: %s", what, e)
 
     return done
+
+
+async def gather(awaitables: list[Awaitable[Any]]) -> list[Any]:
+    """Run awaitables concurrently (the sync twin receives results already computed in order)."""
+    return list(await asyncio.gather(*awaitables))

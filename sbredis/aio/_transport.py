@@ -1,14 +1,27 @@
-"""Runs what the sans-IO core builds on a Redis connection: the only module that talks to Redis.
+"""Runs what the sans-IO core builds on Redis: the only module that talks to Redis.
 
-Scripts run by EVALSHA and are loaded on NOSCRIPT (a restarted or flushed server). redis-py's own
-retries are off; script calls and reads are retried here by the client's RetryPolicy, which repeats
-a call with the same arguments and only after a retryable error (see _core/retry.py).
-Administrative MULTI/EXEC writes are not retried: their outcome after a lost reply is read back.
+Scripts run by EVALSHA and are loaded on NOSCRIPT (a restarted, failed-over or flushed server).
+redis-py's own retries are off; script calls and reads are retried here by the client's
+RetryPolicy, which repeats a call with the same arguments and only after a retryable error (see
+_core/retry.py).
+
+A standalone URL (``redis://``, ``rediss://``, ``unix://``) uses one connection pool. A cluster URL
+(``redis+cluster://``, ``rediss+cluster://``) keeps one pool per primary and the slot map
+(_core/cluster.py): each call goes to the primary owning its partition, calls for one primary
+share a pipeline, and the primaries are asked concurrently (asyncio; one after another in the sync
+shell). A connection error or MOVED reply makes the next call read the slot map again.
+
+Entity changes (create, update, delete) touch the registry and every partition: one MULTI/EXEC on
+a standalone server; on a cluster, where no transaction spans slots, they first check that every
+partition's primary answers, then write partitions before the registry entry that makes the entity
+visible (create, update) or remove the registry entry first (delete), so a failure half-way leaves
+either no visible entity or one a later create cleans up.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from redis.asyncio import Redis
@@ -17,12 +30,15 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, WatchError
 from tenacity import AsyncRetrying
 
+from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_url
 from .._core.errors import map_error
+from .._core.keys import REGISTRY
 from .._core.ops import Call
 from .._core.retry import RetryPolicy, is_retryable
-from ..exceptions import InvalidArgumentError, ServiceBusError
+from ..exceptions import InvalidArgumentError, ServiceBusConnectionError, ServiceBusError
+from ._coalesce import gather
 
-SCHEMES = ("redis", "rediss", "unix")
+SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
 
 
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^:@/]*):(.*)@")
@@ -38,8 +54,13 @@ def redact(url: str) -> str:
     return _QUERY_SECRET.sub(r"\1***", url)
 
 
+def _in_doubt(e: ServiceBusError) -> bool:
+    """An error after which the slot map may be stale (a node gone, a slot moved)."""
+    return isinstance(e, ServiceBusConnectionError)
+
+
 class Transport:
-    """One Redis connection pool and the error mapping around it."""
+    """The connection pool(s) and the error mapping around them."""
 
     def __init__(
         self, url: str, *, socket_timeout: float = 30.0, retry_policy: RetryPolicy | None = None, **options: Any
@@ -50,19 +71,29 @@ class Transport:
         scheme = url.split("://", 1)[0] if "://" in url else ""
         if scheme not in SCHEMES:
             raise InvalidArgumentError(
-                f"unsupported connection string scheme {scheme!r}; use redis://, rediss:// or unix://"
+                f"unsupported connection string scheme {scheme!r}; use redis://, rediss://, unix://, "
+                "redis+cluster:// or rediss+cluster://"
             )
         self.retry_policy = retry_policy or RetryPolicy()
         self._retry_options = self.retry_policy.tenacity_options()
+        self._options: dict[str, Any] = {
+            "decode_responses": False,
+            "socket_timeout": socket_timeout,
+            "socket_connect_timeout": min(socket_timeout, 10.0),
+            "retry": Retry(NoBackoff(), 0),
+            **options,
+        }
+        self.cluster: ClusterUrl | None = None
+        self._nodes: dict[str, Redis] = {}
+        self._slots: SlotMap | None = None
         try:
-            self.redis = Redis.from_url(
-                url,
-                decode_responses=False,
-                socket_timeout=socket_timeout,
-                socket_connect_timeout=min(socket_timeout, 10.0),
-                retry=Retry(NoBackoff(), 0),
-                **options,
-            )
+            if scheme in CLUSTER_SCHEMES:
+                self.cluster = parse_cluster_url(url)
+                self._options.update(username=self.cluster.username, password=self.cluster.password)
+                host, port = self.cluster.seeds[0]
+                self.redis = self._node(f"{host}:{port}", host, port)
+            else:
+                self.redis = Redis.from_url(url, **self._options)
             self.redis.connection_pool.make_connection()  # checks the options now, connects later
         except TypeError as e:  # an unknown option: the message names it, not a secret
             raise InvalidArgumentError(f"invalid connection option for {self.url}: {e}") from None
@@ -72,6 +103,66 @@ class Transport:
                 "in the user name and password)"
             ) from None
 
+    # -- routing
+    def _node(self, name: str, host: str, port: int) -> Redis:
+        client = self._nodes.get(name)
+        if client is None:
+            assert self.cluster is not None
+            client = Redis.from_url(self.cluster.node_url(host, port), **self._options)
+            self._nodes[name] = client
+        return client
+
+    async def _slot_map(self) -> SlotMap:
+        if self._slots is not None:
+            return self._slots
+        assert self.cluster is not None
+        candidates = dict.fromkeys(self._nodes)
+        candidates.update(dict.fromkeys(f"{h}:{p}" for h, p in self.cluster.seeds))
+        error: Exception | None = None
+        for name in candidates:
+            host, _, port = name.rpartition(":")
+            try:
+                reply = await self._node(name, host, int(port)).execute_command("CLUSTER", "SLOTS")
+            except Exception as e:
+                error = e
+                continue
+            self._slots = SlotMap.from_reply(reply, host)
+            return self._slots
+        raise ServiceBusConnectionError(
+            f"No node of the cluster {self.url} answered: {map_error(error).message if error else ''}"
+        )
+
+    async def _client_for(self, key: str) -> tuple[str, Redis]:
+        """The node name and client for a key (the standalone server for a standalone URL)."""
+        if self.cluster is None:
+            return "", self.redis
+        slots = await self._slot_map()
+        name = slots.node_for(key)
+        if name is None:
+            self._slots = None
+            raise ServiceBusConnectionError("No primary of the cluster serves this partition now.")
+        host, port = slots.primaries[name]
+        return name, self._node(name, host, port)
+
+    def _failed(self, e: Exception, entity: str, c: Call | None = None, node: str = "") -> ServiceBusError:
+        err = map_error(e, entity)
+        if _in_doubt(err):
+            self._slots = None  # read the slot map again before the next call
+            if c is not None:
+                where = f" on {node}" if node else ""
+                err = type(err)(f"{err.message} (partition {c.partition} of '{entity}'{where})", error=err.error)
+        return err
+
+    async def node_names(self, keys: list[str]) -> list[str]:
+        """The node ("host:port") serving each key, for runtime properties."""
+        if self.cluster is None:
+            kw = self.redis.connection_pool.connection_kwargs
+            where = kw.get("path") or f"{kw.get('host', 'localhost')}:{kw.get('port', 6379)}"
+            return [str(where)] * len(keys)
+        slots = await self._slot_map()
+        return [slots.node_for(k) or "unassigned" for k in keys]
+
+    # -- script calls
     def _retrying(self) -> AsyncRetrying:
         return AsyncRetrying(**self._retry_options)
 
@@ -83,20 +174,23 @@ class Transport:
         raise AssertionError("unreachable")  # tenacity re-raises the last error
 
     async def _run_once(self, c: Call, entity: str) -> Any:
-        r = self.redis
+        node = ""
         try:
+            node, r = await self._client_for(c.keys[0])
             try:
                 return await r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
             except NoScriptError:
                 await r.script_load(c.script.source)
                 return await r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
         except Exception as e:
-            raise map_error(e, entity) from e
+            raise self._failed(e, entity, c, node) from e
 
-    async def run_many(self, calls: list[Call], entity: str = "") -> list[Any]:
-        """Script calls in one round trip; each result is a reply or a ServiceBusError.
+    async def run_many(self, calls: list[Call], entity: str = "", *, retry_partial: bool = True) -> list[Any]:
+        """Script calls in one round trip per node; each result is a reply or a ServiceBusError.
 
-        Calls that failed with a retryable error are tried again (the others keep their result).
+        Calls that failed with a retryable error are tried again (the others keep their result);
+        with ``retry_partial=False`` only when every call failed (a receive that reached some
+        partitions serves from those rather than wait for the others).
         """
         if len(calls) == 1:
             try:
@@ -109,94 +203,168 @@ class Transport:
             async for attempt in self._retrying():
                 with attempt:
                     await self._pipeline_once(calls, todo, results, entity)
-                    todo = [i for i in todo if is_retryable(results[i])]
-                    if todo:
+                    failed = [i for i in todo if is_retryable(results[i])]
+                    if failed and (retry_partial or len(failed) == len(calls)):
+                        todo = failed
                         raise results[todo[0]]
         except ServiceBusError:
             pass  # the last errors are in results
         return results
 
     async def _pipeline_once(self, calls: list[Call], todo: list[int], results: list[Any], entity: str) -> None:
-        """Run calls[todo] pipelined, loading scripts the server lacks; fills results."""
+        """Run calls[todo], one pipeline per node, the nodes concurrently; fills results."""
+        groups: dict[str, list[int]] = {}
+        clients: dict[str, Redis] = {}
+        for i in todo:
+            try:
+                name, client = await self._client_for(calls[i].keys[0])
+            except ServiceBusError as e:
+                results[i] = e
+                continue
+            groups.setdefault(name, []).append(i)
+            clients[name] = client
+        await gather([self._node_pipeline(clients[n], n, calls, idx, results, entity) for n, idx in groups.items()])
+
+    async def _node_pipeline(
+        self, client: Redis, node: str, calls: list[Call], todo: list[int], results: list[Any], entity: str
+    ) -> int:
+        """Run calls[todo] pipelined on one node, loading scripts the node lacks; returns how many ran."""
+        n = len(todo)
         for attempt in range(2):
             try:
-                async with self.redis.pipeline(transaction=False) as pipe:
+                async with client.pipeline(transaction=False) as pipe:
                     for i in todo:
                         c = calls[i]
                         pipe.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
                     replies = await pipe.execute(raise_on_error=False)
             except Exception as e:
-                err = map_error(e, entity)
                 for i in todo:
-                    results[i] = err
-                return
+                    results[i] = self._failed(e, entity, calls[i], node)
+                return n
             missing = []
             for i, reply in zip(todo, replies, strict=True):
                 if isinstance(reply, NoScriptError) and attempt == 0:
                     missing.append(i)
                 elif isinstance(reply, Exception):
-                    results[i] = map_error(reply, entity)
+                    results[i] = self._failed(reply, entity, calls[i], node)
                 else:
                     results[i] = reply
             if not missing:
-                return
+                return n
             try:
                 for source in {calls[i].script.source for i in missing}:
-                    await self.redis.script_load(source)
+                    await client.script_load(source)
             except Exception as e:
-                err = map_error(e, entity)
                 for i in missing:
-                    results[i] = err
-                return
+                    results[i] = self._failed(e, entity, calls[i], node)
+                return n
             todo = missing
+        return n
 
+    # -- plain commands
     async def execute(self, *command: Any, entity: str = "") -> Any:
-        """One plain Redis command (a read or an idempotent write), retried; raises ServiceBusError."""
+        """One plain Redis command (a read or an idempotent write), retried; raises ServiceBusError.
+
+        On a cluster it goes to the node owning its first key (any node for commands without one).
+        """
         async for attempt in self._retrying():
             with attempt:
                 try:
-                    return await self.redis.execute_command(*command)
+                    if self.cluster is not None:
+                        _, client = await self._client_for(str(command[1]) if len(command) > 1 else REGISTRY)
+                    else:
+                        client = self.redis
+                    return await client.execute_command(*command)
                 except Exception as e:
-                    raise map_error(e, entity) from e
+                    raise self._failed(e, entity) from e
         raise AssertionError("unreachable")
 
-    async def transaction(self, commands: list[tuple[Any, ...]], entity: str = "") -> list[Any]:
-        """Commands in MULTI/EXEC: all or none; raises ServiceBusError."""
-        try:
-            async with self.redis.pipeline(transaction=True) as pipe:
-                for cmd in commands:
-                    pipe.execute_command(*cmd)
-                result: list[Any] = await pipe.execute()
-                return result
-        except Exception as e:
-            raise map_error(e, entity) from e
-
-    async def transaction_if_absent(
-        self, key: str, field: str, commands: list[tuple[Any, ...]], entity: str = ""
-    ) -> bool:
-        """Run `commands` in MULTI/EXEC unless hash `key` has `field`; False when it has."""
-        try:
-            for _ in range(20):
-                async with self.redis.pipeline(transaction=True) as pipe:
-                    try:
-                        await pipe.watch(key)
-                        if await pipe.hexists(key, field):
+    async def _multi(self, client: Redis, commands: list[tuple[Any, ...]], watch: str = "", field: str = "") -> bool:
+        """Commands in MULTI/EXEC on one node; with `watch`, only if hash `watch` lacks `field`."""
+        for _ in range(20):
+            async with client.pipeline(transaction=True) as pipe:
+                try:
+                    if watch:
+                        await pipe.watch(watch)
+                        if await pipe.hexists(watch, field):
                             return False
                         pipe.multi()
-                        for cmd in commands:
-                            pipe.execute_command(*cmd)
-                        await pipe.execute()
-                        return True
-                    except WatchError:
-                        continue  # another entity changed the registry meanwhile
-            raise ServiceBusError("The registry kept changing; the entity was not created.", retryable=True)
+                    for cmd in commands:
+                        pipe.execute_command(*cmd)
+                    await pipe.execute()
+                    return True
+                except WatchError:
+                    continue  # another entity changed the registry meanwhile
+        raise ServiceBusError("The registry kept changing; the entity was not changed.", retryable=True)
+
+    async def _by_partition(self, commands: list[tuple[Any, ...]]) -> list[tuple[Redis, list[tuple[Any, ...]]]]:
+        """Partition commands grouped by their partition (each group is one slot, one node)."""
+        groups: dict[str, list[tuple[Any, ...]]] = {}
+        for cmd in commands:
+            groups.setdefault(str(cmd[1]).split("}", 1)[0], []).append(cmd)
+        out = []
+        for cmds in groups.values():
+            _, client = await self._client_for(str(cmds[0][1]))
+            out.append((client, cmds))
+        return out
+
+    async def _check_reachable(self, groups: list[tuple[Redis, list[tuple[Any, ...]]]], entity: str) -> None:
+        """PING every node an entity change needs, before writing anything."""
+        _, registry = await self._client_for(REGISTRY)
+        nodes = {id(c): c for c in [registry, *(c for c, _ in groups)]}
+        for client in nodes.values():
+            try:
+                await client.ping()
+            except Exception as e:
+                kw = client.connection_pool.connection_kwargs
+                raise ServiceBusConnectionError(
+                    f"The node {kw.get('host')}:{kw.get('port')} that holds partitions of '{entity}' cannot be "
+                    f"reached; nothing was changed: {map_error(e).message}"
+                ) from None
+
+    async def change_entity(
+        self, name: str, registry_cmd: tuple[Any, ...], partition_cmds: list[tuple[Any, ...]], *, create: bool = False
+    ) -> bool:
+        """Write an entity's registry entry and partitions all or none (see the module docstring).
+
+        With `create`, nothing is written when the entity exists (returns False). A delete passes
+        an HDEL as `registry_cmd`. Raises ServiceBusError.
+        """
+        try:
+            if self.cluster is None:
+                if create:
+                    return await self._multi(self.redis, [registry_cmd, *partition_cmds], REGISTRY, name)
+                await self._multi(self.redis, [registry_cmd, *partition_cmds])
+                return True
+            groups = await self._by_partition(partition_cmds)
+            await self._check_reachable(groups, name)
+            _, registry = await self._client_for(REGISTRY)
+            lock = f"{{{REGISTRY}}}:changing:{name}"  # one change of an entity at a time (the registry's slot)
+            token = uuid.uuid4().hex
+            if not await registry.set(lock, token, nx=True, px=30_000):
+                raise ServiceBusError(f"Another change of '{name}' is in progress.", retryable=True)
+            try:
+                if create and await registry.hexists(REGISTRY, name):
+                    return False
+                if registry_cmd[0] == "HDEL":  # delete: hide the entity first
+                    await registry.execute_command(*registry_cmd)
+                await gather([self._multi(client, cmds) for client, cmds in groups])
+                if registry_cmd[0] != "HDEL":  # create / update: show it once its partitions are written
+                    await registry.execute_command(*registry_cmd)
+                return True
+            finally:
+                if await registry.get(lock) == token.encode():
+                    await registry.delete(lock)
         except ServiceBusError:
             raise
         except Exception as e:
-            raise map_error(e, entity) from e
+            raise self._failed(e, name) from e
 
     async def close(self) -> None:
-        await self.redis.aclose()
+        if self.cluster is None:
+            await self.redis.aclose()
+        for client in self._nodes.values():
+            await client.aclose()
 
     def __repr__(self) -> str:
         return f"Transport({self.url})"
