@@ -14,12 +14,13 @@ from typing import Any, TypeVar
 
 from .._core import ops
 from .._enums import ServiceBusReceiveMode
-from .._message import ServiceBusReceivedMessage
+from .._message import ServiceBusMessage, ServiceBusReceivedMessage
 from .._sync._client import ServiceBusClient
 from ..exceptions import ServiceBusError
 
 T = TypeVar("T")
 _STATS_LAST_SEQ, _STATS_LAST_DLQ_SEQ = 9, 10
+_ATTEMPTS = 3
 
 
 def connect(url: str, socket_timeout: float = 30.0) -> ServiceBusClient:
@@ -104,3 +105,62 @@ def receive(
     reply = retrying(lambda: _run(client, [c], entity)[0])
     _, msgs = ops.parse_received(reply, entity, partition, group, nonce, mode)
     return msgs
+
+
+def send(client: ServiceBusClient, meta: ops.EntityMeta, msgs: list[ServiceBusMessage], rr: int) -> list[int]:
+    """Store `msgs` (their total size within the entity's batch limit) in one pipelined round, one
+    call per partition; retryable failures are retried for the failed partitions only. Returns each
+    message's global sequence number, 0 for a duplicate that was dropped.
+
+    Raises:
+        ServiceBusError: a partition's send failed for good (the others may have stored theirs).
+    """
+    calls, where = ops.plan_send(msgs, meta, rr % meta.partition_count)
+    results: dict[int, list[int]] = {}
+    todo = list(calls)
+    for attempt in range(_ATTEMPTS):
+        replies = client._transport.run_many(todo, meta.name)
+        failed = []
+        for c, reply in zip(todo, replies, strict=True):
+            if isinstance(reply, ServiceBusError):
+                if not reply.retryable or attempt == _ATTEMPTS - 1:
+                    raise reply
+                failed.append(c)
+            else:
+                results[c.partition] = ops.send_result(c, reply)
+        if not failed:
+            break
+        todo = failed
+        time.sleep(0.2 * (attempt + 1))
+    its = {p: iter(v) for p, v in results.items()}
+    return [next(its[p]) for p in where]
+
+
+def size_chunks(msgs: list[T], size: Callable[[T], int], limit: int, count: int) -> Iterator[list[T]]:
+    """Consecutive chunks of at most `count` items and `limit` bytes (an item over the limit alone)."""
+    chunk: list[T] = []
+    total = 0
+    for m in msgs:
+        b = size(m)
+        if chunk and (total + b > limit or len(chunk) >= count):
+            yield chunk
+            chunk, total = [], 0
+        chunk.append(m)
+        total += b
+    if chunk:
+        yield chunk
+
+
+def release(client: ServiceBusClient, entity: str, group: str, msgs: list[ServiceBusReceivedMessage]) -> None:
+    """Give locked messages back without counting a delivery (as a receiver does on close)."""
+    by_partition: dict[int, list[ServiceBusReceivedMessage]] = {}
+    for m in msgs:
+        if m._nonce and not m._settled:
+            by_partition.setdefault(m.partition_id, []).append(m)
+    calls = [
+        ops.call("abandon", entity, p, group, *ops.lock_args(chunk), "1")
+        for p, v in by_partition.items()
+        for chunk in ops.chunks(v)
+    ]
+    if calls:
+        client._transport.run_many(calls, entity)  # a lock lost meanwhile is fine: it elapses anyway

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -29,14 +28,11 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from .._core import ops
 from .._message import ServiceBusMessage
 from .._sync._client import ServiceBusClient
 from ..exceptions import InvalidArgumentError, ServiceBusError
 from . import _broker, _columns
 from ._options import SourceOptions
-
-_ATTEMPTS = 3
 
 
 class BadRowError(InvalidArgumentError):
@@ -127,37 +123,23 @@ class RowSender:
         self.report.rejected += 1
 
     def flush(self, next_index: int | None = None) -> None:
-        """Send the queued messages: one pipelined round, one call per partition; retryable
-        failures are retried for the failed partitions only."""
+        """Send the queued messages (see _broker.send: one pipelined round, retries)."""
         if not self._pending:
             return
         meta = self._meta
-        self._rr = (self._rr + 1) % meta.partition_count
-        calls, _ = ops.plan_send(self._pending, meta, self._rr)
-        todo = list(calls)
-        for attempt in range(_ATTEMPTS):
-            replies = self._client._transport.run_many(todo, meta.name)
-            failed = []
-            for c, reply in zip(todo, replies, strict=True):
-                if isinstance(reply, ServiceBusError):
-                    if not reply.retryable or attempt == _ATTEMPTS - 1:
-                        last = self._first_row + len(self._pending) - 1 if next_index is None else next_index - 1
-                        raise type(reply)(
-                            f"sending rows {self._first_row}-{last} of Spark partition "
-                            f"{self.report.spark_partition} to partition {c.partition} of '{meta.name}' failed: "
-                            f"{reply.message}",
-                            retryable=reply.retryable,
-                        ) from reply
-                    failed.append(c)
-                    continue
-                seqs = ops.send_result(c, reply)
-                dups = seqs.count(0)
-                self.report.duplicates += dups
-                self.report.sent += len(seqs) - dups
-            if not failed:
-                break
-            todo = failed
-            time.sleep(0.2 * (attempt + 1))
+        self._rr += 1
+        try:
+            seqs = _broker.send(self._client, meta, self._pending, self._rr)
+        except ServiceBusError as e:
+            last = self._first_row + len(self._pending) - 1 if next_index is None else next_index - 1
+            raise type(e)(
+                f"sending rows {self._first_row}-{last} of Spark partition {self.report.spark_partition} "
+                f"to '{meta.name}' failed: {e.message}",
+                retryable=e.retryable,
+            ) from e
+        dups = seqs.count(0)
+        self.report.duplicates += dups
+        self.report.sent += len(seqs) - dups
         self._pending = []
         self._bytes = 0
 

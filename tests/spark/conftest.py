@@ -43,6 +43,7 @@ def spark(redis_server: Any) -> Iterator[Any]:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["SBREDIS_TEST_URL"] = redis_server.url  # for tests.spark.handlers in Python workers
     extra = []
     shim_dir = None
     if find_spec("pyspark_sbredis") is None:

@@ -1,0 +1,136 @@
+"""The batch consumer: Spark tasks own broker partitions and drain them with peek-lock.
+
+Each task receives up to ``batch_size`` messages at a time from each of its partitions, calls the
+handler on each, completes the batch's successes in one call, abandons the failures (and
+dead-letters a failure on its last allowed delivery with reason ``HandlerError``), and renews the
+batch's locks from a thread while the handler works. A task stops on a partition when it gave
+nothing for ``idle_seconds``. A task or executor that dies loses nothing: its locks elapse and
+the messages are delivered again (with the delivery count one higher).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from ..exceptions import MessageLockLostError
+from . import _broker
+from ._jobs import LockKeeper, Summary, Timer, load_handler, partition_slices, queue_settings
+
+_DESCRIPTION_MAX = 1024
+
+
+_COUNTED_AS = {
+    "complete_messages": "completed",
+    "abandon_messages": "abandoned",
+    "dead_letter_messages": "dead_lettered",
+}
+
+
+def _settle(receiver: Any, what: str, msgs: list[Any], counts: Counter[str], *args: Any) -> None:
+    """Settle `msgs`; a lost lock is counted (the message comes back by itself), not raised."""
+    if not msgs:
+        return
+    lost = 0
+    try:
+        getattr(receiver, what)(msgs, *args)
+    except MessageLockLostError as e:
+        lost = len(e.messages) or len(msgs)
+    counts["lock_lost"] += lost
+    counts[_COUNTED_AS[what]] += len(msgs) - lost
+
+
+def consume_partitions(
+    partitions: list[int],
+    url: str,
+    entity: str,
+    handler_spec: str,
+    batch_size: int,
+    idle_seconds: float,
+    max_deliveries: int,
+    renew_every: float,
+) -> dict[str, int]:
+    """Drain the given partitions (runs in a Spark task); returns the task's counts."""
+    handler = load_handler(handler_spec)
+    counts: Counter[str] = Counter()
+    client = _broker.connect(url)
+    receiver = client.get_queue_receiver(entity)
+    try:
+        with LockKeeper(url, entity, False, renew_every) as keeper:
+            for p in partitions:
+                idle_until: float | None = None
+                pause = 0.01
+                while True:
+                    msgs = _broker.receive(client, entity, p, "m", batch_size)
+                    if not msgs:
+                        now = time.monotonic()
+                        idle_until = idle_until or now + idle_seconds
+                        if now >= idle_until:
+                            break
+                        time.sleep(min(pause, idle_until - now))
+                        pause = min(pause * 2, 0.2)
+                        continue
+                    idle_until, pause = None, 0.01
+                    counts["received"] += len(msgs)
+                    keeper.hold(msgs)
+                    done, retry, dead = [], [], []
+                    for m in msgs:
+                        try:
+                            handler(m)
+                            done.append(m)
+                        except Exception as e:
+                            counts["handler_errors"] += 1
+                            if m.delivery_count >= max_deliveries:
+                                dead.append((m, f"{type(e).__name__}: {e}"[:_DESCRIPTION_MAX]))
+                            else:
+                                retry.append(m)
+                    _settle(receiver, "complete_messages", done, counts)
+                    _settle(receiver, "abandon_messages", retry, counts)
+                    for m, why in dead:
+                        _settle(receiver, "dead_letter_messages", [m], counts, "HandlerError", why)
+                    keeper.drop(msgs)
+            counts["renewed"] += keeper.renewed
+    finally:
+        receiver.close()
+        client.close()
+    return dict(counts)
+
+
+def consume(
+    spark: Any,
+    url: str,
+    entity: str,
+    handler: str,
+    *,
+    batch_size: int = 100,
+    idle_seconds: float = 2.0,
+    max_deliveries: int | None = None,
+    tasks: int | None = None,
+) -> Summary:
+    """Run the consumer over every partition of `entity`; returns the summary (messages = completed).
+
+    Raises:
+        InvalidArgumentError: a bad handler spec (checked on the driver first).
+        MessagingEntityNotFoundError: no such queue.
+    """
+    load_handler(handler)
+    timer = Timer()
+    count, lock_s, max_dc = queue_settings(url, entity)
+    limit = max_deliveries or max_dc
+    renew_every = max(lock_s / 3, 0.05)
+    slices = partition_slices(list(range(count)), tasks)
+
+    def task(it: Iterator[list[int]]) -> Iterator[dict[str, int]]:
+        for parts in it:
+            yield consume_partitions(parts, url, entity, handler, batch_size, idle_seconds, limit, renew_every)
+
+    sc = spark.sparkContext
+    sc.setJobDescription(f"sbredis consume {entity}")
+    results = sc.parallelize(slices, len(slices)).mapPartitions(task).collect()
+    total: Counter[str] = Counter()
+    for r in results:
+        total.update(r)
+    keys = ("received", "completed", "abandoned", "dead_lettered", "handler_errors", "lock_lost", "renewed")
+    return Summary("consume", total["completed"], timer.seconds(), {k: total[k] for k in keys})
