@@ -1,4 +1,4 @@
-"""`sbredis` command line: `sbredis demo [--url URL]`."""
+"""`sbredis` command line: `sbredis demo [--url URL]`, `sbredis worker TARGET --entity NAME ...`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,14 @@ from .exceptions import ServiceBusError
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["worker"]:  # its own parser: sbredis/worker/_cli.py
+        from .worker._cli import main as worker_main
+
+        return worker_main(argv[1:])
     parser = argparse.ArgumentParser(prog="sbredis", description="Azure Service Bus semantics on Redis")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("worker", help="run a handler on a queue (sbredis worker --help)", add_help=False)
     demo = sub.add_parser("demo", help="run the demo (on an embedded Redis when no URL is given)")
     demo.add_argument("--url", default=os.environ.get("SBREDIS_URL"), help="redis://, rediss:// or unix:// URL")
     args = parser.parse_args(argv)

@@ -1,1 +1,20 @@
-"""Workers on sbredis queues (filled in below)."""
+"""Workers on sbredis queues: the native processor (:class:`Worker`) and a thin task registry (:class:`App`).
+
+    from sbredis.worker import Worker
+
+    def handle(message):          # a ServiceBusReceivedMessage; may also be `async def`
+        print(message.body)       # return: completed; raise: abandoned (or dead-lettered)
+
+    Worker("redis://127.0.0.1:6379/0", handle, entity="orders", concurrency=8, prefetch=16).run()
+
+The same from the command line: ``sbredis worker myapp.handlers:handle --entity orders
+--concurrency 8 --prefetch 16`` (``sbredis worker --help`` lists the options and exit codes).
+Sessions and topic subscriptions are not in sbredis yet: ``session=True`` and ``subscription=``
+raise :class:`NotSupportedYetError`.
+"""
+
+from ._app import App, Task
+from ._middleware import Middleware
+from ._processor import DeadLetter, ExitCode, NotSupportedYetError, Worker
+
+__all__ = ["App", "DeadLetter", "ExitCode", "Middleware", "NotSupportedYetError", "Task", "Worker"]

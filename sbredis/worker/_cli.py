@@ -1,0 +1,141 @@
+"""`sbredis worker TARGET --entity NAME ...`: run a handler (module:function) or an App (module:app)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from typing import Any
+
+from sbredis.exceptions import ServiceBusError
+
+from ._app import App
+from ._processor import ExitCode, NotSupportedYetError, Worker
+
+EPILOG = """\
+exit codes:
+  0    stopped (SIGTERM, SIGINT) and every handler in flight finished within the grace period
+  1    fatal error (the queue does not exist, Redis failed in a way retrying cannot fix)
+  2    usage: bad arguments, a TARGET that cannot be imported, --session or --subscription
+       (not supported yet)
+  3    the grace period ended with handlers still running: their messages were abandoned
+  130  a second SIGINT forced the stop: the messages in flight were abandoned
+"""
+
+
+class UsageError(Exception):
+    """A TARGET or option the worker cannot use."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="sbredis worker",
+        description="Run a handler on every message of a queue: success completes, an exception abandons "
+        "(or dead-letters, for --dead-letter-on types); locks are renewed while it runs.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("target", help="module:function (gets a ServiceBusReceivedMessage) or module:app (an sbredis App)")
+    p.add_argument("--entity", help="the queue (optional for an App whose tasks use one queue)")
+    p.add_argument("--subscription", help="a topic subscription (not supported yet)")
+    p.add_argument("--session", action="store_true", help="process sessions one at a time (not supported yet)")
+    p.add_argument("--url", default=os.environ.get("SBREDIS_URL"), help="redis://, rediss:// or unix:// ($SBREDIS_URL)")
+    p.add_argument("--concurrency", type=int, default=8, help="handlers running at once (default 8)")
+    p.add_argument("--prefetch", type=int, default=16, help="messages fetched ahead (default 16)")
+    p.add_argument(
+        "--dead-letter-on",
+        action="append",
+        default=[],
+        metavar="module:Exception",
+        help="dead-letter instead of abandoning when the handler raises this type (repeatable)",
+    )
+    p.add_argument("--middleware", action="append", default=[], metavar="module:object", help="(repeatable)")
+    p.add_argument("--grace-period", type=float, default=30.0, help="seconds to finish in-flight work on SIGTERM")
+    p.add_argument(
+        "--max-lock-renewal", type=float, default=300.0, help="seconds a message's lock is renewed at most (300)"
+    )
+    p.add_argument("--loglevel", default="INFO")
+    return p
+
+
+def load(spec: str) -> Any:
+    """The object `module:attr.path` names (the working directory is importable, as for Celery).
+
+    Raises:
+        UsageError: not module:attr, or it cannot be imported.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"{spec!r} is not module:name")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise UsageError(f"cannot load {spec!r}: {e}") from e
+    return obj
+
+
+def build(args: argparse.Namespace) -> Worker:
+    """The Worker the arguments describe.
+
+    Raises:
+        UsageError, NotSupportedYetError, InvalidArgumentError.
+    """
+    if args.subscription is not None:
+        raise NotSupportedYetError("--subscription: topic subscriptions are not supported yet (sbredis has no topics)")
+    if args.session:
+        raise NotSupportedYetError("--session: sessions are not supported yet (sbredis has no session receivers)")
+    target = load(args.target)
+    if not args.url and not isinstance(target, App):
+        raise UsageError("give --url (or set SBREDIS_URL)")
+    dead_letter_on = []
+    for spec in args.dead_letter_on:
+        kind = load(spec)
+        if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+            raise UsageError(f"{spec!r} is not an exception type")
+        dead_letter_on.append(kind)
+    options: dict[str, Any] = dict(
+        subscription=args.subscription,
+        session=args.session,
+        concurrency=args.concurrency,
+        prefetch=args.prefetch,
+        dead_letter_on=dead_letter_on,
+        grace_period=args.grace_period,
+        max_lock_renewal_duration=args.max_lock_renewal,
+        middleware=[load(spec) for spec in args.middleware],
+    )
+    if isinstance(target, App):
+        if args.url:
+            target.url = args.url
+        try:
+            return target.worker(args.entity, **options)
+        except NotSupportedYetError:
+            raise
+        except ValueError as e:  # no single entity
+            raise UsageError(str(e)) from e
+    if not callable(target):
+        raise UsageError(f"{args.target!r} is neither a function nor an sbredis App")
+    if not args.entity:
+        raise UsageError("give --entity (the queue to work on)")
+    return Worker(args.url, target, entity=args.entity, **options)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.loglevel).upper(), logging.INFO),
+        format="[%(asctime)s %(levelname)s %(name)s] %(message)s",
+    )
+    try:
+        worker = build(args)
+    except (UsageError, ServiceBusError) as e:
+        message = e.message if isinstance(e, ServiceBusError) else str(e)
+        print(f"sbredis worker: {message}", file=sys.stderr)
+        return ExitCode.USAGE
+    return worker.run()

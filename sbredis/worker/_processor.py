@@ -1,0 +1,426 @@
+"""Worker: runs a handler on every message of a queue (the Service Bus processor shape).
+
+The handler gets a ServiceBusReceivedMessage. When it returns, the message is completed; when it
+raises, the message is abandoned (delivered again, counted; after the queue's max_delivery_count
+it is dead-lettered by sbredis), or dead-lettered at once when the exception is a
+:class:`DeadLetter` or one of the ``dead_letter_on`` types. While the handler runs, the message's
+lock is renewed (``sbredis.aio.AutoLockRenewer``, up to ``max_lock_renewal_duration`` seconds).
+
+``concurrency`` handlers run at once: coroutine functions on the worker's event loop, plain
+functions on that many daemon threads. ``prefetch`` messages are fetched ahead of what the free
+handlers ask for; they are handed to a handler only while their lock holds, and released without
+counting a delivery when the worker stops. Keep ``prefetch`` below what the worker gets through in
+one lock duration.
+
+Stopping (``stop()``, SIGTERM, or a first SIGINT under ``run()``) drains: no more receives, the
+handlers in flight get ``grace_period`` seconds to finish and their messages are settled as usual;
+the messages of handlers still running then are abandoned (their locks released at once, so
+another worker can take them) and the worker returns. A second SIGINT (``stop(force=True)``) stops
+waiting at once and abandons what is in flight. Handlers still running on threads are left
+behind (daemon threads end with the process); coroutine handlers are cancelled.
+
+Exit codes (``run()``, ``serve()`` and ``sbredis worker``): see :class:`ExitCode`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import queue
+import signal
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from enum import IntEnum
+from typing import Any
+
+from sbredis._core.entity import check_name
+from sbredis.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver
+from sbredis.aio.management import ServiceBusAdministrationClient
+from sbredis.exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusError
+
+from ._middleware import Middleware
+
+log = logging.getLogger("sbredis.worker")
+
+Handler = Callable[[ServiceBusReceivedMessage], Any]
+
+
+class ExitCode(IntEnum):
+    """How a worker ended.
+
+    OK (0): stopped, and every handler in flight finished within the grace period.
+    ERROR (1): a fatal error: the queue does not exist, Redis refused or failed a call in a way
+        that retrying cannot fix (handlers in flight were drained first).
+    USAGE (2): bad arguments, a handler that cannot be imported, or an option that is not
+        supported yet (--session, --subscription).
+    GRACE_EXPIRED (3): the grace period ended with handlers still running; their messages were
+        abandoned.
+    FORCED (130): a second SIGINT (or stop(force=True)) ended the drain; in-flight messages were
+        abandoned.
+    """
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    GRACE_EXPIRED = 3
+    FORCED = 130
+
+
+class NotSupportedYetError(InvalidOperationError):
+    """A worker option that sbredis cannot serve yet (sessions, topic subscriptions)."""
+
+
+class DeadLetter(Exception):  # noqa: N818 - an instruction, not an error
+    """Raise from a handler to dead-letter the message with `reason` and `description`."""
+
+    def __init__(self, reason: str = "DeadLettered", description: str | None = None) -> None:
+        super().__init__(reason if description is None else f"{reason}: {description}")
+        self.reason = reason
+        self.description = description
+
+
+class _DaemonPool:
+    """Runs plain handlers on daemon threads (a handler stuck past a stop cannot hold the process)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        fut = loop.create_future()
+        if len(self._threads) < self._size:
+            t = threading.Thread(target=self._work, name=f"sbredis-worker-{len(self._threads)}", daemon=True)
+            self._threads.append(t)
+            t.start()
+        self._jobs.put((loop, fut, fn, args))
+        return fut
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            loop, fut, fn, args = job
+            try:
+                result = fn(*args)
+            except BaseException as e:
+                loop.call_soon_threadsafe(_resolve, fut, None, e)
+            else:
+                loop.call_soon_threadsafe(_resolve, fut, result, None)
+
+    def shutdown(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+        self._threads.clear()
+
+
+def _resolve(fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if fut.cancelled():
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(result)
+
+
+class Worker:
+    """Processes the messages of `entity` with `handler` (see the module docstring).
+
+    Raises:
+        NotSupportedYetError: `session` or `subscription` (sessions and topics are not in sbredis yet).
+        InvalidArgumentError: a bad entity name, concurrency, prefetch or duration.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        handler: Handler,
+        *,
+        entity: str,
+        subscription: str | None = None,
+        session: bool = False,
+        concurrency: int = 8,
+        prefetch: int = 16,
+        dead_letter_on: type[BaseException] | Iterable[type[BaseException]] = (),
+        grace_period: float = 30.0,
+        max_lock_renewal_duration: float = 300.0,
+        middleware: Iterable[Middleware] = (),
+        poll_interval: float = 1.0,
+        **client_options: Any,
+    ) -> None:
+        if subscription is not None:
+            raise NotSupportedYetError("topic subscriptions are not supported yet: sbredis has no topics")
+        if session:
+            raise NotSupportedYetError("sessions are not supported yet: sbredis has no session receivers")
+        if not callable(handler):
+            raise InvalidArgumentError("handler must be callable")
+        check_name(entity)
+        for name, value, low in (("concurrency", concurrency, 1), ("prefetch", prefetch, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 10_000:
+                raise InvalidArgumentError(f"{name} must be an int between {low} and 10000")
+        for name, seconds in (
+            ("grace_period", grace_period),
+            ("max_lock_renewal_duration", max_lock_renewal_duration),
+            ("poll_interval", poll_interval),
+        ):
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+                raise InvalidArgumentError(f"{name} must be a non-negative number of seconds")
+        self.url = url
+        self.handler = handler
+        self.entity = entity
+        self.concurrency = concurrency
+        self.prefetch = prefetch
+        self.dead_letter_on = (dead_letter_on,) if isinstance(dead_letter_on, type) else tuple(dead_letter_on)
+        self.grace_period = float(grace_period)
+        self.max_lock_renewal_duration = float(max_lock_renewal_duration)
+        self.middleware = list(middleware)
+        self.poll_interval = float(poll_interval)
+        self.client_options = client_options
+        self.stats = {"received": 0, "completed": 0, "abandoned": 0, "dead_lettered": 0, "failed_settlements": 0}
+        self._is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            getattr(handler, "__call__", None)  # noqa: B004 - an object with an async __call__
+        )
+        self._pool = _DaemonPool(concurrency)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = False
+        self._forced = False
+        self._room: asyncio.Event | None = None
+        self._force_event: asyncio.Event | None = None
+        self._inflight: dict[asyncio.Task[None], ServiceBusReceivedMessage] = {}
+        self._released: set[int] = set()
+
+    # -- control
+    def stop(self, force: bool = False) -> None:
+        """Begin draining (see the module docstring); `force` also ends the drain. Thread-safe."""
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is not loop:
+                loop.call_soon_threadsafe(self.stop, force)
+                return
+        self._stopping = True
+        if force:
+            self._forced = True
+            if self._force_event is not None:
+                self._force_event.set()
+        if self._room is not None:
+            self._room.set()
+
+    def _on_sigint(self) -> None:
+        if self._stopping:
+            log.warning("second SIGINT: abandoning the messages in flight and stopping now")
+            self.stop(force=True)
+        else:
+            log.info("SIGINT: draining (up to %.0f s); SIGINT again to stop now", self.grace_period)
+            self.stop()
+
+    def _on_sigterm(self) -> None:
+        log.info("SIGTERM: draining (up to %.0f s)", self.grace_period)
+        self.stop()
+
+    def run(self, handle_signals: bool = True) -> int:
+        """Run until stopped; returns an ExitCode. Installs SIGTERM/SIGINT handlers (main thread only)."""
+        return asyncio.run(self._main(handle_signals))
+
+    async def _main(self, handle_signals: bool) -> int:
+        loop = asyncio.get_running_loop()
+        handled = handle_signals and threading.current_thread() is threading.main_thread()
+        if handled:
+            loop.add_signal_handler(signal.SIGTERM, self._on_sigterm)
+            loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+        try:
+            return await self.serve()
+        finally:
+            if handled:
+                loop.remove_signal_handler(signal.SIGTERM)
+                loop.remove_signal_handler(signal.SIGINT)
+
+    # -- the loop
+    async def serve(self) -> int:
+        """Process messages until stop(); returns an ExitCode."""
+        self._loop = asyncio.get_running_loop()
+        self._room = asyncio.Event()
+        self._force_event = asyncio.Event()
+        if self._forced:
+            self._force_event.set()
+        try:
+            async with ServiceBusAdministrationClient.from_connection_string(self.url, **self.client_options) as admin:
+                await admin.get_queue(self.entity)
+        except ServiceBusError as e:
+            log.error("cannot start a worker on %r: %s", self.entity, e.message)
+            return ExitCode.ERROR
+        client = ServiceBusClient.from_connection_string(self.url, **self.client_options)
+        renewer = AutoLockRenewer(
+            max_lock_renewal_duration=self.max_lock_renewal_duration, on_lock_renew_failure=self._renew_failed
+        )
+        receiver = client.get_queue_receiver(self.entity, prefetch_count=self.prefetch, auto_lock_renewer=renewer)
+        log.info(
+            "worker on %r: concurrency %d, prefetch %d, %s handler",
+            self.entity,
+            self.concurrency,
+            self.prefetch,
+            "async" if self._is_async else "thread",
+        )
+        code = ExitCode.OK
+        try:
+            try:
+                await self._receive_loop(receiver)
+            except ServiceBusError as e:
+                log.error("worker on %r stops: %s", self.entity, e.message)
+                code = ExitCode.ERROR
+            drained = await self._drain(receiver)
+            if code is ExitCode.OK:
+                code = drained
+        finally:
+            for closing in (receiver.close, renewer.close, client.close):
+                try:
+                    await closing()
+                except Exception:
+                    log.debug("closing failed", exc_info=True)
+            self._pool.shutdown()
+        log.info("worker on %r stopped (%s): %s", self.entity, code.name, self.stats)
+        return int(code)
+
+    async def _receive_loop(self, receiver: ServiceBusReceiver) -> None:
+        assert self._room is not None and self._loop is not None
+        pause = 0.0
+        while not self._stopping:
+            free = self.concurrency - len(self._inflight)
+            if free <= 0:
+                self._room.clear()
+                await self._room.wait()
+                continue
+            await self._hook("before_receive", free)
+            try:
+                messages = await receiver.receive_messages(max_message_count=free, max_wait_time=self.poll_interval)
+            except ServiceBusError as e:
+                if not e.retryable:
+                    raise
+                pause = min(max(pause * 2, 0.1), 5.0)
+                log.warning("receive from %r failed (retrying in %.1f s): %s", self.entity, pause, e.message)
+                await asyncio.sleep(pause)
+                continue
+            pause = 0.0
+            await self._hook("after_receive", messages)
+            self.stats["received"] += len(messages)
+            for m in messages:
+                task = self._loop.create_task(self._process(receiver, m))
+                self._inflight[task] = m
+                task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._inflight.pop(task, None)
+        if self._room is not None:
+            self._room.set()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("worker task failed", exc_info=task.exception())
+
+    async def _process(self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage) -> None:
+        error: BaseException | None = None
+        try:
+            await self._hook("before_process", m, strict=True)
+            result = await self._call(m)
+            if inspect.isawaitable(result):
+                await result
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            error = e
+        await self._hook("after_process", m, error, reverse=True)
+        if id(m) in self._released:
+            return  # abandoned by the drain already
+        if error is None:
+            await self._settle(receiver, m, "complete")
+        elif isinstance(error, DeadLetter):
+            await self._settle(receiver, m, "dead_letter", error.reason, error.description)
+        elif self.dead_letter_on and isinstance(error, self.dead_letter_on):
+            log.warning("handler failed on %r, dead-lettering it: %r", m, error)
+            await self._settle(receiver, m, "dead_letter", type(error).__name__, str(error)[:4096])
+        else:
+            log.warning("handler failed on %r, abandoning it: %r", m, error, exc_info=error)
+            await self._settle(receiver, m, "abandon")
+
+    def _call(self, m: ServiceBusReceivedMessage) -> Awaitable[Any]:
+        if self._is_async:
+            result: Awaitable[Any] = self.handler(m)
+            return result
+        assert self._loop is not None
+        return self._pool.submit(self._loop, self.handler, m)
+
+    async def _settle(
+        self,
+        receiver: ServiceBusReceiver,
+        m: ServiceBusReceivedMessage,
+        action: str,
+        reason: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        await self._hook("before_settle", m, action)
+        error: ServiceBusError | None = None
+        try:
+            if action == "complete":
+                await receiver.complete_message(m)
+                self.stats["completed"] += 1
+            elif action == "abandon":
+                await receiver.abandon_message(m)
+                self.stats["abandoned"] += 1
+            else:
+                await receiver.dead_letter_message(m, reason=reason, error_description=description)
+                self.stats["dead_lettered"] += 1
+        except ServiceBusError as e:
+            error = e
+            self.stats["failed_settlements"] += 1
+            log.warning("could not %s %r: %s", action.replace("_", "-"), m, e.message)
+        await self._hook("after_settle", m, action, error, reverse=True)
+
+    async def _drain(self, receiver: ServiceBusReceiver) -> ExitCode:
+        assert self._force_event is not None
+        pending: set[asyncio.Task[Any]] = set(self._inflight)
+        if pending and not self._forced:
+            log.info("draining %d message(s) in flight (grace period %.0f s)", len(pending), self.grace_period)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.grace_period
+            forced = asyncio.ensure_future(self._force_event.wait())
+            try:
+                while pending and not forced.done() and loop.time() < deadline:
+                    await asyncio.wait(
+                        [*pending, forced], timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED
+                    )
+                    pending = {t for t in pending if not t.done()}
+            finally:
+                forced.cancel()
+        if pending:
+            messages = [self._inflight[t] for t in pending if t in self._inflight]
+            self._released.update(id(m) for m in messages)
+            try:
+                await receiver.abandon_messages(messages)
+                self.stats["abandoned"] += len(messages)
+            except ServiceBusError as e:
+                log.warning("could not abandon %d message(s) in flight: %s", len(messages), e.message)
+            log.warning("abandoned %d message(s) whose handlers were still running", len(messages))
+            for t in pending:
+                t.cancel()
+            await asyncio.wait(pending, timeout=1.0)
+        if self._forced:
+            return ExitCode.FORCED
+        return ExitCode.GRACE_EXPIRED if pending else ExitCode.OK
+
+    async def _renew_failed(self, message: Any, error: Exception | None) -> None:
+        log.warning("lock renewal of %r failed (it may be delivered again): %s", message, error)
+
+    async def _hook(self, name: str, *args: Any, strict: bool = False, reverse: bool = False) -> None:
+        chain = reversed(self.middleware) if reverse else self.middleware
+        for mw in chain:
+            try:
+                result = getattr(mw, name)(self, *args)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                if strict:
+                    raise
+                log.exception("middleware %s.%s raised", type(mw).__name__, name)
+
+    def __repr__(self) -> str:
+        return f"Worker(entity={self.entity!r}, concurrency={self.concurrency}, prefetch={self.prefetch})"

@@ -1,0 +1,253 @@
+"""The native Worker in-process: settlement, dead-lettering, lock renewal, concurrency, middleware, drain."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from sbredis import ServiceBusMessage, ServiceBusSubQueue
+from sbredis.exceptions import InvalidArgumentError
+from sbredis.worker import DeadLetter, ExitCode, Middleware, NotSupportedYetError, Worker
+from tests.conftest import eventually
+
+pytestmark = pytest.mark.integration
+
+
+class Running:
+    """A worker on a thread (its own event loop), stopped in teardown."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.code: int | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.code = self.worker.run(handle_signals=False)
+
+    def stop(self, force: bool = False, timeout: float = 15.0) -> int | None:
+        self.worker.stop(force)
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the worker did not stop"
+        return self.code
+
+
+@pytest.fixture()
+def start(url: str) -> Iterator[Callable[..., Running]]:
+    running: list[Running] = []
+
+    def make(handler: Any, entity: str, **options: Any) -> Running:
+        options.setdefault("poll_interval", 0.2)
+        r = Running(Worker(url, handler, entity=entity, **options))
+        running.append(r)
+        return r
+
+    yield make
+    for r in running:
+        if r.thread.is_alive():
+            r.stop(force=True)
+
+
+def send(client: Any, queue: str, *bodies: str) -> None:
+    with client.get_queue_sender(queue) as s:
+        s.send_messages([ServiceBusMessage(b) for b in bodies])
+
+
+def dead_letters(client: Any, queue: str) -> list[Any]:
+    with client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dlq:
+        return list(dlq.peek_messages(20, sequence_number=0))
+
+
+def counts(admin: Any, queue: str) -> tuple[int, int]:
+    p = admin.get_queue_runtime_properties(queue)
+    return p.active_message_count, p.dead_letter_message_count
+
+
+def test_success_completes_and_errors_abandon_until_dead_lettered(start: Any, make_queue: Any, client: Any, admin: Any):
+    q = make_queue(max_delivery_count=2)
+    seen: list[tuple[str, int]] = []
+
+    def handle(m: Any) -> None:
+        seen.append((m.body.decode(), m.delivery_count))
+        if m.body == b"bad":
+            raise RuntimeError("nope")
+
+    w = start(handle, q)
+    send(client, q, "good", "bad")
+    eventually(lambda: counts(admin, q) == (0, 1), timeout=10)
+    assert w.stop() == ExitCode.OK
+    assert ("good", 1) in seen and ("bad", 1) in seen and ("bad", 2) in seen
+    (dl,) = dead_letters(client, q)
+    assert dl.dead_letter_reason == "MaxDeliveryCountExceeded"
+    assert w.worker.stats["completed"] == 1 and w.worker.stats["abandoned"] == 2
+
+
+def test_listed_exceptions_and_dead_letter_dead_letter_at_once(start: Any, make_queue: Any, client: Any, admin: Any):
+    q = make_queue(max_delivery_count=10)
+
+    def handle(m: Any) -> None:
+        if m.body == b"value":
+            raise ValueError("bad value")
+        raise DeadLetter("Poison", "explicit")
+
+    w = start(handle, q, dead_letter_on=(ValueError,))
+    send(client, q, "value", "explicit")
+    eventually(lambda: len(dead_letters(client, q)) == 2, timeout=10)
+    w.stop()
+    reasons = {(m.body, m.dead_letter_reason, m.dead_letter_error_description) for m in dead_letters(client, q)}
+    assert reasons == {(b"value", "ValueError", "bad value"), (b"explicit", "Poison", "explicit")}
+    assert all(m.delivery_count == 1 for m in dead_letters(client, q))
+
+
+def test_async_handler_and_concurrency_bound(start: Any, make_queue: Any, client: Any, admin: Any) -> None:
+    q = make_queue()
+    now, peak = 0, 0
+
+    async def handle(m: Any) -> None:
+        nonlocal now, peak
+        now += 1
+        peak = max(peak, now)
+        await asyncio.sleep(0.2)
+        now -= 1
+
+    w = start(handle, q, concurrency=3, prefetch=2)
+    send(client, q, *[str(i) for i in range(9)])
+    eventually(lambda: w.worker.stats["completed"] == 9, timeout=10)
+    w.stop()
+    assert peak == 3
+    assert counts(admin, q) == (0, 0)
+
+
+def test_thread_handlers_run_concurrently(start: Any, make_queue: Any, client: Any) -> None:
+    q = make_queue()
+    lock, now, peak = threading.Lock(), [0], [0]
+
+    def handle(m: Any) -> None:
+        with lock:
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+        time.sleep(0.2)
+        with lock:
+            now[0] -= 1
+
+    w = start(handle, q, concurrency=4)
+    send(client, q, *[str(i) for i in range(8)])
+    eventually(lambda: w.worker.stats["completed"] == 8, timeout=10)
+    w.stop()
+    assert peak[0] == 4
+
+
+def test_the_lock_is_renewed_while_the_handler_runs(start: Any, make_queue: Any, client: Any, admin: Any) -> None:
+    q = make_queue(lock_duration=1)
+    deliveries: list[int] = []
+
+    def handle(m: Any) -> None:
+        deliveries.append(m.delivery_count)
+        time.sleep(2.5)
+
+    w = start(handle, q, concurrency=2)
+    send(client, q, "long")
+    eventually(lambda: w.worker.stats["completed"] == 1, timeout=10)
+    w.stop()
+    assert deliveries == [1]
+    assert w.worker.stats["failed_settlements"] == 0
+    assert counts(admin, q) == (0, 0)
+
+
+def test_middleware_hooks(start: Any, make_queue: Any, client: Any) -> None:
+    q = make_queue()
+    calls: list[tuple[Any, ...]] = []
+
+    class Record(Middleware):
+        def after_receive(self, worker: Worker, messages: list[Any]) -> None:
+            calls.extend(("received", m.body) for m in messages)
+
+        async def before_process(self, worker: Worker, message: Any) -> None:
+            calls.append(("before_process", message.body))
+            if message.body == b"skip":
+                raise DeadLetter("Skipped")
+
+        def after_process(self, worker: Worker, message: Any, exception: BaseException | None) -> None:
+            calls.append(("after_process", message.body, type(exception).__name__ if exception else None))
+
+        def before_settle(self, worker: Worker, message: Any, action: str) -> None:
+            calls.append(("before_settle", message.body, action))
+
+        def after_settle(self, worker: Worker, message: Any, action: str, exception: BaseException | None) -> None:
+            calls.append(("after_settle", message.body, action, exception))
+
+    ran: list[bytes] = []
+    w = start(lambda m: ran.append(m.body), q, middleware=[Record()], concurrency=1)
+    send(client, q, "a", "skip")
+    eventually(lambda: sum(1 for c in calls if c[0] == "after_settle") == 2, timeout=10)
+    w.stop()
+    assert ran == [b"a"]
+    assert [c for c in calls if c[1] == b"a"] == [
+        ("received", b"a"),
+        ("before_process", b"a"),
+        ("after_process", b"a", None),
+        ("before_settle", b"a", "complete"),
+        ("after_settle", b"a", "complete", None),
+    ]
+    assert ("before_settle", b"skip", "dead_letter") in calls
+
+
+def test_stop_drains_in_flight_work(start: Any, make_queue: Any, client: Any, admin: Any) -> None:
+    q = make_queue()
+    started = threading.Event()
+
+    def handle(m: Any) -> None:
+        started.set()
+        time.sleep(1.0)
+
+    w = start(handle, q, grace_period=10)
+    send(client, q, "x")
+    assert started.wait(10)
+    assert w.stop() == ExitCode.OK
+    assert w.worker.stats["completed"] == 1
+    assert counts(admin, q) == (0, 0)
+
+
+def test_grace_period_expiry_abandons_and_force_stops(start: Any, make_queue: Any, client: Any) -> None:
+    q = make_queue()
+    started = threading.Event()
+
+    def handle(m: Any) -> None:
+        started.set()
+        time.sleep(30)
+
+    w = start(handle, q, grace_period=0.5)
+    send(client, q, "stuck")
+    assert started.wait(10)
+    t0 = time.monotonic()
+    assert w.stop() == ExitCode.GRACE_EXPIRED
+    assert time.monotonic() - t0 < 5
+    with client.get_queue_receiver(q, max_wait_time=2) as r:  # released at once, not after the lock
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        assert m.body == b"stuck" and m.delivery_count == 2
+        r.complete_message(m)
+
+    started.clear()
+    w2 = start(handle, q, grace_period=60)
+    send(client, q, "stuck again")
+    assert started.wait(10)
+    w2.worker.stop()  # drain...
+    time.sleep(0.3)
+    assert w2.stop(force=True) == ExitCode.FORCED  # ...then force
+
+
+def test_unsupported_and_bad_options(url: str, make_queue: Any) -> None:
+    with pytest.raises(NotSupportedYetError, match="sessions"):
+        Worker(url, print, entity="orders", session=True)
+    with pytest.raises(NotSupportedYetError, match="subscriptions"):
+        Worker(url, print, entity="orders", subscription="s")
+    with pytest.raises(InvalidArgumentError):
+        Worker(url, print, entity="orders", concurrency=0)
+    with pytest.raises(InvalidArgumentError):
+        Worker(url, print, entity="bad:name")
+    assert Worker(url, print, entity="no-such-queue").run(handle_signals=False) == ExitCode.ERROR
