@@ -3,9 +3,9 @@
 Each task receives up to ``batch_size`` messages at a time from each of its partitions, calls the
 handler on each, completes the batch's successes in one call, abandons the failures (and
 dead-letters a failure on its last allowed delivery with reason ``HandlerError``), and renews the
-batch's locks from a thread while the handler works. A task stops on a partition when it gave
-nothing for ``idle_seconds``. A task or executor that dies loses nothing: its locks elapse and
-the messages are delivered again (with the delivery count one higher).
+batch's locks from a thread while the handler works. A task asks its partitions in turn and
+stops when none gave anything for ``idle_seconds``. A task or executor that dies loses nothing:
+its locks elapse and the messages are delivered again (with the delivery count one higher).
 """
 
 from __future__ import annotations
@@ -42,6 +42,30 @@ def _settle(receiver: Any, what: str, msgs: list[Any], counts: Counter[str], *ar
     counts[_COUNTED_AS[what]] += len(msgs) - lost
 
 
+def _handle(
+    msgs: list[Any], handler: Any, receiver: Any, keeper: LockKeeper, max_deliveries: int, counts: Counter[str]
+) -> None:
+    """Call the handler on each message of a batch, then settle the batch."""
+    counts["received"] += len(msgs)
+    keeper.hold(msgs)
+    done, retry, dead = [], [], []
+    for m in msgs:
+        try:
+            handler(m)
+            done.append(m)
+        except Exception as e:
+            counts["handler_errors"] += 1
+            if m.delivery_count >= max_deliveries:
+                dead.append((m, f"{type(e).__name__}: {e}"[:_DESCRIPTION_MAX]))
+            else:
+                retry.append(m)
+    _settle(receiver, "complete_messages", done, counts)
+    _settle(receiver, "abandon_messages", retry, counts)
+    for m, why in dead:
+        _settle(receiver, "dead_letter_messages", [m], counts, "HandlerError", why)
+    keeper.drop(msgs)
+
+
 def consume_partitions(
     partitions: list[int],
     url: str,
@@ -59,38 +83,24 @@ def consume_partitions(
     receiver = client.get_queue_receiver(entity)
     try:
         with LockKeeper(url, entity, False, renew_every) as keeper:
-            for p in partitions:
-                idle_until: float | None = None
-                pause = 0.01
-                while True:
+            idle_until: float | None = None
+            pause = 0.01
+            while True:
+                got = False
+                for p in partitions:  # in turn, so one slow partition does not starve the others
                     msgs = _broker.receive(client, entity, p, "m", batch_size)
-                    if not msgs:
-                        now = time.monotonic()
-                        idle_until = idle_until or now + idle_seconds
-                        if now >= idle_until:
-                            break
-                        time.sleep(min(pause, idle_until - now))
-                        pause = min(pause * 2, 0.2)
-                        continue
+                    if msgs:
+                        got = True
+                        _handle(msgs, handler, receiver, keeper, max_deliveries, counts)
+                if got:
                     idle_until, pause = None, 0.01
-                    counts["received"] += len(msgs)
-                    keeper.hold(msgs)
-                    done, retry, dead = [], [], []
-                    for m in msgs:
-                        try:
-                            handler(m)
-                            done.append(m)
-                        except Exception as e:
-                            counts["handler_errors"] += 1
-                            if m.delivery_count >= max_deliveries:
-                                dead.append((m, f"{type(e).__name__}: {e}"[:_DESCRIPTION_MAX]))
-                            else:
-                                retry.append(m)
-                    _settle(receiver, "complete_messages", done, counts)
-                    _settle(receiver, "abandon_messages", retry, counts)
-                    for m, why in dead:
-                        _settle(receiver, "dead_letter_messages", [m], counts, "HandlerError", why)
-                    keeper.drop(msgs)
+                    continue
+                now = time.monotonic()
+                idle_until = idle_until or now + idle_seconds
+                if now >= idle_until:
+                    break
+                time.sleep(min(pause, idle_until - now))
+                pause = min(pause * 2, 0.2)
             counts["renewed"] += keeper.renewed
     finally:
         receiver.close()
@@ -120,13 +130,13 @@ def consume(
     count, lock_s, max_dc = queue_settings(url, entity)
     limit = max_deliveries or max_dc
     renew_every = max(lock_s / 3, 0.05)
-    slices = partition_slices(list(range(count)), tasks)
+    sc = spark.sparkContext
+    slices = partition_slices(list(range(count)), tasks or sc.defaultParallelism)
 
     def task(it: Iterator[list[int]]) -> Iterator[dict[str, int]]:
         for parts in it:
             yield consume_partitions(parts, url, entity, handler, batch_size, idle_seconds, limit, renew_every)
 
-    sc = spark.sparkContext
     sc.setJobDescription(f"sbredis consume {entity}")
     results = sc.parallelize(slices, len(slices)).mapPartitions(task).collect()
     total: Counter[str] = Counter()

@@ -150,6 +150,6 @@ def queue_settings(url: str, entity: str) -> tuple[int, float, int]:
 
 
 def partition_slices(partitions: list[int], tasks: int | None) -> list[list[int]]:
-    """Broker partitions dealt to `tasks` Spark tasks (default: one task per partition)."""
+    """Broker partitions dealt to `tasks` Spark tasks (None: one task per partition)."""
     n = len(partitions) if not tasks else max(1, min(tasks, len(partitions)))
     return [partitions[i::n] for i in range(n)]

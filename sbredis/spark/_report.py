@@ -101,10 +101,11 @@ def chart(rows: list[dict[str, Any]], path: str) -> None:
         (axes[1], by_age, AGES, "messages by age (since enqueued)"),
     ):
         bottom = [0] * len(entities)
-        for key in order:
+        for i, key in enumerate(order):
             values = [groups.get(key, {}).get(e, 0) for e in entities]
             if any(values):
-                ax.bar(entities, values, bottom=bottom, label=key)
+                color = plt.get_cmap("viridis")(i / (len(order) - 1)) if order is AGES else None
+                ax.bar(entities, values, bottom=bottom, label=key, color=color)
                 bottom = [b + v for b, v in zip(bottom, values, strict=True)]
         ax.set_title(title)
         ax.set_ylabel("messages")
