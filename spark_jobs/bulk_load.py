@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reject-path", help="write bad rows here as JSON lines instead of failing")
     ap.add_argument("--send-batch-size", type=int, default=500, help="messages per send (default 500)")
     ap.add_argument("--partitions", type=int, help="repartition the input into this many tasks")
+    ap.add_argument("--limit", type=int, help="load only this many rows (a trial run)")
     ap.add_argument("--master", help="Spark master when not given by spark-submit, e.g. local[2]")
     args = ap.parse_args(argv)
     rename = dict(r.split(":", 1) for r in args.rename)
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             reject_path=args.reject_path,
             send_batch_size=args.send_batch_size,
             partitions=args.partitions,
+            limit=args.limit,
         )
     finally:
         spark.stop()

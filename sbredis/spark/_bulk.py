@@ -37,6 +37,7 @@ def bulk_load(
     reject_path: str | None = None,
     send_batch_size: int = 500,
     partitions: int | None = None,
+    limit: int | None = None,
 ) -> Summary:
     """Send every row of the files as a message; messages = stored (duplicates and rejects apart).
 
@@ -54,6 +55,8 @@ def bulk_load(
     df = reader.load(paths)
     for old, new in (rename or {}).items():
         df = df.withColumnRenamed(old, new)
+    if limit is not None:
+        df = df.limit(limit)
     if partitions:
         df = df.repartition(partitions)
     fd, report_path = tempfile.mkstemp(prefix="sbredis-bulk-", suffix=".json")

@@ -144,23 +144,27 @@ def to_message(row: Mapping[str, Any]) -> ServiceBusMessage:
     Raises:
         RowError: no body, or a value the message refuses (wrong type, too long, ...).
     """
-    body = row.get("body")
+    get = row.get
+    body = get("body")
     if body is None:
         raise RowError("body is null")
-    if not isinstance(body, (bytes, bytearray, memoryview, str)):
-        raise RowError(f"body must be binary or a string, not {type(body).__name__}")
+    if not isinstance(body, (bytes, str)):
+        if not isinstance(body, (bytearray, memoryview)):
+            raise RowError(f"body must be binary or a string, not {type(body).__name__}")
+        body = bytes(body)
     try:
+        props, ttl, when = get("applicationProperties"), get("timeToLive"), get("scheduledEnqueueTime")
         return ServiceBusMessage(
-            bytes(body) if not isinstance(body, (bytes, str)) else body,
-            message_id=row.get("messageId"),
-            partition_key=row.get("partitionKey"),
-            session_id=row.get("sessionId"),
-            application_properties=_props(row.get("applicationProperties")),
-            time_to_live=_ttl(row.get("timeToLive")),
-            scheduled_enqueue_time_utc=_when(row.get("scheduledEnqueueTime")),
-            content_type=row.get("contentType"),
-            correlation_id=row.get("correlationId"),
-            subject=row.get("subject"),
+            body,
+            message_id=get("messageId"),
+            partition_key=get("partitionKey"),
+            session_id=get("sessionId"),
+            application_properties=None if props is None else _props(props),
+            time_to_live=None if ttl is None else _ttl(ttl),
+            scheduled_enqueue_time_utc=None if when is None else _when(when),
+            content_type=get("contentType"),
+            correlation_id=get("correlationId"),
+            subject=get("subject"),
         )
     except (ServiceBusError, InvalidArgumentError) as e:
         raise RowError(getattr(e, "message", str(e))) from None
