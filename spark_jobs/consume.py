@@ -7,8 +7,8 @@
 Each Spark task takes broker partitions and receives up to --batch-size messages at a time from
 each; a handler that returns completes the message, one that raises abandons it (and, on the
 message's last allowed delivery, dead-letters it with reason HandlerError). Locks are renewed
-while the handler works. A task asks its partitions in turn and stops when none had a message
-for --idle-seconds.
+(sbredis.AutoLockRenewer) while the handler works, up to --max-renewal seconds per message. A
+task asks its partitions in turn and stops when none had a message for --idle-seconds.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=100, help="messages per receive (default 100)")
     ap.add_argument("--idle-seconds", type=float, default=2.0, help="stop a partition after this long empty")
     ap.add_argument("--max-deliveries", type=int, help="dead-letter a failure at this delivery (default: the queue's)")
+    ap.add_argument("--max-renewal", type=float, default=3600.0, help="renew a lock for at most this long (s)")
     ap.add_argument("--tasks", type=int, help="Spark tasks (default: Spark's default parallelism)")
     ap.add_argument("--master", help="Spark master when not given by spark-submit, e.g. local[2]")
     args = ap.parse_args(argv)
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
             idle_seconds=args.idle_seconds,
             max_deliveries=args.max_deliveries,
             tasks=args.tasks,
+            max_renewal=args.max_renewal,
         )
     finally:
         spark.stop()

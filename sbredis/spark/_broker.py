@@ -97,14 +97,13 @@ def receive(
     group: str,
     count: int,
     mode: ServiceBusReceiveMode = ServiceBusReceiveMode.PEEK_LOCK,
-) -> list[ServiceBusReceivedMessage]:
-    """Up to `count` messages from one partition, locked (or deleted in RECEIVE_AND_DELETE mode);
-    settle them with a receiver of the same entity and subqueue."""
+) -> tuple[int, list[ServiceBusReceivedMessage]]:
+    """(server time in ms, up to `count` messages) from one partition, locked (or deleted in
+    RECEIVE_AND_DELETE mode); settle them with a receiver of the same entity and subqueue."""
     nonce = ops.new_nonce()
     c = ops.call("receive", entity, partition, group, ops.mode_code(mode), count, nonce, ops.SWEEP_LIMIT)
     reply = retrying(lambda: _run(client, [c], entity)[0])
-    _, msgs = ops.parse_received(reply, entity, partition, group, nonce, mode)
-    return msgs
+    return ops.parse_received(reply, entity, partition, group, nonce, mode)
 
 
 def send(client: ServiceBusClient, meta: ops.EntityMeta, msgs: list[ServiceBusMessage], rr: int) -> list[int]:
@@ -164,3 +163,5 @@ def release(client: ServiceBusClient, entity: str, group: str, msgs: list[Servic
     ]
     if calls:
         client._transport.run_many(calls, entity)  # a lock lost meanwhile is fine: it elapses anyway
+    for m in msgs:
+        m._settled = True  # no longer ours (an AutoLockRenewer stops renewing it)

@@ -3,7 +3,8 @@
 Each task receives up to ``batch_size`` messages at a time from each of its partitions, calls the
 handler on each, completes the batch's successes in one call, abandons the failures (and
 dead-letters a failure on its last allowed delivery with reason ``HandlerError``), and renews the
-batch's locks from a thread while the handler works. A task asks its partitions in turn and
+batch's locks with ``sbredis.AutoLockRenewer`` while the handler works (up to ``max_renewal``
+seconds per message). A task asks its partitions in turn and
 stops when none gave anything for ``idle_seconds``. A task or executor that dies loses nothing:
 its locks elapse and the messages are delivered again (with the delivery count one higher).
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 from ..exceptions import MessageLockLostError
 from . import _broker
-from ._jobs import LockKeeper, Summary, Timer, load_handler, partition_slices, queue_settings
+from ._jobs import Summary, Timer, hold, load_handler, partition_slices, queue_settings, renewer
 
 _DESCRIPTION_MAX = 1024
 
@@ -42,12 +43,9 @@ def _settle(receiver: Any, what: str, msgs: list[Any], counts: Counter[str], *ar
     counts[_COUNTED_AS[what]] += len(msgs) - lost
 
 
-def _handle(
-    msgs: list[Any], handler: Any, receiver: Any, keeper: LockKeeper, max_deliveries: int, counts: Counter[str]
-) -> None:
+def _handle(msgs: list[Any], handler: Any, receiver: Any, max_deliveries: int, counts: Counter[str]) -> None:
     """Call the handler on each message of a batch, then settle the batch."""
     counts["received"] += len(msgs)
-    keeper.hold(msgs)
     done, retry, dead = [], [], []
     for m in msgs:
         try:
@@ -63,7 +61,6 @@ def _handle(
     _settle(receiver, "abandon_messages", retry, counts)
     for m, why in dead:
         _settle(receiver, "dead_letter_messages", [m], counts, "HandlerError", why)
-    keeper.drop(msgs)
 
 
 def consume_partitions(
@@ -74,7 +71,7 @@ def consume_partitions(
     batch_size: int,
     idle_seconds: float,
     max_deliveries: int,
-    renew_every: float,
+    max_renewal: float,
 ) -> dict[str, int]:
     """Drain the given partitions (runs in a Spark task); returns the task's counts."""
     handler = load_handler(handler_spec)
@@ -82,16 +79,17 @@ def consume_partitions(
     client = _broker.connect(url)
     receiver = client.get_queue_receiver(entity)
     try:
-        with LockKeeper(url, entity, False, renew_every) as keeper:
+        with renewer(max_renewal) as renew:
             idle_until: float | None = None
             pause = 0.01
             while True:
                 got = False
                 for p in partitions:  # in turn, so one slow partition does not starve the others
-                    msgs = _broker.receive(client, entity, p, "m", batch_size)
+                    now_ms, msgs = _broker.receive(client, entity, p, "m", batch_size)
                     if msgs:
                         got = True
-                        _handle(msgs, handler, receiver, keeper, max_deliveries, counts)
+                        hold(renew, receiver, now_ms, msgs)
+                        _handle(msgs, handler, receiver, max_deliveries, counts)
                 if got:
                     idle_until, pause = None, 0.01
                     continue
@@ -101,7 +99,6 @@ def consume_partitions(
                     break
                 time.sleep(min(pause, idle_until - now))
                 pause = min(pause * 2, 0.2)
-            counts["renewed"] += keeper.renewed
     finally:
         receiver.close()
         client.close()
@@ -118,6 +115,7 @@ def consume(
     idle_seconds: float = 2.0,
     max_deliveries: int | None = None,
     tasks: int | None = None,
+    max_renewal: float = 3600.0,
 ) -> Summary:
     """Run the consumer over every partition of `entity`; returns the summary (messages = completed).
 
@@ -127,20 +125,19 @@ def consume(
     """
     load_handler(handler)
     timer = Timer()
-    count, lock_s, max_dc = queue_settings(url, entity)
+    count, _, max_dc = queue_settings(url, entity)
     limit = max_deliveries or max_dc
-    renew_every = max(lock_s / 3, 0.05)
     sc = spark.sparkContext
     slices = partition_slices(list(range(count)), tasks or sc.defaultParallelism)
 
     def task(it: Iterator[list[int]]) -> Iterator[dict[str, int]]:
         for parts in it:
-            yield consume_partitions(parts, url, entity, handler, batch_size, idle_seconds, limit, renew_every)
+            yield consume_partitions(parts, url, entity, handler, batch_size, idle_seconds, limit, max_renewal)
 
     sc.setJobDescription(f"sbredis consume {entity}")
     results = sc.parallelize(slices, len(slices)).mapPartitions(task).collect()
     total: Counter[str] = Counter()
     for r in results:
         total.update(r)
-    keys = ("received", "completed", "abandoned", "dead_lettered", "handler_errors", "lock_lost", "renewed")
+    keys = ("received", "completed", "abandoned", "dead_lettered", "handler_errors", "lock_lost")
     return Summary("consume", total["completed"], timer.seconds(), {k: total[k] for k in keys})

@@ -20,7 +20,7 @@ from .._enums import ServiceBusSubQueue
 from .._message import ServiceBusMessage, ServiceBusReceivedMessage
 from ..exceptions import MessageLockLostError
 from . import _broker, _columns
-from ._jobs import LockKeeper, Summary, Timer, queue_settings
+from ._jobs import Summary, Timer, hold, renewer
 
 
 def snapshot(spark: Any, url: str, entity: str, dead_letter: bool = True) -> Any:
@@ -107,7 +107,7 @@ def copy_of(m: ServiceBusReceivedMessage, new_message_id: bool) -> ServiceBusMes
 
 
 def resubmit_partition(
-    url: str, entity: str, partition: int, offsets: list[int], batch_size: int, new_ids: bool, renew_every: float
+    url: str, entity: str, partition: int, offsets: list[int], batch_size: int, new_ids: bool, max_renewal: float
 ) -> dict[str, int]:
     """Resubmit the selected messages of one dead-letter partition (runs in a Spark task)."""
     counts: Counter[str] = Counter()
@@ -118,12 +118,12 @@ def resubmit_partition(
     held: list[ServiceBusReceivedMessage] = []
     meta = _broker.meta(client, entity)
     try:
-        with LockKeeper(url, entity, True, renew_every) as keeper:
+        with renewer(max_renewal) as renew:
             while want:
-                msgs = _broker.receive(client, entity, partition, "d", batch_size)
+                now_ms, msgs = _broker.receive(client, entity, partition, "d", batch_size)
                 if not msgs:
                     break
-                keeper.hold(msgs)
+                hold(renew, dlq, now_ms, msgs)
                 pick = [m for m in msgs if m._local_seq in want]
                 held += [m for m in msgs if m._local_seq not in want]
                 want -= {m._local_seq for m in pick}
@@ -142,7 +142,6 @@ def resubmit_partition(
                             lost = len(e.messages) or len(stored)
                     counts["resubmitted"] += len(stored)
                     counts["dlq_lock_lost"] += lost
-                    keeper.drop(stored)
                 if msgs[-1]._local_seq >= top:
                     break  # receives go up by sequence number: nothing selected lies beyond
     finally:
@@ -164,6 +163,7 @@ def resubmit(
     new_message_id: bool = False,
     batch_size: int = 100,
     dry_run: bool = False,
+    max_renewal: float = 3600.0,
 ) -> Summary:
     """Resubmit the selected dead-lettered messages of `entity` to it; messages = resubmitted."""
     timer = Timer()
@@ -171,13 +171,11 @@ def resubmit(
     n_selected = sum(len(v) for v in selected.values())
     if dry_run or not selected:
         return Summary("dlq_resubmit", 0, timer.seconds(), {"selected": n_selected})
-    _, lock_s, _ = queue_settings(url, entity)
-    renew_every = max(lock_s / 3, 0.05)
     work = sorted(selected.items())
 
     def task(it: Iterator[tuple[int, list[int]]]) -> Iterator[dict[str, int]]:
         for p, offs in it:
-            yield resubmit_partition(url, entity, p, offs, batch_size, new_message_id, renew_every)
+            yield resubmit_partition(url, entity, p, offs, batch_size, new_message_id, max_renewal)
 
     sc = spark.sparkContext
     sc.setJobDescription(f"sbredis dlq_resubmit {entity}")

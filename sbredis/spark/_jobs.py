@@ -1,21 +1,17 @@
-"""What the Spark jobs share: the session, the summary line, handler loading and lock renewal."""
+"""What the Spark jobs share: the session, the summary line, handler loading and lock renewal
+(``sbredis.AutoLockRenewer``)."""
 
 from __future__ import annotations
 
 import importlib
-import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._enums import ServiceBusSubQueue
 from .._message import ServiceBusReceivedMessage
-from ..exceptions import InvalidArgumentError, ServiceBusError
-from . import _broker
-
-log = logging.getLogger("sbredis.spark")
+from .._sync._renewer import AutoLockRenewer
+from ..exceptions import InvalidArgumentError
 
 
 def session(app: str, master: str | None = None) -> Any:
@@ -80,60 +76,18 @@ def load_handler(spec: str) -> Callable[[ServiceBusReceivedMessage], Any]:
     return obj  # type: ignore[no-any-return]
 
 
-class LockKeeper:
-    """Renews, from a thread, the locks of the messages a task holds, every `interval` seconds.
+def renewer(max_seconds: float) -> AutoLockRenewer:
+    """The task's lock renewer: it renews every registered message's lock when a third of its
+    duration is left, from one thread, until the message is settled (at most `max_seconds`)."""
+    return AutoLockRenewer(max_lock_renewal_duration=max_seconds)
 
-    It has its own connection, so renewals go on while the task's handler runs. A message whose
-    lock is lost anyway is left alone: its settlement will report it and it is delivered again.
-    """
 
-    def __init__(self, url: str, entity: str, dead_letter: bool, interval: float) -> None:
-        self._client = _broker.connect(url)
-        sub = ServiceBusSubQueue.DEAD_LETTER if dead_letter else None
-        self._receiver = self._client.get_queue_receiver(entity, sub_queue=sub)
-        self._held: list[ServiceBusReceivedMessage] = []
-        self._mutex = threading.Lock()
-        self._stop = threading.Event()
-        self.renewed = 0
-        self._interval = max(interval, 0.05)
-        self._thread = threading.Thread(target=self._run, name="sbredis-lock-keeper", daemon=True)
-        self._thread.start()
-
-    def hold(self, messages: list[ServiceBusReceivedMessage]) -> None:
-        with self._mutex:
-            self._held = self._held + messages
-
-    def drop(self, messages: list[ServiceBusReceivedMessage]) -> None:
-        gone = {id(m) for m in messages}
-        with self._mutex:
-            self._held = [m for m in self._held if id(m) not in gone]
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            with self._mutex:
-                held = list(self._held)
-            for m in held:
-                if self._stop.is_set():
-                    return
-                if m._settled:
-                    continue
-                try:
-                    self._receiver.renew_message_lock(m)
-                    self.renewed += 1
-                except ServiceBusError as e:
-                    log.debug("lock renewal of %s failed: %s", m.sequence_number, e)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        self._receiver.close()
-        self._client.close()
-
-    def __enter__(self) -> LockKeeper:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+def hold(renew: AutoLockRenewer, receiver: Any, now_ms: int, msgs: list[ServiceBusReceivedMessage]) -> None:
+    """Register `msgs` (received with the partition-level receive, whose reply said the server's
+    time was `now_ms`) for renewal through `receiver`, which settles them."""
+    receiver._clock_offset_ms = now_ms - int(time.time() * 1000)  # what the renewer times locks by
+    for m in msgs:
+        renew.register(receiver, m)
 
 
 def queue_settings(url: str, entity: str) -> tuple[int, float, int]:
