@@ -19,6 +19,7 @@ class PartitionRuntimeProperties:
     scheduled_message_count: int
     dead_letter_message_count: int
     size_in_bytes: int
+    node: str = ""  # the server ("host:port") that holds the partition
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,8 @@ class QueueRuntimeProperties:
     """A queue's counts summed over its partitions, as the Azure SDK's QueueRuntimeProperties.
 
     active_message_count includes locked and deferred messages; expired messages not yet removed
-    (lazily, on receive) are still counted.
+    (lazily, on receive) are still counted. When a partition's node cannot be reached the counts
+    cover the others and ``missing_partitions`` lists it (``limited`` is then true).
     """
 
     name: str
@@ -41,6 +43,12 @@ class QueueRuntimeProperties:
     transfer_message_count: int
     transfer_dead_letter_message_count: int
     partitions: tuple[PartitionRuntimeProperties, ...]
+    missing_partitions: tuple[int, ...] = ()
+
+    @property
+    def limited(self) -> bool:
+        """Some partitions could not be reached: the counts are partial."""
+        return bool(self.missing_partitions)
 
 
 __all__ = [

@@ -1,4 +1,10 @@
-"""Fixtures: a real redis-server per session (started here), a fresh queue name per test."""
+"""Fixtures: a real redis-server and a real 3-primary Redis Cluster per session (started here), a
+fresh queue name per test.
+
+The conformance suite (modules marked ``conformance``) runs twice: against the standalone server and
+against the cluster (the ``backend`` parameter). Tests that start, kill or proxy their own server
+(they ask for ``redis_server``) or are marked ``standalone`` run on the standalone server only.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,21 @@ from typing import Any
 
 import pytest
 
+from tests.redis_cluster import RedisCluster
 from tests.redis_server import RedisServer
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" not in metafunc.fixturenames or metafunc.definition.get_closest_marker("conformance") is None:
+        return
+    if metafunc.definition.get_closest_marker("standalone") or "redis_server" in metafunc.fixturenames:
+        return
+    metafunc.parametrize("backend", ["standalone", "cluster"], indirect=True)
+
+
+@pytest.fixture()
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request, "param", "standalone"))
 
 
 @pytest.fixture(scope="session")
@@ -19,9 +39,29 @@ def redis_server() -> Iterator[RedisServer]:
     srv.stop()
 
 
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisCluster]:
+    cluster = RedisCluster(3).start()
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture()
-def url(redis_server: RedisServer) -> str:
-    return redis_server.url
+def url(request: pytest.FixtureRequest, backend: str) -> str:
+    if backend == "cluster":
+        return str(request.getfixturevalue("redis_cluster").url)
+    return str(request.getfixturevalue("redis_server").url)
+
+
+@pytest.fixture()
+def raw_redis(request: pytest.FixtureRequest, backend: str) -> Any:
+    """A plain redis-py client on the same backend (a cluster client for the cluster)."""
+    import redis
+
+    if backend == "cluster":
+        node = request.getfixturevalue("redis_cluster").primaries[0]
+        return redis.RedisCluster(host="127.0.0.1", port=node.port)
+    return redis.Redis.from_url(request.getfixturevalue("redis_server").url)
 
 
 @pytest.fixture()

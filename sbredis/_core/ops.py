@@ -74,6 +74,11 @@ def message_key(m: ServiceBusMessage, meta: EntityMeta) -> str | None:
     return key
 
 
+def unkeyed(messages: Iterable[ServiceBusMessage], meta: EntityMeta) -> bool:
+    """No message is pinned to a partition (any partition may take them)."""
+    return all(message_key(m, meta) is None for m in messages)
+
+
 def as_messages(message: Any) -> list[ServiceBusMessage]:
     """One message, a list of them or a batch, as a list; raises InvalidArgumentError otherwise."""
     if isinstance(message, ServiceBusMessage):

@@ -19,6 +19,7 @@ from ..exceptions import (
     InvalidOperationError,
     MessagingEntityAlreadyExistsError,
     MessagingEntityNotFoundError,
+    ServiceBusConnectionError,
     ServiceBusError,
 )
 from ._transport import Transport
@@ -119,17 +120,24 @@ class ServiceBusAdministrationClient:
             yield QueueProperties.from_json(raw[name])
 
     def get_queue_runtime_properties(self, queue_name: str) -> QueueRuntimeProperties:
-        """Counts summed over partitions (one pipelined read-only script call per partition).
+        """Counts summed over partitions (one pipelined read-only script call per partition), and
+        where each partition lives. Partitions whose node cannot be reached are listed in
+        ``missing_partitions`` instead of failing the call.
 
         Raises:
             MessagingEntityNotFoundError: no such queue.
         """
         p, raw = self._read(queue_name)
         calls = [ops.call("stats", p.name, i) for i in range(p.partition_count)]
-        replies = self._transport.run_many(calls, p.name)
+        replies = self._transport.run_many(calls, p.name, retry="all")
+        nodes = self._transport.node_names([c.keys[0] for c in calls])
         parts = []
+        missing: list[int] = []
         accessed = 0
         for i, r in enumerate(replies):
+            if isinstance(r, ServiceBusConnectionError) and len(missing) < len(replies) - 1:
+                missing.append(i)
+                continue
             if isinstance(r, ServiceBusError):
                 raise r
             ready, locked, deferred, sched, d_ready, d_locked, d_deferred, size, acc = (int(x) for x in r[:9])
@@ -143,6 +151,7 @@ class ServiceBusAdministrationClient:
                     scheduled_message_count=sched,
                     dead_letter_message_count=d_ready + d_locked + d_deferred,
                     size_in_bytes=size,
+                    node=nodes[i],
                 )
             )
         active = sum(x.active_message_count for x in parts)
@@ -161,6 +170,7 @@ class ServiceBusAdministrationClient:
             transfer_message_count=0,
             transfer_dead_letter_message_count=0,
             partitions=tuple(parts),
+            missing_partitions=tuple(missing),
         )
 
     def list_queues_runtime_properties(self) -> Iterator[QueueRuntimeProperties]:

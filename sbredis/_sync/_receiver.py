@@ -20,6 +20,7 @@ from ..exceptions import (
     MessageAlreadySettled,
     MessageLockLostError,
     MessagingEntityNotFoundError,
+    ServiceBusConnectionError,
     ServiceBusError,
 )
 from ._coalesce import Coalescer
@@ -71,18 +72,29 @@ class ServiceBusReceiver:
     def _meta(self) -> ops.EntityMeta:
         return self._client._entity(self.entity_name)
 
-    def _run_many(self, calls: list[ops.Call]) -> list[Any]:
-        replies = self._client._transport.run_many(calls, self.entity_name)
-        if replies and all(isinstance(r, ServiceBusError) for r in replies):
-            if isinstance(replies[0], MessagingEntityNotFoundError):
+    def _run_many(
+        self, calls: list[ops.Call], unreachable: dict[int, ServiceBusError] | None = None
+    ) -> list[Any]:
+        """Receive-side calls over partitions, retried only when none answers. A partition that
+        cannot be reached is skipped (noted in `unreachable`, logged) while others serve; other
+        errors (entity gone, disabled) raise."""
+        replies = self._client._transport.run_many(calls, self.entity_name, retry="all")
+        for c, r in zip(calls, replies, strict=True):
+            if not isinstance(r, ServiceBusError):
+                continue
+            if isinstance(r, MessagingEntityNotFoundError):
                 self._client._forget(self.entity_name)
-            raise replies[0]
-        for r in replies:
-            if isinstance(r, ServiceBusError):
-                log.warning("receive from a partition of %s failed: %s", self.entity_name, r.message)
+            if not isinstance(r, ServiceBusConnectionError) or unreachable is None:
+                if all(isinstance(x, ServiceBusError) for x in replies) or not isinstance(r, ServiceBusConnectionError):
+                    raise r
+            else:
+                unreachable[c.partition] = r
+            log.warning("receive from a partition of %s failed: %s", self.entity_name, r.message)
         return replies
 
-    def _take(self, quotas: dict[int, int], nonce: str) -> tuple[list[ServiceBusReceivedMessage], set[int]]:
+    def _take(
+        self, quotas: dict[int, int], nonce: str, unreachable: dict[int, ServiceBusError]
+    ) -> tuple[list[ServiceBusReceivedMessage], set[int]]:
         """Receive from each partition its quota; returns messages and the partitions that filled it."""
         parts = list(quotas)
         calls = [
@@ -91,7 +103,7 @@ class ServiceBusReceiver:
         ]
         out: list[ServiceBusReceivedMessage] = []
         full = set()
-        for p, reply in zip(parts, self._run_many(calls), strict=True):
+        for p, reply in zip(parts, self._run_many(calls, unreachable), strict=True):
             if isinstance(reply, ServiceBusError):
                 continue
             now, msgs = ops.parse_received(reply, self.entity_name, p, self._group, nonce, self.receive_mode)
@@ -109,20 +121,23 @@ class ServiceBusReceiver:
         self._cursor += 1
         order = [(start + i) % count for i in range(count)]
         quotas = ops.split_quota(n, order)
-        got, full = self._take(quotas, nonce)
+        unreachable: dict[int, ServiceBusError] = {}
+        got, full = self._take(quotas, nonce, unreachable)
         if len(got) >= n or count == 1:
             return got
         # Fewer than asked: ask the partitions not asked yet (or that may have more) how many they
         # could give, then take only that many; no message is locked beyond the request.
         rest = [p for p in order if p not in quotas or p in full]
-        if not rest:
-            return got
-        calls = [ops.call("probe", self.entity_name, p, self._group) for p in rest]
-        avail = {p: int(r) for p, r in zip(rest, self._run_many(calls), strict=True) if isinstance(r, int)}
-        more = ops.fill_quota(n - len(got), avail, rest)
-        if more:
-            extra, _ = self._take(more, nonce)
-            got += extra
+        if rest:
+            calls = [ops.call("probe", self.entity_name, p, self._group) for p in rest]
+            replies = self._run_many(calls, unreachable)
+            avail = {p: int(r) for p, r in zip(rest, replies, strict=True) if isinstance(r, int)}
+            more = ops.fill_quota(n - len(got), avail, rest)
+            if more:
+                extra, _ = self._take(more, nonce, unreachable)
+                got += extra
+        if not got and len(unreachable) == count:  # no partition answered at all
+            raise next(iter(unreachable.values()))
         return got
 
     def receive_messages(

@@ -14,6 +14,7 @@ from ..exceptions import (
     InvalidArgumentError,
     MessageSizeExceededError,
     MessagingEntityNotFoundError,
+    ServiceBusConnectionError,
     ServiceBusError,
 )
 from ._coalesce import Coalescer, log_failure
@@ -44,34 +45,78 @@ class ServiceBusSender:
     async def _store(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
         """Store entries (each one caller's messages) in as few script calls as fit; one outcome
         (sequence numbers or the error) per entry. An entry never spans two calls of one partition,
-        so each caller's messages for a partition are stored all or none."""
+        so each caller's messages for a partition are stored all or none.
+
+        Availability: an entry without partition keys whose partition cannot be reached is placed
+        in another partition at once; a keyed entry is retried by the policy and then fails with a
+        ServiceBusConnectionError naming its partition.
+        """
         try:
             meta = await self._client._entity(self.entity_name)
         except ServiceBusError as e:
             return [e] * len(entries)
         outcomes: list[Any] = [None] * len(entries)
+        pending = list(range(len(entries)))
+        down: set[int] = set()  # partitions that could not be reached during this flush
+        retry = "each" if meta.partition_count == 1 else "none"
+        while pending:
+            failed_over = await self._store_round(meta, sched_ms, entries, pending, outcomes, down, retry)
+            if retry == "each":
+                break
+            movable = [i for i in failed_over if ops.unkeyed(entries[i], meta) and len(down) < meta.partition_count]
+            pending = [i for i in failed_over if i not in movable]
+            if pending:  # keyed (or nowhere left): one more round under the retry policy
+                await self._store_round(meta, sched_ms, entries, pending, outcomes, down, "each")
+            pending = movable
+        return outcomes
+
+    async def _store_round(
+        self,
+        meta: ops.EntityMeta,
+        sched_ms: int,
+        entries: list[list[ServiceBusMessage]],
+        indexes: list[int],
+        outcomes: list[Any],
+        down: set[int],
+        retry: str,
+    ) -> list[int]:
+        """One attempt for entries[indexes]; returns the indexes that failed with a connection error."""
         plans = []
-        for group in ops.pack(entries, meta.max_message_bytes):
-            self._rr += 1
+        for group in ops.pack([entries[i] for i in indexes], meta.max_message_bytes):
+            group = [indexes[g] for g in group]
+            rr = self._next_partition(meta, down)
             try:
-                calls, where = ops.plan_send(
-                    [m for i in group for m in entries[i]], meta, self._rr % meta.partition_count, sched_ms
-                )
+                calls, where = ops.plan_send([m for i in group for m in entries[i]], meta, rr, sched_ms)
             except ServiceBusError as e:
                 for i in group:
                     outcomes[i] = e
                 continue
             plans.append((group, calls, where))
         calls = [c for _, group_calls, _ in plans for c in group_calls]
-        replies = iter(await self._client._transport.run_many(calls, self.entity_name) if calls else [])
+        replies = iter(await self._client._transport.run_many(calls, self.entity_name, retry=retry) if calls else [])
+        unreachable = []
         for group, group_calls, where in plans:
             seqs, errors = ops.send_replies(group_calls, replies)
-            if any(isinstance(e, MessagingEntityNotFoundError) for e in errors.values()):
-                self._client._forget(self.entity_name)
+            for p, err in errors.items():
+                if isinstance(err, MessagingEntityNotFoundError):
+                    self._client._forget(self.entity_name)
+                elif isinstance(err, ServiceBusConnectionError):
+                    down.add(p)
             partitions = iter(where)
             for i in group:
                 outcomes[i] = ops.entry_outcome(len(entries[i]), partitions, seqs, errors)
-        return outcomes
+                if isinstance(outcomes[i], ServiceBusConnectionError):
+                    unreachable.append(i)
+        return unreachable
+
+    def _next_partition(self, meta: ops.EntityMeta, down: set[int]) -> int:
+        """The next round-robin partition, skipping those found unreachable."""
+        for _ in range(meta.partition_count):
+            self._rr += 1
+            p = self._rr % meta.partition_count
+            if p not in down:
+                return p
+        return self._rr % meta.partition_count
 
     async def send_messages(self, message: Any, *, timeout: float | None = None, presettled: bool = False) -> None:
         """Send one message, a list or a batch; returns once Redis stored them.

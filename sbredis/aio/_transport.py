@@ -35,7 +35,7 @@ from .._core.errors import map_error
 from .._core.keys import REGISTRY
 from .._core.ops import Call
 from .._core.retry import RetryPolicy, is_retryable
-from ..exceptions import InvalidArgumentError, ServiceBusConnectionError, ServiceBusError
+from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusConnectionError, ServiceBusError
 from ._coalesce import gather
 
 SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
@@ -63,7 +63,15 @@ class Transport:
     """The connection pool(s) and the error mapping around them."""
 
     def __init__(
-        self, url: str, *, socket_timeout: float = 30.0, retry_policy: RetryPolicy | None = None, **options: Any
+        self,
+        url: str,
+        *,
+        socket_timeout: float = 30.0,
+        retry_policy: RetryPolicy | None = None,
+        wait_for_replicas: int = 0,
+        wait_for_aof: bool = False,
+        durability_timeout: float = 1.0,
+        **options: Any,
     ) -> None:
         if not isinstance(url, str):
             raise InvalidArgumentError("the connection string must be a str")
@@ -74,6 +82,13 @@ class Transport:
                 f"unsupported connection string scheme {scheme!r}; use redis://, rediss://, unix://, "
                 "redis+cluster:// or rediss+cluster://"
             )
+        if isinstance(wait_for_replicas, bool) or not isinstance(wait_for_replicas, int) or wait_for_replicas < 0:
+            raise InvalidArgumentError("wait_for_replicas must be a non-negative int")
+        if not isinstance(wait_for_aof, bool):
+            raise InvalidArgumentError("wait_for_aof must be a bool")
+        if isinstance(durability_timeout, bool) or not isinstance(durability_timeout, (int, float)):
+            raise InvalidArgumentError("durability_timeout must be a number of seconds")
+        self._wait = (wait_for_replicas, wait_for_aof, max(1, int(durability_timeout * 1000)))
         self.retry_policy = retry_policy or RetryPolicy()
         self._retry_options = self.retry_policy.tenacity_options()
         self._options: dict[str, Any] = {
@@ -128,8 +143,11 @@ class Transport:
                 continue
             self._slots = SlotMap.from_reply(reply, host)
             return self._slots
+        mapped = map_error(error) if error is not None else None
+        if mapped is not None and not isinstance(mapped, ServiceBusConnectionError):
+            raise mapped  # refused credentials, ACL: the same answer from every node
         raise ServiceBusConnectionError(
-            f"No node of the cluster {self.url} answered: {map_error(error).message if error else ''}"
+            f"No node of the cluster {self.url} answered: {mapped.message if mapped else ''}"
         )
 
     async def _client_for(self, key: str) -> tuple[str, Redis]:
@@ -174,6 +192,12 @@ class Transport:
         raise AssertionError("unreachable")  # tenacity re-raises the last error
 
     async def _run_once(self, c: Call, entity: str) -> Any:
+        if c.script.name == "send" and (self._wait[0] or self._wait[1]):
+            results: list[Any] = [None]
+            await self._pipeline_once([c], [0], results, entity)
+            if isinstance(results[0], ServiceBusError):
+                raise results[0]
+            return results[0]
         node = ""
         try:
             node, r = await self._client_for(c.keys[0])
@@ -185,26 +209,29 @@ class Transport:
         except Exception as e:
             raise self._failed(e, entity, c, node) from e
 
-    async def run_many(self, calls: list[Call], entity: str = "", *, retry_partial: bool = True) -> list[Any]:
+    async def run_many(self, calls: list[Call], entity: str = "", *, retry: str = "each") -> list[Any]:
         """Script calls in one round trip per node; each result is a reply or a ServiceBusError.
 
-        Calls that failed with a retryable error are tried again (the others keep their result);
-        with ``retry_partial=False`` only when every call failed (a receive that reached some
-        partitions serves from those rather than wait for the others).
+        retry="each": calls that failed with a retryable error are tried again (the others keep
+        their result); "all": only when every call failed (a receive that reached some partitions
+        serves from those rather than wait for the others); "none": never.
         """
-        if len(calls) == 1:
+        if len(calls) == 1 and retry != "none":
             try:
                 return [await self.run(calls[0], entity)]
             except ServiceBusError as e:
                 return [e]
         results: list[Any] = [None] * len(calls)
         todo = list(range(len(calls)))
+        if retry == "none":
+            await self._pipeline_once(calls, todo, results, entity)
+            return results
         try:
             async for attempt in self._retrying():
                 with attempt:
                     await self._pipeline_once(calls, todo, results, entity)
                     failed = [i for i in todo if is_retryable(results[i])]
-                    if failed and (retry_partial or len(failed) == len(calls)):
+                    if failed and (retry == "each" or len(failed) == len(calls)):
                         todo = failed
                         raise results[todo[0]]
         except ServiceBusError:
@@ -232,15 +259,22 @@ class Transport:
         n = len(todo)
         for attempt in range(2):
             try:
+                durable = any(calls[i].script.name == "send" for i in todo)
                 async with client.pipeline(transaction=False) as pipe:
                     for i in todo:
                         c = calls[i]
                         pipe.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
+                    waits = self._durability_commands(pipe) if durable else 0
                     replies = await pipe.execute(raise_on_error=False)
             except Exception as e:
                 for i in todo:
                     results[i] = self._failed(e, entity, calls[i], node)
                 return n
+            if waits:
+                shortfall = self._durability_shortfall(replies[len(replies) - waits :], node)
+                replies = replies[: len(replies) - waits]
+                if shortfall is not None:
+                    replies = [shortfall if not isinstance(r, Exception) else r for r in replies]
             missing = []
             for i, reply in zip(todo, replies, strict=True):
                 if isinstance(reply, NoScriptError) and attempt == 0:
@@ -260,6 +294,42 @@ class Transport:
                 return n
             todo = missing
         return n
+
+    def _durability_commands(self, pipe: Any) -> int:
+        """Queue WAIT / WAITAOF after the sends of a pipeline (same connection); returns how many."""
+        replicas, aof, timeout_ms = self._wait
+        if replicas:
+            pipe.execute_command("WAIT", replicas, timeout_ms)
+        if aof:
+            pipe.execute_command("WAITAOF", 1, 0, timeout_ms)
+        return int(bool(replicas)) + int(aof)
+
+    def _durability_shortfall(self, replies: list[Any], node: str) -> ServiceBusError | None:
+        """The error for sends that Redis stored but could not make as durable as asked."""
+        replicas, aof, timeout_ms = self._wait
+        where = f" on {node}" if node else ""
+        if replicas:
+            acked = replies.pop(0)
+            if isinstance(acked, Exception):
+                return self._failed(acked, "")
+            if int(acked) < replicas:
+                return ServiceBusConnectionError(
+                    f"The send was stored on the primary{where} but only {int(acked)} of {replicas} replicas "
+                    f"confirmed it within {timeout_ms} ms; it may be lost if the primary fails now (in doubt: "
+                    "retry with the same message_id under duplicate detection)."
+                )
+        if aof:
+            local = replies.pop(0)
+            if isinstance(local, Exception):
+                if "unknown command" in str(local).lower():
+                    return InvalidOperationError("wait_for_aof needs Redis 7.2 or later (WAITAOF).")
+                return self._failed(local, "")
+            if int(local[0]) < 1:
+                return ServiceBusConnectionError(
+                    f"The send was stored{where} but not fsynced to the append-only file within {timeout_ms} ms "
+                    "(is appendonly on?); in doubt."
+                )
+        return None
 
     # -- plain commands
     async def execute(self, *command: Any, entity: str = "") -> Any:

@@ -22,7 +22,7 @@ from sbredis.exceptions import (
 from sbredis.management import EntityStatus, QueueProperties
 from tests.redis_server import RedisServer
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 
 
 def test_create_get_list_update_delete(admin: Any, client: Any, queue_name: str) -> None:
@@ -61,13 +61,13 @@ def test_create_get_list_update_delete(admin: Any, client: Any, queue_name: str)
         s.send_messages(ServiceBusMessage("x"))
 
 
-def test_delete_removes_every_key(admin: Any, client: Any, url: str, queue_name: str) -> None:
+def test_delete_removes_every_key(admin: Any, client: Any, raw_redis: Any, queue_name: str) -> None:
     admin.create_queue(queue_name, enable_partitioning=True, partition_count=4)
     with client.get_queue_sender(queue_name) as s:
         s.send_messages([ServiceBusMessage(str(i), partition_key=str(i), time_to_live=60) for i in range(8)])
     with client.get_queue_receiver(queue_name) as r:
         r.dead_letter_message(r.receive_messages(1, max_wait_time=1)[0])
-    raw = redis.Redis.from_url(url)
+    raw = raw_redis
     assert raw.keys(f"{{sb:{queue_name}:*")
     admin.delete_queue(queue_name)
     assert raw.keys(f"{{sb:{queue_name}:*") == []
@@ -217,13 +217,13 @@ def test_duplicate_detection_on_partitioned_queue_uses_message_id(admin: Any, cl
     assert admin.get_queue_runtime_properties(q).active_message_count == 1
 
 
-def test_scripts_reload_after_script_flush(client: Any, url: str, make_queue: Any) -> None:
+def test_scripts_reload_after_script_flush(client: Any, raw_redis: Any, make_queue: Any) -> None:
     q = make_queue(enable_partitioning=True, partition_count=4)
     with client.get_queue_sender(q) as s:
         s.send_messages(ServiceBusMessage("a"))
-        redis.Redis.from_url(url).script_flush()
+        raw_redis.script_flush()
         s.send_messages([ServiceBusMessage(str(i), partition_key=str(i)) for i in range(4)])  # pipelined path
-    redis.Redis.from_url(url).script_flush()
+    raw_redis.script_flush()
     with client.get_queue_receiver(q) as r:
         assert len(r.receive_messages(10, max_wait_time=1)) >= 1
 
@@ -273,8 +273,8 @@ def test_restart_with_aof_keeps_messages_and_locks(tmp_path: Any) -> None:
         srv.stop()
 
 
-def test_keyspace_outside_sbredis_untouched(url: str, client: Any, admin: Any, make_queue: Any) -> None:
-    raw = redis.Redis.from_url(url)
+def test_keyspace_outside_sbredis_untouched(raw_redis: Any, client: Any, admin: Any, make_queue: Any) -> None:
+    raw = raw_redis
     raw.set("user:key", "value")
     raw.hset("user:hash", "a", "1")
     q = make_queue(enable_partitioning=True, partition_count=2)

@@ -12,7 +12,7 @@ from sbredis.aio import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 from sbredis.aio.management import ServiceBusAdministrationClient
 from sbredis.exceptions import MessageLockLostError
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 
 
 def run(coro: Any) -> Any:

@@ -12,7 +12,7 @@ from sbredis import ServiceBusMessage, ServiceBusMessageState, ServiceBusSubQueu
 from sbredis.exceptions import MessageNotFoundError
 from tests.conftest import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 MS = timedelta(milliseconds=1)
 
 

@@ -20,7 +20,7 @@ from sbredis.exceptions import (
 )
 from tests.conftest import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 LOCK = timedelta(seconds=1)
 
 

@@ -12,7 +12,7 @@ import redis
 from sbredis.aio import ServiceBusClient, ServiceBusMessage
 from sbredis.exceptions import InvalidArgumentError, MessageAlreadySettled, MessageSizeExceededError
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 
 
 def evalsha_calls(url: str) -> int:
@@ -20,6 +20,7 @@ def evalsha_calls(url: str) -> int:
     return int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
 
 
+@pytest.mark.standalone  # counts script calls in INFO commandstats of one server
 def test_concurrent_sends_coalesce_into_few_script_calls(url: str, make_queue: Any) -> None:
     q = make_queue(enable_partitioning=True, partition_count=4)
 
@@ -120,6 +121,7 @@ def test_presettled_failures_are_logged_not_raised(url: str, caplog: Any) -> Non
     assert any("pre-settled send failed" in r.getMessage() and "not found" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.standalone  # counts script calls in INFO commandstats of one server
 def test_concurrent_settlements_coalesce(url: str, make_queue: Any) -> None:
     q = make_queue(enable_partitioning=True, partition_count=2)
 

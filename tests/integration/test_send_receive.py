@@ -19,7 +19,7 @@ from sbredis.exceptions import (
 )
 from tests.conftest import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 
 
 def bodies(msgs: list[Any]) -> list[str]:
