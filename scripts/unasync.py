@@ -34,6 +34,7 @@ SUBS = [
     (r"^import asyncio\n", ""),
     (r"\basyncio\.sleep\b", "time.sleep"),
     (r"\bAsyncRetrying\b", "Retrying"),
+    (r"\bFakeAsyncRedis\b", "FakeRedis"),
 ]
 HEADER = "# Generated from sbredis/aio/{name} by scripts/unasync.py: edit the async source, not this.\n"
 

@@ -1,9 +1,10 @@
 """Fixtures: a real redis-server and a real 3-primary Redis Cluster per session (started here), a
 fresh queue name per test.
 
-The conformance suite (modules marked ``conformance``) runs twice: against the standalone server and
-against the cluster (the ``backend`` parameter). Tests that start, kill or proxy their own server
-(they ask for ``redis_server``) or are marked ``standalone`` run on the standalone server only.
+The conformance suite (modules marked ``conformance``) runs three times (the ``backend`` parameter):
+against the standalone server, against the cluster, and on ``memory://`` (fakeredis in-process).
+Tests that start, kill or proxy their own server (they ask for ``redis_server``) or are marked
+``standalone`` run on the standalone server only.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ import pytest
 from tests.redis_cluster import RedisCluster
 from tests.redis_server import RedisServer
 
+MEMORY_URL = "memory://conformance"  # the in-process backend (fakeredis running the same Lua scripts)
+
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" not in metafunc.fixturenames or metafunc.definition.get_closest_marker("conformance") is None:
         return
     if metafunc.definition.get_closest_marker("standalone") or "redis_server" in metafunc.fixturenames:
         return
-    metafunc.parametrize("backend", ["standalone", "cluster"], indirect=True)
+    metafunc.parametrize("backend", ["standalone", "cluster", "memory"], indirect=True)
 
 
 @pytest.fixture()
@@ -50,6 +53,8 @@ def redis_cluster() -> Iterator[RedisCluster]:
 def url(request: pytest.FixtureRequest, backend: str) -> str:
     if backend == "cluster":
         return str(request.getfixturevalue("redis_cluster").url)
+    if backend == "memory":
+        return MEMORY_URL
     return str(request.getfixturevalue("redis_server").url)
 
 
@@ -61,6 +66,10 @@ def raw_redis(request: pytest.FixtureRequest, backend: str) -> Any:
     if backend == "cluster":
         node = request.getfixturevalue("redis_cluster").primaries[0]
         return redis.RedisCluster(host="127.0.0.1", port=node.port)
+    if backend == "memory":
+        from sbredis._sync._transport import _memory_client
+
+        return _memory_client(MEMORY_URL)
     return redis.Redis.from_url(request.getfixturevalue("redis_server").url)
 
 

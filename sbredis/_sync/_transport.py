@@ -34,12 +34,20 @@ from tenacity import Retrying
 from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_url
 from .._core.errors import map_error
 from .._core.keys import REGISTRY
+from .._core.memory import memory_server
 from .._core.ops import Call
 from .._core.retry import RetryPolicy, is_retryable
 from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusConnectionError, ServiceBusError
 from ._coalesce import gather
 
-SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
+SCHEMES = ("redis", "rediss", "unix", "memory", *CLUSTER_SCHEMES)
+
+
+def _memory_client(url: str) -> Any:
+    """An in-process Redis for ``memory://<name>`` (_core/memory.py)."""
+    import fakeredis
+
+    return fakeredis.FakeRedis(server=memory_server(url), decode_responses=False)
 
 
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^:@/]*):(.*)@")
@@ -81,7 +89,7 @@ class Transport:
         if scheme not in SCHEMES:
             raise InvalidArgumentError(
                 f"unsupported connection string scheme {scheme!r}; use redis://, rediss://, unix://, "
-                "redis+cluster:// or rediss+cluster://"
+                "redis+cluster://, rediss+cluster:// or memory://"
             )
         if isinstance(wait_for_replicas, bool) or not isinstance(wait_for_replicas, int) or wait_for_replicas < 0:
             raise InvalidArgumentError("wait_for_replicas must be a non-negative int")
@@ -108,6 +116,8 @@ class Transport:
                 self._options.update(username=self.cluster.username, password=self.cluster.password)
                 host, port = self.cluster.seeds[0]
                 self.redis = self._node(f"{host}:{port}", host, port)
+            elif scheme == "memory":
+                self.redis = _memory_client(url)
             else:
                 self.redis = Redis.from_url(url, **self._options)
             self.redis.connection_pool.make_connection()  # checks the options now, connects later
