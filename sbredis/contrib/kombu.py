@@ -36,8 +36,11 @@ queue declared with ``x-expires`` (Celery's ``*.celery.pidbox`` and reply queues
 binding: the connection that bound it renews the lease from a background thread while it is open
 (so a worker busy with a long task keeps it), removes it when it closes, and a publisher routes
 nothing to a binding whose lease lapsed: a killed worker's queue stops getting broadcasts
-``2 x x-expires`` after its death. Such a queue itself is not deleted (sbredis has no auto-delete
-on idle yet); its messages expire by ``x-message-ttl``. Lease times are the clients' clocks.
+``2 x x-expires`` after its death. A queue declared with ``auto_delete`` and ``x-expires`` (those
+same Celery queues) is deleted when the channel that declared it closes, so ``celery inspect``
+leaves no reply queue behind (a consumer in another process whose copy was deleted declares it
+again on its next poll); a killed process's such queue stays (sbredis has no auto-delete on idle
+yet), its messages expiring by ``x-message-ttl``. Lease times are the clients' clocks.
 
 Transport options (``transport_options=`` / Celery's ``broker_transport_options``):
 ``queue_name_prefix`` (prepended to every queue name and binding key), ``queue_properties`` (a dict
@@ -276,6 +279,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         self._locked: dict[str, tuple[ServiceBusReceiver, ServiceBusReceivedMessage]] = {}
         self._buffers: dict[str, deque[ServiceBusReceivedMessage]] = {}
         self._expires: dict[str, int] = {}  # queue -> x-expires (ms): its bindings are leased
+        self._transient: dict[str, dict[str, Any]] = {}  # auto-delete queues with x-expires -> declare args
 
     # -- names
     def _entity(self, queue: str) -> str:
@@ -289,11 +293,13 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         """Queue(expires=, message_ttl=, ...) as x-expires, x-message-ttl, ... (as for AMQP)."""
         return dict(to_rabbitmq_queue_arguments(arguments, **kwargs))
 
-    def _new_queue(self, queue: str, **kwargs: Any) -> None:
+    def _new_queue(self, queue: str, auto_delete: bool = False, **kwargs: Any) -> None:
         arguments = kwargs.get("arguments") or {}
         expires = arguments.get("x-expires")
         if expires:
             self._expires[queue] = int(expires)
+            if auto_delete:
+                self._transient[queue] = dict(kwargs, auto_delete=True)
         entity = self._entity(queue)
         if entity in self._sb.declared:
             return
@@ -469,6 +475,8 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             got = receiver.receive_messages(max_message_count=want, max_wait_time=0)
         except MessagingEntityNotFoundError:
             self._sb.forget(entity)
+            if queue in self._transient:  # deleted by another channel that declared it too
+                self._new_queue(queue, **self._transient[queue])
             raise Empty() from None
         if not got:
             raise Empty()
@@ -549,9 +557,17 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         self._restore(message)
 
     def close(self) -> None:
+        """Release prefetched messages, delete the transient queues this channel declared
+        (auto-delete with x-expires: Celery's pidbox, reply and event queues), close."""
         if not self.closed:
             for queue in list(self._buffers):
                 self._release(queue)
+            for queue in list(self._transient):
+                try:
+                    self.queue_delete(queue)
+                except Exception as e:
+                    log.warning("could not delete the transient queue %s: %s", queue, e)
+            self._transient.clear()
         super().close()
 
 

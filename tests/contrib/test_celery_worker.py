@@ -161,6 +161,10 @@ def test_inspect_ping(shared: Env) -> None:
 
     out = wait_for(ping, shared, timeout=40)
     assert f"w@{shared.queue}" in out
+    with ServiceBusAdministrationClient.from_connection_string(shared.url) as admin:
+        names = [q.name for q in admin.list_queues()]
+    assert any(n.startswith(f"w_{shared.queue}.celery.pidbox-") for n in names)  # the worker's mailbox
+    assert not [n for n in names if n.endswith("reply.celery.pidbox")]  # the client deleted its reply queue
 
 
 def test_sigkill_in_flight_is_redelivered_once(env: Env) -> None:
