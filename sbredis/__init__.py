@@ -1,5 +1,7 @@
 """sbredis: Azure Service Bus semantics on Redis (sync API; ``sbredis.aio`` has the async one)."""
 
+from typing import Any
+
 from . import exceptions
 from ._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
 from ._message import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
@@ -10,7 +12,17 @@ from ._sync._sender import ServiceBusSender
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> Any:  # lazy: sbredis.worker imports sbredis
+    if name == "App":
+        from .worker import App
+
+        return App
+    raise AttributeError(f"module 'sbredis' has no attribute {name!r}")
+
+
 __all__ = [
+    "App",
     "AutoLockRenewer",
     "ServiceBusClient",
     "ServiceBusMessage",
