@@ -399,7 +399,10 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
 
     @property
     def dead_letter_source(self) -> str | None:
-        return None
+        """The entity a dead-lettered message came from, on messages that auto-forwarding moved
+        (forward_dead_lettered_messages_to, or the transfer dead-letter subqueue)."""
+        source = self._hdr().get("dls")
+        return str(source) if source else None
 
     def __repr__(self) -> str:
         return (

@@ -11,7 +11,16 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["_transport.py", "_client.py", "_sender.py", "_receiver.py", "_admin.py"]
+SOURCES = [
+    "_transport.py",
+    "_client.py",
+    "_sender.py",
+    "_receiver.py",
+    "_admin.py",
+    "_admin_topics.py",
+    "_forwarder.py",
+    "_topic_sender.py",
+]
 # Written twice by hand: concurrency itself (tasks and futures vs. threads) differs; their shared
 # logic is in sbredis/_core (renewal.py) and both expose the same interface.
 HAND_WRITTEN = ["_coalesce.py", "_renewer.py"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import timedelta
@@ -19,6 +20,9 @@ MAX_DEDUP_WINDOW = timedelta(days=7)
 MAX_PARTITIONS = 1024
 DEFAULT_PARTITIONS = 16
 MAX_MESSAGE_KB = 102400
+MIN_AUTO_DELETE_ON_IDLE = timedelta(minutes=5)
+# Lowers the 5-minute minimum of auto_delete_on_idle (seconds; for tests and development only).
+MIN_IDLE_ENV = "SBREDIS_MIN_AUTO_DELETE_ON_IDLE"
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._\-/]{0,258}[A-Za-z0-9])?$")
 
 
@@ -38,7 +42,38 @@ def check_name(name: Any, what: str = "queue") -> str:
             f"invalid {what} name {name[:80]!r}: 1-260 letters, digits, '.', '-', '_' or '/', "
             "starting and ending with a letter or digit"
         )
+    if "/subscriptions/" in name.lower():
+        raise InvalidArgumentError(f"invalid {what} name {name[:80]!r}: '/Subscriptions/' names a subscription path")
     return name
+
+
+def min_auto_delete_on_idle() -> timedelta:
+    """The smallest auto_delete_on_idle accepted: 5 minutes, or $SBREDIS_MIN_AUTO_DELETE_ON_IDLE
+    seconds when set (a lower bound for tests)."""
+    raw = os.environ.get(MIN_IDLE_ENV)
+    if raw:
+        try:
+            return timedelta(seconds=max(0.001, float(raw)))
+        except ValueError:
+            raise InvalidArgumentError(f"${MIN_IDLE_ENV} must be a number of seconds, not {raw!r}") from None
+    return MIN_AUTO_DELETE_ON_IDLE
+
+
+def check_auto_delete(value: timedelta) -> timedelta:
+    """auto_delete_on_idle: "never" (TimeSpan.MaxValue) or at least the minimum."""
+    if _ms(value) and value < min_auto_delete_on_idle():
+        raise InvalidArgumentError(f"auto_delete_on_idle must be at least {min_auto_delete_on_idle()}")
+    return value
+
+
+def check_forward(name: str, field_: str, value: Any) -> str | None:
+    """A forward_to / forward_dead_lettered_messages_to value: None or a queue or topic name."""
+    if value is None or value == "":
+        return None
+    target = check_name(value, "forwarding destination")
+    if target == name:
+        raise InvalidOperationError(f"{field_} cannot name the entity itself")
+    return target
 
 
 @dataclass
@@ -157,7 +192,11 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
         p.duplicate_detection_history_time_window,
         MAX_DEDUP_WINDOW,
     )
-    p.auto_delete_on_idle = _duration("auto_delete_on_idle", p.auto_delete_on_idle)
+    p.auto_delete_on_idle = check_auto_delete(_duration("auto_delete_on_idle", p.auto_delete_on_idle))
+    p.forward_to = check_forward(name, "forward_to", p.forward_to)
+    p.forward_dead_lettered_messages_to = check_forward(
+        name, "forward_dead_lettered_messages_to", p.forward_dead_lettered_messages_to
+    )
     p.max_size_in_megabytes = _int("max_size_in_megabytes", p.max_size_in_megabytes, 1, 1048576)
     p.max_delivery_count = _int("max_delivery_count", p.max_delivery_count, 1, 2**31 - 1)
     p.max_message_size_in_kilobytes = _int(
@@ -180,14 +219,8 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
     p.partition_count = _int("partition_count", p.partition_count or default_count, 1, MAX_PARTITIONS)
     if not p.enable_partitioning and p.partition_count != 1:
         raise InvalidOperationError("partition_count needs enable_partitioning=True")
-    for name_, supported in (
-        ("requires_session", not p.requires_session),
-        ("forward_to", p.forward_to is None),
-        ("forward_dead_lettered_messages_to", p.forward_dead_lettered_messages_to is None),
-        ("auto_delete_on_idle", _ms(p.auto_delete_on_idle) == 0),
-    ):
-        if not supported:
-            raise InvalidOperationError(f"{name_} is not supported by this sbredis version yet")
+    if p.requires_session:
+        raise InvalidOperationError("requires_session is not supported by this sbredis version yet")
     return p
 
 
@@ -205,4 +238,6 @@ def partition_config(p: QueueProperties, partition: int) -> dict[str, str | int]
         "dedup_ms": _ms(p.duplicate_detection_history_time_window) if p.requires_duplicate_detection else 0,
         "max_msg": p.max_message_size_in_kilobytes * 1024,
         "max_size": p.max_size_in_megabytes * 1024 * 1024,
+        "fwd": p.forward_to or "",
+        "fwdl": p.forward_dead_lettered_messages_to or "",
     }

@@ -39,8 +39,41 @@ scripts receive all 17 in this order (``lua/includes/partition.lua`` names them)
     The dead-letter subqueue, shaped like the main queue (log, ready, locked, lk, dc, deferred);
     its entries add ``r`` (reason), ``rd`` (description) and ``os`` (the main-queue seq).
 
-Outside the partitions, ``sb:entities`` (hash) maps entity names to their properties (JSON); it
-is read when a sender or receiver starts and by the administration client, never per message.
+Key sets shaped like a partition (the same 17 names after another prefix, all under the owner's
+hash tag, so one script can touch several of them in one slot):
+
+``{sb:<topic>:<p>}:<name>`` (a topic partition)
+    A topic keeps no messages of its own: ``cfg`` holds its settings plus ``subv`` (a counter
+    bumped by every subscription change) and one field ``sub:<subscription>`` per subscription
+    ('1' when it forwards), which a sender reads back from a publish reply when its copy is stale;
+    ``st`` holds ``seq`` (the topic's sequence numbers), ``acc`` and the forwarding high-water
+    marks below; ``dd`` duplicate detection; ``sched`` and ``lk`` map the topic sequence number
+    of a scheduled message to its enqueue time and to the copies it made (for cancelling).
+``{sb:<topic>:<p>}:s:<subscription>:<name>`` (partition p of a subscription)
+    Every queue key, so the queue scripts (receive, settle, peek, defer, dead-letter) run on it
+    unchanged. Its ``cfg`` adds ``dlf`` (dead-letter on filter evaluation errors) and the rules:
+    ``rf:<rule>`` the compiled filter program, ``ra:<rule>`` the compiled action program.
+``<owner prefix>:x:<name>`` (the transfer queue of a queue or subscription partition)
+    Auto-forwarding's outbox and the transfer dead-letter subqueue. Its main group holds messages
+    moved out of the owner on their way to the destination (log fields ``b``, ``x`` expires ms,
+    ``h`` hop count, ``t`` destination, plus ``r``, ``rd`` and ``ds`` for dead-lettered messages
+    being forwarded), in the order they were moved (``st.seq``); its dead-letter group is the
+    transfer dead-letter subqueue (``ServiceBusSubQueue.TRANSFER_DEAD_LETTER``). ``st.inc`` names
+    the outbox's incarnation for the destinations' high-water marks.
+
+A destination partition's ``st`` hash keeps one field ``f:<source>:<p>:<incarnation>`` per source
+partition that forwarded to it: the last outbox sequence number it accepted from there, so a
+forward repeated after a crash is recognised and dropped (a drain sends each outbox prefix in
+order, so the mark only grows).
+
+Outside the partitions, ``sb:entities`` (hash) maps names to properties (JSON): queues, topics,
+``<topic>/Subscriptions/<subscription>`` and ``<topic>/Subscriptions/<subscription>/Rules/<rule>``;
+it is read when a sender or receiver starts and by the administration client, never per message.
+In the same slot (hash tag ``{sb:entities}``): ``{sb:entities}:subs:<topic>`` (hash) names a
+topic's subscriptions, ``{sb:entities}:rules:<topic>/Subscriptions/<subscription>`` (hash) a
+subscription's rules, and ``{sb:entities}:idle`` (sorted set) holds each entity with
+``auto_delete_on_idle`` scored by the time it may next be idle (a candidate, checked against the
+partitions' ``st.acc`` before anything is deleted).
 """
 
 from __future__ import annotations
@@ -81,3 +114,49 @@ def partition_keys(entity: str, partition: int) -> tuple[str, ...]:
     """All keys of one partition, in the order every script receives them."""
     tag = partition_tag(entity, partition)
     return tuple(f"{tag}:{name}" for name in PARTITION_KEY_NAMES)
+
+
+SUBSCRIPTIONS = "/Subscriptions/"  # <topic>/Subscriptions/<subscription>, as Service Bus paths
+TRANSFER = "/$Transfer"  # <entity>/$Transfer: the transfer queue and transfer dead-letter subqueue
+IDLE = "{sb:entities}:idle"
+
+
+def subscription_path(topic: str, subscription: str) -> str:
+    return f"{topic}{SUBSCRIPTIONS}{subscription}"
+
+
+def rule_path(topic: str, subscription: str, rule: str) -> str:
+    return f"{topic}{SUBSCRIPTIONS}{subscription}/Rules/{rule}"
+
+
+def subscriptions_index(topic: str) -> str:
+    return f"{{sb:entities}}:subs:{topic}"
+
+
+def rules_index(subscription_path_: str) -> str:
+    return f"{{sb:entities}}:rules:{subscription_path_}"
+
+
+@lru_cache(maxsize=4096)
+def subscription_keys(topic: str, subscription: str, partition: int) -> tuple[str, ...]:
+    """All keys of partition `partition` of a subscription, under the topic partition's hash tag."""
+    prefix = f"{partition_tag(topic, partition)}:s:{subscription}"
+    return tuple(f"{prefix}:{name}" for name in PARTITION_KEY_NAMES)
+
+
+def transfer_keys(owner: tuple[str, ...]) -> tuple[str, ...]:
+    """The transfer queue's keys of the partition whose keys are `owner`."""
+    prefix = owner[0][: -len(":cfg")]
+    return tuple(f"{prefix}:x:{name}" for name in PARTITION_KEY_NAMES)
+
+
+@lru_cache(maxsize=8192)
+def entity_keys(path: str, partition: int) -> tuple[str, ...]:
+    """The 17 keys of a partition of an entity path: ``queue``, ``topic``,
+    ``topic/Subscriptions/sub``, or any of them followed by ``/$Transfer`` (its transfer queue)."""
+    if path.endswith(TRANSFER):
+        return transfer_keys(entity_keys(path[: -len(TRANSFER)], partition))
+    topic, sep, sub = path.partition(SUBSCRIPTIONS)
+    if sep:
+        return subscription_keys(topic, sub, partition)
+    return partition_keys(path, partition)

@@ -26,7 +26,8 @@ from ..exceptions import (
 )
 from . import scripts
 from .entity import QueueProperties, partition_config
-from .keys import partition_keys
+from .keys import entity_keys, partition_keys
+from .topic_entity import owner_config_commands, owner_delete_keys
 
 LOCAL_MASK = (1 << PARTITION_SHIFT) - 1
 MAX_RECEIVE_COUNT = 5000
@@ -41,10 +42,20 @@ class EntityMeta:
     partition_count: int
     dedup: bool
     max_message_bytes: int
+    kind: str = "queue"  # or "topic", "subscription"
+    forwards: bool = False  # forward_to or forward_dead_lettered_messages_to is set
 
     @classmethod
     def from_properties(cls, p: QueueProperties) -> EntityMeta:
-        return cls(p.name, p.partition_count, p.requires_duplicate_detection, p.max_message_size_in_kilobytes * 1024)
+        forwards = bool(p.forward_to or p.forward_dead_lettered_messages_to)
+        return cls(
+            p.name,
+            p.partition_count,
+            p.requires_duplicate_detection,
+            p.max_message_size_in_kilobytes * 1024,
+            "queue",
+            forwards,
+        )
 
 
 @dataclass(frozen=True)
@@ -58,7 +69,9 @@ class Call:
 
 
 def call(name: str, entity: str, partition: int, *args: Any) -> Call:
-    return Call(scripts.load(name), partition_keys(entity, partition), args, partition)
+    """A script call on partition `partition` of `entity`: a queue or topic name, a subscription
+    path ``topic/Subscriptions/name``, or either followed by ``/$Transfer`` (keys.entity_keys)."""
+    return Call(scripts.load(name), entity_keys(entity, partition), args, partition)
 
 
 def partition_of(key: str, count: int) -> int:
@@ -105,7 +118,10 @@ def plan_send(
 
     Raises:
         MessageSizeExceededError: a message, or the messages of one partition, exceed the limit.
+        InvalidOperationError: the entity is a topic.
     """
+    if meta.kind != "queue":
+        raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}: send to a topic with get_topic_sender")
     groups: dict[int, list[Any]] = {}
     sizes: dict[int, int] = {}
     where: list[int] = []
@@ -401,16 +417,13 @@ def lock_args(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Any]:
 
 
 def config_commands(p: QueueProperties) -> list[tuple[Any, ...]]:
-    """Commands that write the entity's config into each partition."""
+    """Commands that write the entity's config into each partition (and its transfer queue's)."""
     cmds: list[tuple[Any, ...]] = []
     for i in range(p.partition_count):
-        cfg = partition_config(p, i)
-        flat: list[Any] = []
-        for k, v in cfg.items():
-            flat += [k, v]
-        cmds.append(("HSET", partition_keys(p.name, i)[0], *flat))
+        cmds += owner_config_commands(partition_keys(p.name, i), partition_config(p, i))
     return cmds
 
 
 def delete_commands(name: str, partitions: int) -> list[tuple[Any, ...]]:
-    return [("UNLINK", *partition_keys(name, i)) for i in range(partitions)]
+    """Remove every key of the entity's partitions and their transfer queues."""
+    return [("UNLINK", *owner_delete_keys(partition_keys(name, i))) for i in range(partitions)]

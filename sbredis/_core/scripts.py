@@ -62,4 +62,10 @@ SCRIPT_NAMES = (
     "peek",
     "stats",
     "probe",
+    "publish",
+    "cancel_topic_scheduled",
+    "forward_out",
+    "forward_in",
+    "forward_ack",
+    "idle",
 )

@@ -11,8 +11,9 @@ from typing import Any
 
 from .._core import codec, ops
 from .._core.entity import QueueProperties, build_queue, check_name
-from .._core.keys import REGISTRY
+from .._core.keys import IDLE, REGISTRY, partition_keys
 from .._core.retry import RetryPolicy
+from .._core.topic_entity import idle_commands, kind_of, touch_commands
 from .._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from ..exceptions import (
     InvalidArgumentError,
@@ -22,11 +23,13 @@ from ..exceptions import (
     ServiceBusConnectionError,
     ServiceBusError,
 )
+from ._admin_topics import TopicAdministration
 from ._transport import Transport
 
 
-class ServiceBusAdministrationClient:
-    """Manage queues, as ``azure.servicebus.management.ServiceBusAdministrationClient``.
+class ServiceBusAdministrationClient(TopicAdministration):
+    """Manage queues, topics, subscriptions and rules, as
+    ``azure.servicebus.management.ServiceBusAdministrationClient`` (topics: _admin_topics.py).
 
     The registry (``sb:entities``) and each partition's config change in one MULTI/EXEC, so a
     create, update or delete is all or nothing on a standalone Redis; on a cluster every partition's
@@ -47,7 +50,7 @@ class ServiceBusAdministrationClient:
 
     def _read(self, name: str) -> tuple[QueueProperties, dict[str, Any]]:
         raw = self._transport.execute("HGET", REGISTRY, check_name(name), entity=name)
-        if raw is None:
+        if raw is None or kind_of(json.loads(raw)) != "queue":
             raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
         return QueueProperties.from_json(raw), json.loads(raw)
 
@@ -67,7 +70,7 @@ class ServiceBusAdministrationClient:
         p = build_queue(queue_name, **kwargs)
         now = self._now_ms()
         cmds = ops.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
-        cmds += ops.config_commands(p)
+        cmds += ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
         registry = ("HSET", REGISTRY, p.name, self._record(p, now, now))
         if not self._transport.change_entity(p.name, registry, cmds, create=True):
             raise MessagingEntityAlreadyExistsError(f"The messaging entity '{p.name}' already exists.")
@@ -99,7 +102,9 @@ class ServiceBusAdministrationClient:
         p = build_queue(queue.name, base=base, **kwargs)
         now = self._now_ms()
         registry = ("HSET", REGISTRY, p.name, self._record(p, raw.get("_c", now), now))
-        self._transport.change_entity(p.name, registry, ops.config_commands(p))
+        cmds = ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
+        cmds += touch_commands([partition_keys(p.name, i) for i in range(p.partition_count)], now)
+        self._transport.change_entity(p.name, registry, cmds)
 
     def delete_queue(self, queue: str | QueueProperties) -> None:
         """Delete the queue and all its messages.
@@ -110,14 +115,17 @@ class ServiceBusAdministrationClient:
         name = queue.name if isinstance(queue, QueueProperties) else queue
         p, _ = self._read(name)
         self._transport.change_entity(
-            p.name, ("HDEL", REGISTRY, p.name), ops.delete_commands(p.name, p.partition_count)
+            p.name,
+            ("HDEL", REGISTRY, p.name),
+            [*ops.delete_commands(p.name, p.partition_count), ("ZREM", IDLE, p.name)],
         )
 
     def list_queues(self) -> Iterator[QueueProperties]:
         """Every queue, by name."""
         raw = self._transport.execute("HGETALL", REGISTRY)
         for name in sorted(raw):
-            yield QueueProperties.from_json(raw[name])
+            if kind_of(json.loads(raw[name])) == "queue":
+                yield QueueProperties.from_json(raw[name])
 
     def get_queue_runtime_properties(self, queue_name: str) -> QueueRuntimeProperties:
         """Counts summed over partitions (one pipelined read-only script call per partition), and
@@ -127,6 +135,7 @@ class ServiceBusAdministrationClient:
         Raises:
             MessagingEntityNotFoundError: no such queue.
         """
+        self._maintain()
         p, raw = self._read(queue_name)
         calls = [ops.call("stats", p.name, i) for i in range(p.partition_count)]
         replies = self._transport.run_many(calls, p.name, retry="all")
@@ -157,6 +166,7 @@ class ServiceBusAdministrationClient:
         active = sum(x.active_message_count for x in parts)
         dead = sum(x.dead_letter_message_count for x in parts)
         sched_total = sum(x.scheduled_message_count for x in parts)
+        transfer, transfer_dead = self._transfer_counts(p.name, p.partition_count)
         return QueueRuntimeProperties(
             name=p.name,
             created_at_utc=codec.from_ms(raw["_c"]) if "_c" in raw else None,
@@ -167,8 +177,8 @@ class ServiceBusAdministrationClient:
             active_message_count=active,
             dead_letter_message_count=dead,
             scheduled_message_count=sched_total,
-            transfer_message_count=0,
-            transfer_dead_letter_message_count=0,
+            transfer_message_count=transfer,
+            transfer_dead_letter_message_count=transfer_dead,
             partitions=tuple(parts),
             missing_partitions=tuple(missing),
         )

@@ -166,6 +166,8 @@ class ServiceBusReceiver:
             if got:
                 self._buffer.extend(got[n:])
                 return self._hand_out(got[:n])
+            if self._client._forwarder.pull(self.entity_name):
+                continue  # forwarded messages were waiting in an outbox upstream (see _forwarder.py)
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return []

@@ -69,6 +69,8 @@ class ServiceBusSender:
             if pending:  # keyed (or nowhere left): one more round under the retry policy
                 self._store_round(meta, sched_ms, entries, pending, outcomes, down, "each")
             pending = movable
+        if meta.forwards:  # auto-forwarding: move what was just stored on (see _forwarder.py)
+            self._client._forwarder.drain_quietly(self.entity_name)
         return outcomes
 
     def _store_round(

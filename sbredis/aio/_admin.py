@@ -10,8 +10,9 @@ from typing import Any
 
 from .._core import codec, ops
 from .._core.entity import QueueProperties, build_queue, check_name
-from .._core.keys import REGISTRY
+from .._core.keys import IDLE, REGISTRY, partition_keys
 from .._core.retry import RetryPolicy
+from .._core.topic_entity import idle_commands, kind_of, touch_commands
 from .._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from ..exceptions import (
     InvalidArgumentError,
@@ -21,11 +22,13 @@ from ..exceptions import (
     ServiceBusConnectionError,
     ServiceBusError,
 )
+from ._admin_topics import TopicAdministration
 from ._transport import Transport
 
 
-class ServiceBusAdministrationClient:
-    """Manage queues, as ``azure.servicebus.management.ServiceBusAdministrationClient``.
+class ServiceBusAdministrationClient(TopicAdministration):
+    """Manage queues, topics, subscriptions and rules, as
+    ``azure.servicebus.management.ServiceBusAdministrationClient`` (topics: _admin_topics.py).
 
     The registry (``sb:entities``) and each partition's config change in one MULTI/EXEC, so a
     create, update or delete is all or nothing on a standalone Redis; on a cluster every partition's
@@ -46,7 +49,7 @@ class ServiceBusAdministrationClient:
 
     async def _read(self, name: str) -> tuple[QueueProperties, dict[str, Any]]:
         raw = await self._transport.execute("HGET", REGISTRY, check_name(name), entity=name)
-        if raw is None:
+        if raw is None or kind_of(json.loads(raw)) != "queue":
             raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
         return QueueProperties.from_json(raw), json.loads(raw)
 
@@ -66,7 +69,7 @@ class ServiceBusAdministrationClient:
         p = build_queue(queue_name, **kwargs)
         now = await self._now_ms()
         cmds = ops.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
-        cmds += ops.config_commands(p)
+        cmds += ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
         registry = ("HSET", REGISTRY, p.name, self._record(p, now, now))
         if not await self._transport.change_entity(p.name, registry, cmds, create=True):
             raise MessagingEntityAlreadyExistsError(f"The messaging entity '{p.name}' already exists.")
@@ -98,7 +101,9 @@ class ServiceBusAdministrationClient:
         p = build_queue(queue.name, base=base, **kwargs)
         now = await self._now_ms()
         registry = ("HSET", REGISTRY, p.name, self._record(p, raw.get("_c", now), now))
-        await self._transport.change_entity(p.name, registry, ops.config_commands(p))
+        cmds = ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
+        cmds += touch_commands([partition_keys(p.name, i) for i in range(p.partition_count)], now)
+        await self._transport.change_entity(p.name, registry, cmds)
 
     async def delete_queue(self, queue: str | QueueProperties) -> None:
         """Delete the queue and all its messages.
@@ -109,14 +114,17 @@ class ServiceBusAdministrationClient:
         name = queue.name if isinstance(queue, QueueProperties) else queue
         p, _ = await self._read(name)
         await self._transport.change_entity(
-            p.name, ("HDEL", REGISTRY, p.name), ops.delete_commands(p.name, p.partition_count)
+            p.name,
+            ("HDEL", REGISTRY, p.name),
+            [*ops.delete_commands(p.name, p.partition_count), ("ZREM", IDLE, p.name)],
         )
 
     async def list_queues(self) -> AsyncIterator[QueueProperties]:
         """Every queue, by name."""
         raw = await self._transport.execute("HGETALL", REGISTRY)
         for name in sorted(raw):
-            yield QueueProperties.from_json(raw[name])
+            if kind_of(json.loads(raw[name])) == "queue":
+                yield QueueProperties.from_json(raw[name])
 
     async def get_queue_runtime_properties(self, queue_name: str) -> QueueRuntimeProperties:
         """Counts summed over partitions (one pipelined read-only script call per partition), and
@@ -126,6 +134,7 @@ class ServiceBusAdministrationClient:
         Raises:
             MessagingEntityNotFoundError: no such queue.
         """
+        await self._maintain()
         p, raw = await self._read(queue_name)
         calls = [ops.call("stats", p.name, i) for i in range(p.partition_count)]
         replies = await self._transport.run_many(calls, p.name, retry="all")
@@ -156,6 +165,7 @@ class ServiceBusAdministrationClient:
         active = sum(x.active_message_count for x in parts)
         dead = sum(x.dead_letter_message_count for x in parts)
         sched_total = sum(x.scheduled_message_count for x in parts)
+        transfer, transfer_dead = await self._transfer_counts(p.name, p.partition_count)
         return QueueRuntimeProperties(
             name=p.name,
             created_at_utc=codec.from_ms(raw["_c"]) if "_c" in raw else None,
@@ -166,8 +176,8 @@ class ServiceBusAdministrationClient:
             active_message_count=active,
             dead_letter_message_count=dead,
             scheduled_message_count=sched_total,
-            transfer_message_count=0,
-            transfer_dead_letter_message_count=0,
+            transfer_message_count=transfer,
+            transfer_dead_letter_message_count=transfer_dead,
             partitions=tuple(parts),
             missing_partitions=tuple(missing),
         )

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import weakref
 from types import TracebackType
 from typing import Any
 
-from .._core.entity import QueueProperties, check_name
-from .._core.keys import REGISTRY
+from .._core.entity import check_name
+from .._core.fanout import meta_from_record
+from .._core.keys import REGISTRY, TRANSFER, subscription_path
 from .._core.ops import EntityMeta, check_count, check_wait
 from .._core.retry import RetryPolicy
+from .._core.topic_entity import check_subscription_name
 from .._enums import ServiceBusReceiveMode, ServiceBusSubQueue
-from ..exceptions import InvalidArgumentError, InvalidOperationError, MessagingEntityNotFoundError, ServiceBusError
+from ..exceptions import InvalidArgumentError, MessagingEntityNotFoundError, ServiceBusError
+from ._forwarder import Forwarder
 from ._receiver import ServiceBusReceiver
 from ._sender import DEFAULT_MAX_PENDING_SENDS, ServiceBusSender
+from ._topic_sender import ServiceBusTopicSender
 from ._transport import Transport
 
 log = logging.getLogger("sbredis")
@@ -35,6 +40,7 @@ class ServiceBusClient:
         self._transport = Transport(url, retry_policy=policy, **kwargs)
         self._meta: dict[str, EntityMeta] = {}
         self._handlers: weakref.WeakSet[ServiceBusSender | ServiceBusReceiver] = weakref.WeakSet()
+        self._forwarder = Forwarder(self._transport)
 
     @classmethod
     def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusClient:
@@ -45,13 +51,15 @@ class ServiceBusClient:
         return self._transport.url
 
     async def _entity(self, name: str, refresh: bool = False) -> EntityMeta:
+        """A queue's, topic's or subscription's metadata (``<path>/$Transfer``: its owner's)."""
         meta = None if refresh else self._meta.get(name)
         if meta is None:
-            raw = await self._transport.execute("HGET", REGISTRY, name, entity=name)
+            owner = name[: -len(TRANSFER)] if name.endswith(TRANSFER) else name
+            raw = await self._transport.execute("HGET", REGISTRY, owner, entity=name)
             if raw is None:
                 self._meta.pop(name, None)
                 raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
-            meta = EntityMeta.from_properties(QueueProperties.from_json(raw))
+            meta = meta_from_record(owner, json.loads(raw))
             self._meta[name] = meta
         return meta
 
@@ -75,6 +83,47 @@ class ServiceBusClient:
         self._handlers.add(sender)
         return sender
 
+    def get_topic_sender(
+        self, topic_name: str, *, max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS, **kwargs: Any
+    ) -> ServiceBusTopicSender:
+        """A sender for `topic_name` (checked on first use): each send reaches every subscription
+        whose rules match, atomically per topic partition.
+
+        Raises:
+            InvalidArgumentError: a bad name or an unknown option.
+        """
+        check_name(topic_name, "topic")
+        if kwargs:
+            raise InvalidArgumentError(f"unknown sender options: {', '.join(sorted(kwargs))}")
+        check_count("max_pending_sends", max_pending_sends, 1_000_000)
+        sender = ServiceBusTopicSender(self, topic_name, max_pending_sends)
+        self._handlers.add(sender)
+        return sender
+
+    def get_subscription_receiver(
+        self,
+        topic_name: str,
+        subscription_name: str,
+        *,
+        receive_mode: ServiceBusReceiveMode | str = ServiceBusReceiveMode.PEEK_LOCK,
+        sub_queue: ServiceBusSubQueue | str | None = None,
+        max_wait_time: float | None = None,
+        prefetch_count: int = 0,
+        auto_lock_renewer: Any = None,
+        **kwargs: Any,
+    ) -> ServiceBusReceiver:
+        """A receiver for a subscription, its dead-letter or its transfer dead-letter subqueue,
+        with everything a queue receiver has (its ``entity_name`` is
+        ``<topic>/Subscriptions/<subscription>``).
+
+        Raises:
+            InvalidArgumentError: a bad name, mode, subqueue or option.
+        """
+        check_name(topic_name, "topic")
+        check_subscription_name(subscription_name)
+        path = subscription_path(topic_name, subscription_name)
+        return self._receiver(path, receive_mode, sub_queue, max_wait_time, prefetch_count, auto_lock_renewer, kwargs)
+
     def get_queue_receiver(
         self,
         queue_name: str,
@@ -86,16 +135,29 @@ class ServiceBusClient:
         auto_lock_renewer: Any = None,
         **kwargs: Any,
     ) -> ServiceBusReceiver:
-        """A receiver for `queue_name` or its dead-letter subqueue.
+        """A receiver for `queue_name`, its dead-letter or its transfer dead-letter subqueue.
 
         prefetch_count: messages to keep locked ahead of what receive calls ask for.
         auto_lock_renewer: an AutoLockRenewer that every locked message handed out is registered with.
 
         Raises:
             InvalidArgumentError: a bad name, mode, subqueue or option.
-            InvalidOperationError: the transfer dead-letter subqueue (not supported yet).
         """
         check_name(queue_name)
+        return self._receiver(
+            queue_name, receive_mode, sub_queue, max_wait_time, prefetch_count, auto_lock_renewer, kwargs
+        )
+
+    def _receiver(
+        self,
+        path: str,
+        receive_mode: ServiceBusReceiveMode | str,
+        sub_queue: ServiceBusSubQueue | str | None,
+        max_wait_time: float | None,
+        prefetch_count: int,
+        auto_lock_renewer: Any,
+        kwargs: dict[str, Any],
+    ) -> ServiceBusReceiver:
         if kwargs:
             raise InvalidArgumentError(f"unknown receiver options: {', '.join(sorted(kwargs))}")
         try:
@@ -109,13 +171,13 @@ class ServiceBusClient:
             except ValueError:
                 raise InvalidArgumentError(f"unknown sub_queue {sub_queue!r}") from None
             if sub is ServiceBusSubQueue.TRANSFER_DEAD_LETTER:
-                raise InvalidOperationError("the transfer dead-letter subqueue is not supported yet")
+                path += TRANSFER  # the transfer queue's dead-letter group
         check_wait("max_wait_time", max_wait_time)
         if prefetch_count != 0:
             check_count("prefetch_count", prefetch_count)
         if auto_lock_renewer is not None and not hasattr(auto_lock_renewer, "register"):
             raise InvalidArgumentError("auto_lock_renewer must be an AutoLockRenewer")
-        receiver = ServiceBusReceiver(self, queue_name, mode, sub, max_wait_time, prefetch_count, auto_lock_renewer)
+        receiver = ServiceBusReceiver(self, path, mode, sub, max_wait_time, prefetch_count, auto_lock_renewer)
         self._handlers.add(receiver)
         return receiver
 

@@ -68,6 +68,8 @@ class ServiceBusSender:
             if pending:  # keyed (or nowhere left): one more round under the retry policy
                 await self._store_round(meta, sched_ms, entries, pending, outcomes, down, "each")
             pending = movable
+        if meta.forwards:  # auto-forwarding: move what was just stored on (see _forwarder.py)
+            await self._client._forwarder.drain_quietly(self.entity_name)
         return outcomes
 
     async def _store_round(

@@ -1,13 +1,32 @@
 """Administration client and entity models (as azure.servicebus.management)."""
 
 from .._core.entity import EntityStatus, QueueProperties
+from .._core.rules import (
+    CorrelationRuleFilter,
+    FalseRuleFilter,
+    SqlRuleAction,
+    SqlRuleFilter,
+    TrueRuleFilter,
+)
+from .._core.topic_entity import RuleProperties, SubscriptionProperties, TopicProperties
 from .._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from .._sync._admin import ServiceBusAdministrationClient
+from .._topic_models import SubscriptionRuntimeProperties, TopicRuntimeProperties
 
 __all__ = [
+    "CorrelationRuleFilter",
     "EntityStatus",
+    "FalseRuleFilter",
     "PartitionRuntimeProperties",
     "QueueProperties",
     "QueueRuntimeProperties",
+    "RuleProperties",
     "ServiceBusAdministrationClient",
+    "SqlRuleAction",
+    "SqlRuleFilter",
+    "SubscriptionProperties",
+    "SubscriptionRuntimeProperties",
+    "TopicProperties",
+    "TopicRuntimeProperties",
+    "TrueRuleFilter",
 ]

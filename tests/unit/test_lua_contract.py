@@ -5,14 +5,17 @@ What is checked, per composed script (``sbredis._core.scripts.load``):
 * the header comment names KEYS and ARGV, and documents every literal ``ARGV[n]`` and every
   ``fail('CODE')`` the script uses; every code maps to an exception in ``_core.errors``;
 * file names and ``SCRIPT_NAMES`` agree, includes resolve, nothing is left unresolved;
-* every script Python calls gets the 17 keys of one partition (one cluster slot), and
-  ``includes/partition.lua`` binds ``KEYS[1..17]`` in the order of ``keys.PARTITION_KEY_NAMES``;
+* every script Python calls gets the 17 keys of one partition (one cluster slot), or for the
+  scripts that include ``keysets`` (publish, forwarding, idle) 17 more per further partition-shaped
+  key set under the same hash tag; ``includes/partition.lua`` binds ``KEYS[1..17]`` in the order of
+  ``keys.PARTITION_KEY_NAMES`` and ``includes/keysets.lua`` the further sets the same way;
 * no keyspace scans (KEYS, SCAN, RANDOMKEY) and no key names built in Lua. The heuristic: the
   scripts are tokenised (comments dropped, strings kept) and for every ``redis.call`` /
   ``redis.pcall`` / ``call_many`` the second argument must be exactly one named key variable
-  (``K_CFG``, ``MAIN.ready``, ``G.log``, ...), and ``KEYS`` may only appear, indexed by an
-  integer literal, in ``includes/partition.lua``. The only key-less command allowed is TIME;
-  ``call_many``'s own body forwards its ``key`` parameter;
+  (``K_CFG``, ``MAIN.ready``, ``G.log``, ``S.m.log``, ``T.st``, ...), and ``KEYS`` may only appear,
+  indexed by an integer literal, in ``includes/partition.lua`` (or by ``b + literal`` in
+  ``includes/keysets.lua``). A further key set is always bound to a variable named S or T. The
+  only key-less command allowed is TIME; ``call_many``'s own body forwards its ``key`` parameter;
 * each composed script compiles as Lua 5.1 (``lupa.lua51``; Redis embeds Lua 5.1), and its
   bytecode reads no global outside the Redis sandbox and writes none (Redis refuses to run a
   script that sets a global, and an unknown global is usually a typo that is nil at run time).
@@ -29,7 +32,7 @@ from pathlib import Path
 import pytest
 from redis.crc import key_slot
 
-from sbredis._core import errors, keys, ops, scripts
+from sbredis._core import errors, fanout, keys, ops, scripts
 from sbredis._core.entity import build_queue, partition_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +40,13 @@ LUA = ROOT / "lua"
 INCLUDES = LUA / "includes"
 SCRIPT_FILES = sorted(LUA.glob("*.lua"))
 INCLUDE_FILES = sorted(INCLUDES.glob("*.lua"))
-PY_CALLERS = [*sorted((ROOT / "sbredis" / "aio").glob("*.py")), ROOT / "sbredis" / "_core" / "ops.py"]
+PY_CALLERS = [
+    *sorted((ROOT / "sbredis" / "aio").glob("*.py")),
+    ROOT / "sbredis" / "_core" / "ops.py",
+    ROOT / "sbredis" / "_core" / "fanout.py",
+]
+KEYSET_VARIABLES = ("S", "T")  # names a script binds a further key set (includes/keysets.lua) to
+KEYSET_SCRIPTS = {"publish", "cancel_topic_scheduled", "forward_out", "forward_ack", "idle"}
 
 BANNED_COMMANDS = {"KEYS", "SCAN", "RANDOMKEY", "FLUSHALL", "FLUSHDB"}
 KEYLESS_COMMANDS = {"TIME"}
@@ -189,10 +198,16 @@ def partition_bindings() -> dict[str, int]:
     return found
 
 
-def key_variables() -> set[str]:
-    """Expressions that name a partition key: the bindings, plus G.<field> for a group table."""
+def key_variables(keysets: bool = False) -> set[str]:
+    """Expressions that name a partition key: the bindings, plus G.<field> for a group table; with
+    `keysets`, the fields of a further key set bound to S or T (includes/keysets.lua)."""
     names = set(partition_bindings())
     names |= {"G." + n.split(".", 1)[1] for n in names if "." in n}
+    if keysets:
+        fields = {n.split(".", 1)[1] for n in partition_bindings() if "." in n}
+        for v in KEYSET_VARIABLES:
+            names |= {f"{v}.{k}" for k in ("cfg", "st", "sched", "exp", "dd")}
+            names |= {f"{v}.{g}.{f}" for g in ("m", "d") for f in fields}
     return names
 
 
@@ -203,6 +218,7 @@ def python_called_scripts() -> set[str]:
     for path in PY_CALLERS:
         text = path.read_text()
         found |= set(re.findall(r"\bcall\(\s*\"(\w+)\"", text))
+        found |= set(re.findall(r"\bscripts\.load\(\s*\"(\w+)\"", text))
         # ServiceBusReceiver._settle(name, ...) forwards `name` to ops.call
         found |= set(re.findall(r"\b_settle\(\s*\"(\w+)\"", text))
         dynamic += [f"{path.name}: ops.call({a}" for a in re.findall(r"\bops\.call\(\s*([^\"\s][^,]*)", text)]
@@ -326,10 +342,52 @@ def test_keys_is_used_only_in_partition_lua_and_only_with_literal_indices() -> N
         for i, tok in enumerate(toks):
             if tok != ("name", "KEYS"):
                 continue
+            if path.name == "keysets.lua":
+                if toks[i - 1] == ("op", "#"):  # keyset_count(): #KEYS
+                    continue
+                assert [t for _, t in toks[i + 1 : i + 4]] == ["[", "b", "+"] and toks[i + 4][0] == "num", (
+                    f"keysets.lua indexes KEYS by something other than b + literal at token {i}"
+                )
+                continue
             assert path.name == "partition.lua", f"{path.name} uses KEYS directly; use the names of partition.lua"
             assert toks[i + 1][1] == "[" and toks[i + 2][0] == "num" and toks[i + 3][1] == "]", (
                 f"KEYS indexed by something other than an integer literal in {path.name}"
             )
+
+
+def test_keysets_lua_binds_each_further_set_in_keys_py_order() -> None:
+    pairs = re.findall(r"(\w+) = KEYS \[ b \+ (\d+) \]", code_only((INCLUDES / "keysets.lua").read_text()))
+    assert sorted(int(o) for _, o in pairs) == list(range(1, keys.NUM_PARTITION_KEYS + 1))
+    for field, off in pairs:
+        expected = keys.PARTITION_KEY_NAMES[int(off) - 1]
+        if field not in ("cfg", "st", "sched", "exp", "dd") and int(off) >= 12:
+            field = "d:" + field  # the dead-letter group's fields repeat the main group's names
+        assert expected == field, (field, off, expected)
+
+
+def _multi_keyset_calls() -> list[object]:
+    subs = fanout.TopicSubs("3", ("a", "b.c"), ("a",))
+    return [
+        pytest.param(fanout.publish_call("t", 5, subs, "", []), 3, id="publish"),
+        pytest.param(fanout.cancel_call("t", 5, subs, [1]), 3, id="cancel_topic_scheduled"),
+        pytest.param(fanout.forward_out_call("t/Subscriptions/a", 5), 2, id="forward_out"),
+        pytest.param(fanout.forward_ack_call("q", 5, []), 2, id="forward_ack"),
+        pytest.param(fanout.idle_call("t", "topic", 5, ["a", "b.c"], "check", 0), 3, id="idle"),
+        pytest.param(fanout.forward_in_call("q", 5, "s", []), 1, id="forward_in"),
+    ]
+
+
+@pytest.mark.parametrize(("c", "sets"), _multi_keyset_calls())
+def test_multi_keyset_calls_stay_in_one_slot(c: ops.Call, sets: int) -> None:
+    """publish/forwarding/idle calls pass 17 keys per key set, all under one partition's hash tag."""
+    assert len(c.keys) == sets * keys.NUM_PARTITION_KEYS
+    assert len(set(c.keys)) == len(c.keys)
+    assert len({key_slot(k.encode()) for k in c.keys}) == 1
+    for i in range(sets):
+        chunk = c.keys[i * 17 : (i + 1) * 17]
+        assert [k.rsplit(":", 1)[1] for k in chunk] == [n.rsplit(":", 1)[-1] for n in keys.PARTITION_KEY_NAMES]
+    if c.script.name in KEYSET_SCRIPTS:
+        assert "--@include keysets" in (LUA / f"{c.script.name}.lua").read_text()
 
 
 def test_cfg_fields_lua_reads_are_written_by_python() -> None:
@@ -379,7 +437,7 @@ def test_no_keyspace_scans(path: Path) -> None:
 
 @pytest.mark.parametrize("path", [*SCRIPT_FILES, *INCLUDE_FILES], ids=lambda p: p.name)
 def test_redis_calls_use_named_keys_only(path: Path) -> None:
-    allowed = key_variables()
+    allowed = key_variables(keysets="--@include keysets" in path.read_text())
     sites = call_sites(path.read_text())
     for callee, args in sites:
         cmd = args[0]

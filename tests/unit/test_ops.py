@@ -395,7 +395,9 @@ def test_settle_groups_rejects_settled_and_duplicates() -> None:
 def test_config_and_delete_commands_cover_every_partition() -> None:
     p = build_queue("q", enable_partitioning=True, partition_count=3)
     cfg = ops.config_commands(p)
-    assert [c[1] for c in cfg] == [keys.partition_keys("q", i)[0] for i in range(3)]
+    # each partition's cfg, then its transfer queue's (the forwarding outbox and transfer dead-letter)
+    owners = [keys.partition_keys("q", i) for i in range(3)]
+    assert [c[1] for c in cfg] == [k for ks in owners for k in (ks[0], keys.transfer_keys(ks)[0])]
     assert all(c[0] == "HSET" and c[1].endswith(":cfg") for c in cfg)
     dels = ops.delete_commands("q", 3)
-    assert [c[1:] for c in dels] == [keys.partition_keys("q", i) for i in range(3)]
+    assert [c[1:] for c in dels] == [(*ks, *keys.transfer_keys(ks)) for ks in owners]

@@ -1,13 +1,32 @@
 """Async administration client (as azure.servicebus.aio.management)."""
 
 from ..._core.entity import EntityStatus, QueueProperties
+from ..._core.rules import (
+    CorrelationRuleFilter,
+    FalseRuleFilter,
+    SqlRuleAction,
+    SqlRuleFilter,
+    TrueRuleFilter,
+)
+from ..._core.topic_entity import RuleProperties, SubscriptionProperties, TopicProperties
 from ..._models import PartitionRuntimeProperties, QueueRuntimeProperties
+from ..._topic_models import SubscriptionRuntimeProperties, TopicRuntimeProperties
 from .._admin import ServiceBusAdministrationClient
 
 __all__ = [
+    "CorrelationRuleFilter",
     "EntityStatus",
+    "FalseRuleFilter",
     "PartitionRuntimeProperties",
     "QueueProperties",
     "QueueRuntimeProperties",
+    "RuleProperties",
     "ServiceBusAdministrationClient",
+    "SqlRuleAction",
+    "SqlRuleFilter",
+    "SubscriptionProperties",
+    "SubscriptionRuntimeProperties",
+    "TopicProperties",
+    "TopicRuntimeProperties",
+    "TrueRuleFilter",
 ]

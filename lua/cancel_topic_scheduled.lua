@@ -1,0 +1,62 @@
+--[[
+  cancel_topic_scheduled: cancel scheduled topic messages of one topic partition: every copy that
+  publish stored in the subscriptions, for all the sequence numbers given or none.
+  KEYS: the topic partition's 17 keys, then 17 per subscription (includes/keysets.lua), in the
+        order of the names in ARGV
+  ARGV[1] subv (as publish)   ARGV[2] k, then the k subscription names
+  ARGV[3 + k] n, then n topic sequence numbers (partition-local)
+  Returns: {0} when cancelled; when ARGV[1] is stale: {-1, subv, name_1, forwards_1, ...}
+  Errors:  NOTFOUND  NOMSG (a number is not a scheduled message that is still pending)
+]]
+--@include partition
+--@include keysets
+local cfg = load_cfg()
+if not cfg then return fail('NOTFOUND') end
+local subv = redis.call('HGET', K_CFG, 'subv') or '0'
+local k = tonumber(ARGV[2])
+if subv ~= ARGV[1] or keyset_count() ~= k then
+  local all = redis.call('HGETALL', K_CFG)
+  local out = {-1, subv}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 4) == 'sub:' then
+      out[#out + 1] = string.sub(all[i], 5)
+      out[#out + 1] = all[i + 1]
+    end
+  end
+  return out
+end
+local now = now_ms()
+local n = tonumber(ARGV[3 + k])
+local index = {}
+for j = 1, k do index[ARGV[2 + j]] = j end
+local maps = {}
+for i = 1, n do
+  local tseq = ARGV[3 + k + i]
+  local at = redis.call('ZSCORE', K_SCHED, tseq)
+  local map = redis.call('HGET', MAIN.lk, tseq)
+  if not at or tonumber(at) <= now or not map then return fail('NOMSG') end
+  maps[i] = cjson.decode(map)
+end
+for i = 1, n do
+  local m = maps[i]
+  for c = 1, #m, 2 do
+    local j = index[m[c]]
+    if j then
+      local S = keyset(j)
+      local seq = tostring(m[c + 1])
+      if redis.call('ZREM', S.sched, seq) == 1 then
+        local r = redis.call('XRANGE', S.m.log, seq, seq)
+        if #r > 0 then
+          redis.call('HINCRBY', S.st, 'size', -#r[1][2][2])
+          redis.call('XDEL', S.m.log, seq)
+        end
+        redis.call('ZREM', S.exp, seq)
+      end
+    end
+  end
+  local tseq = ARGV[3 + k + i]
+  redis.call('ZREM', K_SCHED, tseq)
+  redis.call('HDEL', MAIN.lk, tseq)
+end
+touch(now)
+return {0}

@@ -1,0 +1,86 @@
+--[[
+  forward_out: move what one partition of a queue or subscription forwards into its transfer
+  queue (the outbox, under the same hash tag), then return the oldest outbox entries for the
+  caller to deliver. Available main-queue messages go when cfg.fwd names a destination,
+  dead-lettered ones when cfg.fwdl does; due schedules, elapsed locks and expiries are swept first.
+  A Disabled entity moves nothing (its outbox is still returned).
+  KEYS: the partition's 17 keys, then its transfer queue's 17 (includes/keysets.lua)
+  ARGV[1] most messages to move   ARGV[2] most entries to return   ARGV[3] sweep limit
+  Returns: {now_ms, incarnation, then 7 per entry: outbox seq, destination, hop count,
+           expires_ms, blob, dead-letter reason, dead-letter description}
+           (the reason is '' for a message forwarded from the main queue)
+  Errors:  NOTFOUND
+]]
+--@include partition
+--@include messages
+--@include keysets
+local cfg = load_cfg()
+if not cfg then return fail('NOTFOUND') end
+local T = keyset(1)
+local move_max, ret_max, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local now = now_ms()
+local inc = redis.call('HGET', T.st, 'inc')
+if not inc then
+  local t = redis.call('TIME')
+  inc = t[1] .. string.format('%06d', tonumber(t[2]))
+  redis.call('HSET', T.st, 'inc', inc)
+end
+local dest = redis.call('HMGET', K_CFG, 'fwd', 'fwdl')
+
+local function move(G, to)
+  sweep(G, cfg, now, limit)
+  local popped = redis.call('ZPOPMIN', G.ready, move_max)
+  if #popped == 0 then return end
+  local seqs = {}
+  for i = 1, #popped, 2 do seqs[#seqs + 1] = popped[i] end
+  local fs = entries(G, seqs)
+  local moved = 0
+  for i = 1, #seqs do
+    local seq = seqs[i]
+    local f = fs[seq]
+    if f then
+      local x = tonumber(f[6])
+      if G.main and x > 0 and x <= now then
+        expire(cfg, seq, f)
+      else
+        local tseq = redis.call('HINCRBY', T.st, 'seq', 1)
+        local hop = field_of(f, 'h') or '0'
+        if G.main then
+          redis.call('XADD', T.m.log, tseq .. '-0', 'b', f[2], 'e', now, 'x', x, 'h', hop, 't', to)
+          redis.call('ZREM', K_EXP, seq)
+        else
+          redis.call('XADD', T.m.log, tseq .. '-0', 'b', f[2], 'e', now, 'x', '0', 'h', hop, 't', to,
+                     'r', f[8], 'rd', f[10])
+        end
+        redis.call('ZADD', T.m.ready, tseq, tseq)
+        redis.call('XDEL', G.log, seq)
+        redis.call('HDEL', G.dc, seq)
+        moved = moved + #f[2]
+      end
+    end
+  end
+  if moved > 0 then
+    redis.call('HINCRBY', K_ST, 'size', -moved)
+    redis.call('HINCRBY', T.st, 'size', moved)
+  end
+end
+
+if cfg.status ~= 'Disabled' then
+  if dest[1] and dest[1] ~= '' then move(MAIN, dest[1]) end
+  if dest[2] and dest[2] ~= '' then move(DLQ, dest[2]) end
+end
+
+local out = {now, inc}
+local r = redis.call('XRANGE', T.m.log, '-', '+', 'COUNT', ret_max)
+for i = 1, #r do
+  local id = r[i][1]
+  local f = r[i][2]
+  out[#out + 1] = string.sub(id, 1, #id - 2)
+  out[#out + 1] = field_of(f, 't') or ''
+  out[#out + 1] = field_of(f, 'h') or '0'
+  out[#out + 1] = field_of(f, 'x') or '0'
+  out[#out + 1] = f[2]
+  out[#out + 1] = field_of(f, 'r') or ''
+  out[#out + 1] = field_of(f, 'rd') or ''
+end
+return out

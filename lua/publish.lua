@@ -1,0 +1,286 @@
+--[[
+  publish: fan a batch of messages out of one topic partition into the same partition of every
+  subscription whose rules match: every copy of every message is stored, or none (one script,
+  one hash tag: the subscriptions' keys live under the topic partition's tag).
+  KEYS: the topic partition's 17 keys, then 17 per subscription (includes/keysets.lua), in the
+        order of the names in ARGV
+  ARGV[1] subv: the version of the subscription set the caller built KEYS for
+  ARGV[2] k: the number of subscriptions, then their k names
+  ARGV[3 + k] source: '' for a send, else the forwarding source ('<path>:<p>:<incarnation>')
+  ARGV[4 + k] n, then 7 per message: message_id ('' when duplicate detection does not apply),
+          ttl_ms (0: the default), scheduled_ms (0: now), hop count, expires_ms (0: from the ttl;
+          else an upper bound, a forwarded message's expiry), outbox seq (0 unless forwarded),
+          blob
+  Returns: {now_ms, seq_1, ..., seq_n}: the topic's sequence numbers, 0 for a message dropped as
+           a duplicate (or, forwarded, at or below the source's high-water mark); when ARGV[1] is
+           not the current version: {-1, subv, name_1, forwards_1, name_2, forwards_2, ...}
+  Errors:  NOTFOUND  DISABLED (send)  SIZE (a message, or a sent batch, over max_msg)
+           QUOTA (a subscription partition would exceed the topic's max_size)
+  Per subscription: status Disabled receives nothing; every rule is evaluated (in name order);
+  one copy for all matching rules without an action, one copy per matching rule with an action
+  (the action applied to it); an evaluation error stores one copy in the subscription's
+  dead-letter subqueue (reason FilterException) when its cfg says dlf = 1, else none. TTL: the
+  message's, else the topic's default, capped by the topic's and by the subscription's.
+]]
+--@include partition
+--@include keysets
+--@include rules
+local cfg = load_cfg()
+if not cfg then return fail('NOTFOUND') end
+if cfg.status == 'Disabled' or cfg.status == 'SendDisabled' then return fail('DISABLED') end
+local subv = redis.call('HGET', K_CFG, 'subv') or '0'
+local k = tonumber(ARGV[2])
+if subv ~= ARGV[1] or keyset_count() ~= k then
+  local all = redis.call('HGETALL', K_CFG)
+  local out = {-1, subv}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 4) == 'sub:' then
+      out[#out + 1] = string.sub(all[i], 5)
+      out[#out + 1] = all[i + 1]
+    end
+  end
+  return out
+end
+local source = ARGV[3 + k]
+local base = 4 + k
+local n = tonumber(ARGV[base])
+local total = 0
+for i = 1, n do
+  local size = #ARGV[base + 7 * i]
+  if size > cfg.max_msg then return fail('SIZE') end
+  total = total + size
+end
+if source == '' and total > cfg.max_msg then return fail('SIZE') end
+
+local now = now_ms()
+-- scheduled messages that materialized no longer need their copy map (bounded cleanup)
+local done = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', now, 'LIMIT', 0, 100)
+if #done > 0 then
+  call_many('ZREM', K_SCHED, done)
+  call_many('HDEL', MAIN.lk, done)
+end
+
+-- which messages are stored: forwarded ones above the source's mark, then duplicate detection
+local keep = {}
+local mark_field, mark, top = nil, 0, 0
+if source ~= '' then
+  mark_field = 'f:' .. source
+  mark = tonumber(redis.call('HGET', K_ST, mark_field) or '0')
+end
+for i = 1, n do
+  local fseq = tonumber(ARGV[base + 7 * i - 1])
+  keep[i] = fseq == 0 or fseq > mark
+  if fseq > top then top = fseq end
+end
+local marks = {}
+if cfg.dedup_ms > 0 then
+  redis.call('ZREMRANGEBYSCORE', K_DD, '-inf', now)
+  local seen = {}
+  for i = 1, n do
+    local mid = ARGV[base + 7 * i - 6]
+    if keep[i] and mid ~= '' then
+      if seen[mid] or redis.call('ZSCORE', K_DD, mid) then
+        keep[i] = false
+      else
+        seen[mid] = true
+        marks[#marks + 1] = now + cfg.dedup_ms
+        marks[#marks + 1] = mid
+      end
+    end
+  end
+end
+
+-- the subscriptions: settings and rules of this partition
+local subs = {}
+local decode_needed = false
+for j = 1, k do
+  local S = keyset(j)
+  local raw = redis.call('HGETALL', S.cfg)
+  local c = {}
+  for i = 1, #raw, 2 do c[raw[i]] = raw[i + 1] end
+  local rules = {}
+  for name, v in pairs(c) do
+    if string.sub(name, 1, 3) == 'rf:' then
+      local rule = string.sub(name, 4)
+      local action = c['ra:' .. rule]
+      rules[#rules + 1] = {rule, v, action}
+      if action or (v ~= '[1,true]' and v ~= '[1,false]') then decode_needed = true end
+    end
+  end
+  table.sort(rules, function(a, b) return a[1] < b[1] end)
+  subs[j] = {S = S, name = ARGV[2 + j], on = c.status ~= nil and c.status ~= 'Disabled',
+             ttl = tonumber(c.ttl_ms or '0'), dlf = c.dlf == '1', rules = rules,
+             copies = {}, dead = {}, added = 0}
+end
+
+-- evaluation: nothing is written until every copy is known and fits
+local seq0 = tonumber(redis.call('HGET', K_ST, 'seq') or '0')
+local tseqs = {}
+local fresh = 0
+for i = 1, n do
+  if keep[i] then
+    fresh = fresh + 1
+    local tseq = seq0 + fresh
+    tseqs[i] = tseq
+    local blob = ARGV[base + 7 * i]
+    local ttl = tonumber(ARGV[base + 7 * i - 5])
+    local at = tonumber(ARGV[base + 7 * i - 4])
+    local hdr, ap, body, brk
+    if decode_needed then
+      local b1, b2, b3, b4 = string.byte(blob, 2, 5)
+      local hlen = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+      hdr = cjson.decode(string.sub(blob, 6, 5 + hlen))
+      ap = hdr.ap
+      hdr.ap = nil
+      body = string.sub(blob, 6 + hlen)
+      local enq = now
+      if at > now then enq = at end
+      brk = {sn = tseq, et = enq, sz = #blob, dc = 0}
+      local t = ttl
+      if t == 0 or (cfg.ttl_ms > 0 and t > cfg.ttl_ms) then t = cfg.ttl_ms end
+      if t > 0 then brk.xt = enq + t end
+    end
+    for j = 1, k do
+      local sub = subs[j]
+      if sub.on then
+        local plain, acted, err = false, {}, nil
+        for r = 1, #sub.rules do
+          local rule = sub.rules[r]
+          local matched
+          if rule[2] == '[1,true]' then
+            matched = true
+          elseif rule[2] == '[1,false]' then
+            matched = false
+          else
+            local e
+            matched, e = rules_match(rule[2], hdr, ap, brk)
+            if matched == nil then
+              err = e
+              break
+            end
+          end
+          if matched then
+            if rule[3] then
+              local h2, a2 = rules_apply_action(rule[3], hdr, ap, brk)
+              if h2 == nil then
+                err = a2
+                break
+              end
+              if next(a2) ~= nil then h2.ap = a2 end
+              local js = rules_json(h2)
+              local len = #js
+              local copy = string.char(1, math.floor(len / 16777216) % 256, math.floor(len / 65536) % 256,
+                                       math.floor(len / 256) % 256, len % 256) .. js .. body
+              local cttl, cat = ttl, at
+              if h2.ttl ~= hdr.ttl then cttl = tonumber(h2.ttl or 0) end
+              if h2.se ~= hdr.se then cat = tonumber(h2.se or 0) end
+              acted[#acted + 1] = {copy, cttl, cat}
+            else
+              plain = true
+            end
+          end
+        end
+        if err then
+          if sub.dlf then
+            sub.dead[#sub.dead + 1] = {blob, 'The filter of a rule failed: ' .. tostring(err)}
+            sub.added = sub.added + #blob
+          end
+        else
+          if plain then
+            sub.copies[#sub.copies + 1] = {blob, ttl, at, i}
+            sub.added = sub.added + #blob
+          end
+          for a = 1, #acted do
+            local c = acted[a]
+            sub.copies[#sub.copies + 1] = {c[1], c[2], c[3], i}
+            sub.added = sub.added + #c[1]
+          end
+        end
+      end
+    end
+  end
+end
+for j = 1, k do
+  local sub = subs[j]
+  if sub.added > 0 then
+    local S = sub.S
+    local stored = tonumber(redis.call('HGET', S.st, 'size') or '0')
+    if stored + sub.added > cfg.max_size then return fail('QUOTA') end
+  end
+end
+
+-- writes
+if #marks > 0 then call_many('ZADD', K_DD, marks) end
+if mark_field and top > mark then redis.call('HSET', K_ST, mark_field, top) end
+local out = {now}
+for i = 1, n do out[i + 1] = tseqs[i] or 0 end
+if fresh > 0 then redis.call('HINCRBY', K_ST, 'seq', fresh) end
+local scheduled, order = {}, {}  -- tseq -> {enq, name, seq, name, seq, ...}: a scheduled message's copies
+for j = 1, k do
+  local sub = subs[j]
+  local S = sub.S
+  local nc = #sub.copies
+  if nc > 0 then
+    local seq = redis.call('HINCRBY', S.st, 'seq', nc) - nc
+    local ready, sched, exp = {}, {}, {}
+    for c = 1, nc do
+      local copy = sub.copies[c]
+      local i = copy[4]
+      seq = seq + 1
+      local ttl = copy[2]
+      if ttl == 0 or (cfg.ttl_ms > 0 and ttl > cfg.ttl_ms) then ttl = cfg.ttl_ms end
+      if sub.ttl > 0 and (ttl == 0 or ttl > sub.ttl) then ttl = sub.ttl end
+      local enq = now
+      if copy[3] > now then enq = copy[3] end
+      local x = 0
+      if ttl > 0 then x = enq + ttl end
+      local xabs = tonumber(ARGV[base + 7 * i - 2])
+      if xabs > 0 and (x == 0 or xabs < x) then x = xabs end
+      local hop = ARGV[base + 7 * i - 3]
+      if hop == '0' then
+        redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x)
+      else
+        redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x, 'h', hop)
+      end
+      if enq > now then
+        sched[#sched + 1] = enq
+        sched[#sched + 1] = seq
+        local tseq = tseqs[i]
+        local m = scheduled[tseq]
+        if not m then
+          m = {enq}
+          scheduled[tseq] = m
+          order[#order + 1] = tseq
+        end
+        m[#m + 1] = sub.name
+        m[#m + 1] = seq
+      else
+        ready[#ready + 1] = seq
+        ready[#ready + 1] = seq
+      end
+      if x > 0 then
+        exp[#exp + 1] = x
+        exp[#exp + 1] = seq
+      end
+    end
+    if #ready > 0 then call_many('ZADD', S.m.ready, ready) end
+    if #sched > 0 then call_many('ZADD', S.sched, sched) end
+    if #exp > 0 then call_many('ZADD', S.exp, exp) end
+  end
+  for d = 1, #sub.dead do
+    local dseq = redis.call('HINCRBY', S.st, 'dseq', 1)
+    redis.call('XADD', S.d.log, dseq .. '-0', 'b', sub.dead[d][1], 'e', now, 'x', '0', 'r', 'FilterException',
+               'rd', sub.dead[d][2], 'os', '0')
+    redis.call('ZADD', S.d.ready, dseq, dseq)
+  end
+  if sub.added > 0 then redis.call('HINCRBY', S.st, 'size', sub.added) end
+end
+for o = 1, #order do
+  local tseq = order[o]
+  local m = scheduled[tseq]
+  redis.call('ZADD', K_SCHED, m[1], tseq)
+  table.remove(m, 1)
+  redis.call('HSET', MAIN.lk, tseq, cjson.encode(m))
+end
+touch(now)
+return out

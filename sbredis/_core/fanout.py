@@ -1,0 +1,287 @@
+"""Sans-IO calls for topics (publish), auto-forwarding (the outbox drain) and auto-delete on idle.
+
+Publish: one ``publish`` script call per topic partition carries the topic partition's keys and
+the same partition's keys of every subscription. Which subscriptions exist is cached per partition
+(:class:`TopicSubs`); the script checks the cached version (``subv``) and, when it is stale,
+answers with the current set instead of storing anything, and the caller builds the call again.
+
+Forwarding (docs/topics.md): ``forward_out`` moves a partition's forwarded messages into its
+transfer queue (the outbox, under the same hash tag) and returns the oldest outbox entries;
+``forward_in`` (a queue) or ``publish`` (a topic) stores them at the destination, which keeps a
+high-water mark per source partition so a repeated delivery is dropped; ``forward_ack`` removes
+delivered entries and moves undeliverable ones to the transfer dead-letter subqueue.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._message import ServiceBusMessage
+from ..exceptions import (
+    InvalidOperationError,
+    MessageSizeExceededError,
+    MessagingEntityDisabledError,
+    MessagingEntityNotFoundError,
+)
+from . import codec, keys, scripts
+from .entity import QueueProperties, _ms
+from .ops import Call, EntityMeta, message_key, partition_of
+from .topic_entity import TopicProperties, from_record, kind_of
+
+MAX_HOPS = 4  # a message is forwarded at most this many times; then the transfer dead-letter subqueue
+OUTBOX_MOVE = 500  # messages moved into an outbox per forward_out call
+OUTBOX_RETURN = 500  # outbox entries delivered per round
+SWEEP_LIMIT = 100
+STALE = -1  # first element of a publish reply that carries the current subscription set
+
+
+@dataclass
+class TopicSubs:
+    """One topic partition's subscription set as last seen: its version, the names, and which of
+    them forward (whose partitions a drain should visit after a publish)."""
+
+    version: str = "-1"
+    names: tuple[str, ...] = ()
+    forwarding: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TopicMeta(EntityMeta):
+    """A topic's EntityMeta plus its per-partition subscription sets (filled lazily)."""
+
+    subs: dict[int, TopicSubs] = field(default_factory=dict)
+
+
+def meta_from_record(name: str, raw: dict[str, Any]) -> EntityMeta:
+    """What senders, receivers and the forwarder need from a registry record of any kind."""
+    kind = kind_of(raw)
+    if kind == "topic":
+        t: TopicProperties = from_record(TopicProperties, raw)
+        return TopicMeta(
+            name, t.partition_count, t.requires_duplicate_detection, t.max_message_size_in_kilobytes * 1024, "topic"
+        )
+    if kind == "subscription":
+        forwards = bool(raw.get("forward_to") or raw.get("forward_dead_lettered_messages_to"))
+        return EntityMeta(name, int(raw["_pc"]), False, int(raw["_mb"]), "subscription", forwards)
+    if kind != "queue":
+        raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
+    return EntityMeta.from_properties(QueueProperties.from_json(json.dumps(raw)))
+
+
+def window_ms(raw: dict[str, Any]) -> int:
+    """An entity record's auto_delete_on_idle in ms (0: never)."""
+    return int(raw.get("auto_delete_on_idle") or 0)
+
+
+# ---------------------------------------------------------------------------------- publish
+def message_args(m: ServiceBusMessage, meta: EntityMeta, sched_ms: int) -> list[Any]:
+    """The 7 per-message arguments of publish (and forward_in) for a message being sent."""
+    return [m.message_id if meta.dedup else "", m._ttl_ms, sched_ms or m._sched_ms, 0, 0, 0, m._encoded()]
+
+
+def publish_call(topic: str, partition: int, subs: TopicSubs, source: str, msg_args: Sequence[Any]) -> Call:
+    ks: list[str] = list(keys.partition_keys(topic, partition))
+    for name in subs.names:
+        ks += keys.subscription_keys(topic, name, partition)
+    args = (subs.version, len(subs.names), *subs.names, source, len(msg_args) // 7, *msg_args)
+    return Call(scripts.load("publish"), tuple(ks), args, partition)
+
+
+def cancel_call(topic: str, partition: int, subs: TopicSubs, seqs: Sequence[int]) -> Call:
+    ks: list[str] = list(keys.partition_keys(topic, partition))
+    for name in subs.names:
+        ks += keys.subscription_keys(topic, name, partition)
+    args = (subs.version, len(subs.names), *subs.names, len(seqs), *seqs)
+    return Call(scripts.load("cancel_topic_scheduled"), tuple(ks), args, partition)
+
+
+def rebuild(c: Call, topic: str, subs: TopicSubs) -> Call:
+    """The same publish or cancel call for a fresh subscription set."""
+    k = int(c.args[1])
+    rest = c.args[2 + k :]
+    ks: list[str] = list(keys.partition_keys(topic, c.partition))
+    for name in subs.names:
+        ks += keys.subscription_keys(topic, name, c.partition)
+    return Call(c.script, tuple(ks), (subs.version, len(subs.names), *subs.names, *rest), c.partition)
+
+
+def stale_subs(reply: Any) -> TopicSubs | None:
+    """The current subscription set when a publish/cancel reply says the caller's was stale."""
+    if not isinstance(reply, list) or not reply or int(reply[0]) != STALE:
+        return None
+    version = _text(reply[1])
+    names, forwarding = [], []
+    for i in range(2, len(reply), 2):
+        name = _text(reply[i])
+        names.append(name)
+        if _text(reply[i + 1]) == "1":
+            forwarding.append(name)
+    return TopicSubs(version, tuple(sorted(names)), tuple(sorted(forwarding)))
+
+
+def plan_publish(
+    messages: Sequence[ServiceBusMessage], meta: TopicMeta, round_robin: int, sched_ms: int = 0
+) -> tuple[list[Call], list[int]]:
+    """As ops.plan_send, for a topic: one publish call per partition.
+
+    Raises:
+        MessageSizeExceededError: a message, or the messages of one partition, exceed the limit.
+    """
+    groups: dict[int, list[Any]] = {}
+    sizes: dict[int, int] = {}
+    where: list[int] = []
+    for m in messages:
+        key = message_key(m, meta)
+        p = round_robin if key is None else partition_of(key, meta.partition_count)
+        where.append(p)
+        args = message_args(m, meta, sched_ms)
+        size = len(args[-1])
+        if size > meta.max_message_bytes:
+            raise MessageSizeExceededError(
+                f"A message of {size} bytes exceeds the maximum of {meta.max_message_bytes} bytes on '{meta.name}'."
+            )
+        sizes[p] = sizes.get(p, 0) + size
+        groups.setdefault(p, []).extend(args)
+    for size in sizes.values():
+        if size > meta.max_message_bytes:
+            raise MessageSizeExceededError(
+                f"The messages for one partition ({size} bytes) exceed the maximum batch size of "
+                f"{meta.max_message_bytes} bytes on '{meta.name}'."
+            )
+    calls = [publish_call(meta.name, p, meta.subs.get(p) or TopicSubs(), "", args) for p, args in groups.items()]
+    return calls, where
+
+
+# ------------------------------------------------------------------------------- forwarding
+@dataclass(frozen=True)
+class OutboxEntry:
+    seq: int
+    destination: str
+    hop: int
+    expires_ms: int
+    blob: bytes
+    reason: str  # '' unless the message was dead-lettered before being forwarded
+    description: str
+
+
+def outbox_keys(path: str, partition: int) -> tuple[str, ...]:
+    own = keys.entity_keys(path, partition)
+    return (*own, *keys.transfer_keys(own))
+
+
+def forward_out_call(path: str, partition: int) -> Call:
+    return Call(
+        scripts.load("forward_out"), outbox_keys(path, partition), (OUTBOX_MOVE, OUTBOX_RETURN, SWEEP_LIMIT), partition
+    )
+
+
+def parse_outbox(reply: list[Any]) -> tuple[str, list[OutboxEntry]]:
+    """(incarnation, entries) of a forward_out reply."""
+    inc = _text(reply[1])
+    out = []
+    for i in range(2, len(reply), 7):
+        out.append(
+            OutboxEntry(
+                int(reply[i]),
+                _text(reply[i + 1]),
+                int(reply[i + 2]),
+                int(reply[i + 3]),
+                bytes(reply[i + 4]),
+                _text(reply[i + 5]),
+                _text(reply[i + 6]),
+            )
+        )
+    return inc, out
+
+
+def source_id(path: str, partition: int, incarnation: str) -> str:
+    return f"{path}:{partition}:{incarnation}"
+
+
+def delivered_blob(e: OutboxEntry, source_path: str) -> bytes:
+    """The blob to deliver: a dead-lettered message carries its dead-letter reason and description
+    as application properties (DeadLetterReason, DeadLetterErrorDescription) and its source."""
+    if not e.reason:
+        return e.blob
+    return annotate(e.blob, source_path, e.reason, e.description)
+
+
+def annotate(blob: bytes, source_path: str, reason: str | None = None, description: str | None = None) -> bytes:
+    end, _ = codec.split(blob)
+    header = codec.header_of(blob)
+    if reason is not None:
+        ap = dict(header.get("ap") or {})
+        ap["DeadLetterReason"] = reason
+        ap["DeadLetterErrorDescription"] = description or ""
+        header["ap"] = ap
+    header["dls"] = source_path
+    return codec.encode(header, blob[end:])
+
+
+def destination_partition(blob: bytes, meta: EntityMeta) -> int:
+    """Session id, else partition key, else message id picks the destination partition."""
+    h = codec.header_of(blob)
+    key = h.get("pk") or h.get("sid") or h.get("id") or ""
+    return partition_of(str(key), meta.partition_count)
+
+
+def delivery_args(e: OutboxEntry, blob: bytes, meta: EntityMeta) -> list[Any]:
+    """The 7 per-message arguments for forward_in / publish at the destination."""
+    h = codec.header_of(blob)
+    mid = str(h.get("id") or "") if meta.dedup else ""
+    ttl = int(h.get("ttl") or 0)
+    return [mid, ttl, 0, e.hop + 1, e.expires_ms, e.seq, blob]
+
+
+def forward_in_call(dest: str, partition: int, source: str, msg_args: Sequence[Any]) -> Call:
+    args = (source, len(msg_args) // 7, *msg_args)
+    return Call(scripts.load("forward_in"), keys.partition_keys(dest, partition), args, partition)
+
+
+def forward_ack_call(path: str, partition: int, outcomes: Sequence[tuple[int, str, str, str, bytes]]) -> Call:
+    """outcomes: (outbox seq, 'ok' | 'dl', reason, description, blob to store or b'')."""
+    args: list[Any] = [len(outcomes)]
+    for o in outcomes:
+        args += list(o)
+    return Call(scripts.load("forward_ack"), outbox_keys(path, partition), tuple(args), partition)
+
+
+def undeliverable(error: Exception, dest: str) -> tuple[str, str] | None:
+    """(reason, description) when an error means the destination cannot take the message (it goes
+    to the transfer dead-letter subqueue); None for errors worth retrying (connection, quota)."""
+    if isinstance(error, MessagingEntityNotFoundError):
+        return "MessagingEntityNotFound", f"The auto-forwarding destination '{dest}' does not exist."
+    if isinstance(error, MessagingEntityDisabledError):
+        return "MessagingEntityDisabled", f"The auto-forwarding destination '{dest}' is disabled."
+    if isinstance(error, MessageSizeExceededError):
+        return "MessageSizeExceeded", f"The message is larger than '{dest}' accepts."
+    if isinstance(error, InvalidOperationError):
+        return "InvalidDestination", f"'{dest}' cannot be an auto-forwarding destination."
+    return None
+
+
+HOPS_EXCEEDED = (
+    "MaxTransferHopCountExceeded",
+    f"The message was forwarded {MAX_HOPS} times already; auto-forwarding allows at most {MAX_HOPS} hops.",
+)
+
+
+# ------------------------------------------------------------------------------------- idle
+def idle_call(path: str, kind: str, partition: int, subs: Sequence[str], mode: str, cutoff_ms: int) -> Call:
+    """The idle script for one partition of a queue, subscription or topic (with its subscriptions)."""
+    ks: list[str] = list(keys.entity_keys(path, partition))
+    if kind == "topic":
+        for name in subs:
+            ks += keys.subscription_keys(path, name, partition)
+    return Call(scripts.load("idle"), tuple(ks), (mode, cutoff_ms), partition)
+
+
+def window_of(p: Any) -> int:
+    return _ms(p.auto_delete_on_idle)
+
+
+def _text(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)

@@ -1,0 +1,94 @@
+# Generated from sbredis/aio/_topic_sender.py by scripts/unasync.py: edit the async source, not this.
+"""ServiceBusTopicSender: a ServiceBusSender whose sends fan out to the topic's subscriptions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .._core import fanout, ops
+from .._core.keys import SUBSCRIPTIONS
+from .._message import ServiceBusMessage
+from ..exceptions import InvalidOperationError, MessagingEntityNotFoundError, ServiceBusError
+from ._forwarder import run_publish
+from ._sender import ServiceBusSender
+
+
+class ServiceBusTopicSender(ServiceBusSender):
+    """Sends to one topic: each send is one ``publish`` script call per topic partition, which
+    stores a copy in every subscription whose rules match (all copies or none), so every
+    ServiceBusSender method works the same. ``schedule_messages`` returns the topic's sequence
+    numbers; ``cancel_scheduled_messages`` takes them back out of every subscription."""
+
+    def _topic(self) -> fanout.TopicMeta:
+        meta = self._client._entity(self.entity_name)
+        if not isinstance(meta, fanout.TopicMeta):
+            raise InvalidOperationError(f"'{self.entity_name}' is a {meta.kind}, not a topic: use get_queue_sender")
+        return meta
+
+    def _store(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
+        """Publish entries (each one caller's messages); one outcome per entry, as ServiceBusSender."""
+        try:
+            meta = self._topic()
+        except ServiceBusError as e:
+            return [e] * len(entries)
+        outcomes: list[Any] = [None] * len(entries)
+        plans = []
+        for group in ops.pack(entries, meta.max_message_bytes):
+            self._rr += 1
+            try:
+                calls, where = fanout.plan_publish(
+                    [m for i in group for m in entries[i]], meta, self._rr % meta.partition_count, sched_ms
+                )
+            except ServiceBusError as e:
+                for i in group:
+                    outcomes[i] = e
+                continue
+            plans.append((group, calls, where))
+        calls = [c for _, group_calls, _ in plans for c in group_calls]
+        replies = iter(run_publish(self._client._transport, meta, calls))
+        stored: set[int] = set()
+        for group, group_calls, where in plans:
+            seqs, errors = ops.send_replies(group_calls, replies)
+            if any(isinstance(e, MessagingEntityNotFoundError) for e in errors.values()):
+                self._client._forget(self.entity_name)
+            stored |= {c.partition for c in group_calls if c.partition not in errors}
+            partitions = iter(where)
+            for i in group:
+                outcomes[i] = ops.entry_outcome(len(entries[i]), partitions, seqs, errors)
+        self._forward(meta, stored)
+        return outcomes
+
+    def _forward(self, meta: fanout.TopicMeta, partitions: set[int]) -> None:
+        """Drain the forwarding subscriptions' partitions that this send wrote to."""
+        targets: dict[str, set[int]] = {}
+        for p in partitions:
+            subs = meta.subs.get(p)
+            for name in subs.forwarding if subs else ():
+                targets.setdefault(f"{meta.name}{SUBSCRIPTIONS}{name}", set()).add(p)
+        for path, parts in targets.items():
+            self._client._forwarder.drain_quietly(path, parts)
+
+    def cancel_scheduled_messages(
+        self, sequence_numbers: int | Iterable[int], *, timeout: float | None = None
+    ) -> None:
+        """Cancel scheduled topic messages not yet enqueued (every copy in every subscription).
+        All numbers of one partition or none.
+
+        Raises:
+            InvalidArgumentError: not sequence numbers of this topic.
+            MessageNotFoundError: a number is not a pending scheduled message.
+        """
+        seqs = [sequence_numbers] if isinstance(sequence_numbers, int) else list(sequence_numbers)
+        meta = self._topic()
+        groups: dict[int, list[int]] = {}
+        for s in seqs:
+            p, local = ops.split_sequence_number(s, meta.partition_count)
+            groups.setdefault(p, []).append(local)
+        calls = [fanout.cancel_call(meta.name, p, meta.subs.get(p) or fanout.TopicSubs(), v) for p, v in groups.items()]
+        for reply in run_publish(self._client._transport, meta, calls):
+            if isinstance(reply, ServiceBusError):
+                raise reply
+
+    def __repr__(self) -> str:
+        return f"ServiceBusTopicSender(topic={self.entity_name!r})"

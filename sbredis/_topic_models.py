@@ -1,0 +1,36 @@
+"""Runtime properties (read-only counts) of topics and subscriptions, as the Azure SDK's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class TopicRuntimeProperties:
+    """A topic's counts. size_in_bytes sums what its subscriptions store; scheduled_message_count
+    counts scheduled topic messages not yet enqueued (each may have a copy in several subscriptions)."""
+
+    name: str
+    created_at_utc: datetime | None
+    updated_at_utc: datetime | None
+    accessed_at_utc: datetime | None
+    size_in_bytes: int
+    subscription_count: int
+    scheduled_message_count: int
+
+
+@dataclass(frozen=True)
+class SubscriptionRuntimeProperties:
+    """A subscription's counts summed over its partitions (active includes locked and deferred;
+    transfer_message_count: messages waiting in the outbox to be forwarded)."""
+
+    name: str
+    created_at_utc: datetime | None
+    updated_at_utc: datetime | None
+    accessed_at_utc: datetime | None
+    total_message_count: int
+    active_message_count: int
+    dead_letter_message_count: int
+    transfer_message_count: int
+    transfer_dead_letter_message_count: int

@@ -1,0 +1,274 @@
+"""Auto-forwarding: drain outboxes into their destinations, idempotently (docs/topics.md).
+
+A queue or subscription with ``forward_to`` (or ``forward_dead_lettered_messages_to``) stores
+messages as usual. A drain of one of its partitions runs three script calls:
+
+1. ``forward_out`` on the source partition moves its forwarded messages into the partition's
+   transfer queue (the outbox, same hash tag, each entry numbered in order) and returns the oldest
+   outbox entries;
+2. ``forward_in`` (queue) or ``publish`` (topic) on each destination partition stores them; the
+   destination keeps the highest outbox number it took from that source partition and drops what
+   is at or below it, so delivering the same prefix twice stores it once;
+3. ``forward_ack`` on the source partition removes the delivered entries and moves undeliverable
+   ones (missing or disabled destination, too large, past 4 hops) to the transfer dead-letter
+   subqueue.
+
+A process that dies between any two steps loses nothing: the outbox keeps what was not
+acknowledged, and the next drain delivers it again (dropped at the destination if it arrived).
+
+Who drains: a sender right after a send to a forwarding queue (or to a topic with a forwarding
+subscription), following the chain of destinations; a receiver that finds nothing, for the
+entities that forward into its entity (at most once a second); settling on a receiver whose
+entity forwards dead-lettered messages; and the administration client's maintenance
+(``forward_pending``). Scheduled and expired messages of a forwarding entity move at the next of
+these after their time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from .._core import fanout
+from .._core.keys import REGISTRY, SUBSCRIPTIONS
+from .._core.ops import EntityMeta
+from .._core.topic_entity import kind_of
+from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
+from ._transport import Transport
+
+log = logging.getLogger("sbredis")
+META_TTL = 2.0  # seconds a destination's registry record is trusted
+PULL_INTERVAL = 1.0  # a receiver pulls forwarded messages into its entity at most this often
+MAX_ROUNDS = 20  # outbox batches per partition per drain (500 entries each)
+
+Outcome = tuple[int, str, str, str, bytes]
+
+
+class Forwarder:
+    """Drains outboxes for a client (one per ServiceBusClient or administration client)."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
+        self._meta: dict[str, tuple[float, EntityMeta | None]] = {}
+        self._reverse: tuple[float, dict[str, list[str]]] | None = None
+        self._pulled: dict[str, float] = {}
+
+    async def meta(self, name: str, refresh: bool = False) -> EntityMeta | None:
+        """The entity's metadata (cached for META_TTL seconds), None when it does not exist."""
+        cached = self._meta.get(name)
+        if cached is not None and not refresh and time.monotonic() - cached[0] < META_TTL:
+            return cached[1]
+        raw = await self._transport.execute("HGET", REGISTRY, name, entity=name)
+        meta = None
+        if raw is not None:
+            try:
+                meta = fanout.meta_from_record(name, json.loads(raw))
+            except MessagingEntityNotFoundError:
+                meta = None
+        self._meta[name] = (time.monotonic(), meta)
+        return meta
+
+    def remember(self, meta: EntityMeta) -> None:
+        self._meta[meta.name] = (time.monotonic(), meta)
+
+    # -- draining
+    async def drain(self, path: str, partitions: Iterable[int] | None = None, depth: int = 0) -> int:
+        """Deliver what `path` (a queue or subscription) forwards from `partitions` (default: all),
+        then drain the destinations that forward further. Returns the messages delivered. Errors
+        are logged, not raised: what was not delivered stays in the outbox for the next drain."""
+        meta = await self.meta(path)
+        if meta is None or meta.kind == "topic":
+            return 0
+        parts = sorted(set(range(meta.partition_count) if partitions is None else partitions))
+        delivered = 0
+        follow: dict[str, set[int]] = {}
+        for _ in range(MAX_ROUNDS):
+            if not parts:
+                break
+            replies = await self._transport.run_many([fanout.forward_out_call(path, p) for p in parts], path)
+            acks: dict[int, list[Outcome]] = {}
+            batches: dict[str, list[tuple[int, str, fanout.OutboxEntry]]] = {}
+            full = []
+            for p, reply in zip(parts, replies, strict=True):
+                if isinstance(reply, ServiceBusError):
+                    log.warning("forwarding from partition %d of %s failed: %s", p, path, reply.message)
+                    continue
+                inc, entries = fanout.parse_outbox(reply)
+                if len(entries) >= fanout.OUTBOX_RETURN:
+                    full.append(p)
+                for e in entries:
+                    if e.hop >= fanout.MAX_HOPS:
+                        acks.setdefault(p, []).append(
+                            (e.seq, "dl", *fanout.HOPS_EXCEEDED, fanout.annotate(e.blob, path))
+                        )
+                    else:
+                        batches.setdefault(e.destination, []).append((p, inc, e))
+            for dest, items in batches.items():
+                delivered += await self._deliver(path, dest, items, acks, follow)
+            if acks:
+                calls = [fanout.forward_ack_call(path, p, outs) for p, outs in acks.items()]
+                for reply in await self._transport.run_many(calls, path):
+                    if isinstance(reply, ServiceBusError):
+                        log.warning("acknowledging forwarded messages of %s failed: %s", path, reply.message)
+            parts = full
+        if depth < fanout.MAX_HOPS:
+            for dest, ps in follow.items():
+                delivered += await self.drain(dest, ps, depth + 1)
+        return delivered
+
+    async def _deliver(
+        self,
+        path: str,
+        dest: str,
+        items: list[tuple[int, str, fanout.OutboxEntry]],
+        acks: dict[int, list[Outcome]],
+        follow: dict[str, set[int]],
+    ) -> int:
+        """Store outbox entries of `path` at `dest`, one call per (source partition, destination
+        partition) in outbox order; record each entry's outcome in `acks`."""
+        dmeta = await self.meta(dest)
+        if dmeta is None or dmeta.kind not in ("queue", "topic"):
+            reason = fanout.undeliverable(MessagingEntityNotFoundError(dest), dest)
+            assert reason is not None
+            for p, _, e in items:
+                acks.setdefault(p, []).append((e.seq, "dl", *reason, fanout.annotate(e.blob, path)))
+            return 0
+        groups: dict[tuple[int, str, int], list[tuple[fanout.OutboxEntry, bytes]]] = {}
+        for p, inc, e in items:
+            blob = fanout.delivered_blob(e, path)
+            if len(blob) > dmeta.max_message_bytes:
+                desc = f"The message of {len(blob)} bytes is larger than '{dest}' accepts."
+                acks.setdefault(p, []).append((e.seq, "dl", "MessageSizeExceeded", desc, fanout.annotate(e.blob, path)))
+                continue
+            dp = fanout.destination_partition(blob, dmeta)
+            groups.setdefault((p, inc, dp), []).append((e, blob))
+        keys_ = list(groups)
+        calls = []
+        for p, inc, dp in keys_:
+            args: list[Any] = []
+            for e, blob in groups[(p, inc, dp)]:
+                args += fanout.delivery_args(e, blob, dmeta)
+            source = fanout.source_id(path, p, inc)
+            if isinstance(dmeta, fanout.TopicMeta):
+                calls.append(fanout.publish_call(dest, dp, dmeta.subs.get(dp) or fanout.TopicSubs(), source, args))
+            else:
+                calls.append(fanout.forward_in_call(dest, dp, source, args))
+        replies = await run_publish(self._transport, dmeta, calls)
+        delivered = 0
+        for (p, _, dp), reply in zip(keys_, replies, strict=True):
+            entries = groups[(p, _, dp)]
+            if isinstance(reply, ServiceBusError):
+                reason = fanout.undeliverable(reply, dest)
+                if reason is None:
+                    log.warning("forwarding %s -> %s failed, will retry: %s", path, dest, reply.message)
+                    continue
+                self._meta.pop(dest, None)
+                for e, _blob in entries:
+                    acks.setdefault(p, []).append((e.seq, "dl", *reason, fanout.annotate(e.blob, path)))
+                continue
+            for e, _blob in entries:
+                acks.setdefault(p, []).append((e.seq, "ok", "", "", b""))
+            delivered += sum(1 for s in reply[1:] if int(s))
+            if isinstance(dmeta, fanout.TopicMeta):
+                subs = dmeta.subs.get(dp) or fanout.TopicSubs()
+                for name in subs.forwarding:
+                    follow.setdefault(f"{dest}{SUBSCRIPTIONS}{name}", set()).add(dp)
+            elif dmeta.forwards:
+                follow.setdefault(dest, set()).add(dp)
+        return delivered
+
+    # -- fallbacks
+    async def _reverse_index(self) -> dict[str, list[str]]:
+        """destination -> the queues and subscriptions that forward into it (from the registry)."""
+        if self._reverse is not None and time.monotonic() - self._reverse[0] < META_TTL:
+            return self._reverse[1]
+        raw = await self._transport.execute("HGETALL", REGISTRY)
+        index: dict[str, list[str]] = {}
+        for name, text in raw.items():
+            rec = json.loads(text)
+            if kind_of(rec) not in ("queue", "subscription"):
+                continue
+            path = name.decode() if isinstance(name, bytes) else str(name)
+            for target in {rec.get("forward_to"), rec.get("forward_dead_lettered_messages_to")}:
+                if target:
+                    index.setdefault(target, []).append(path)
+        self._reverse = (time.monotonic(), index)
+        return index
+
+    async def sources_into(self, dest: str) -> list[str]:
+        """Every entity whose forwarding reaches `dest` (a subscription: through its topic), the
+        farthest first (draining those follows the chain down to the nearer ones)."""
+        index = await self._reverse_index()
+        out: list[str] = []
+        frontier = [dest.split(SUBSCRIPTIONS, 1)[0]]
+        seen = set(frontier)
+        for _ in range(fanout.MAX_HOPS + 1):
+            upstream = []
+            for target in frontier:
+                for src in index.get(target, []):
+                    if src in out:
+                        continue
+                    out.append(src)
+                    feeder = src.split(SUBSCRIPTIONS, 1)[0]  # a subscription is fed by its topic
+                    if feeder not in seen:
+                        seen.add(feeder)
+                        upstream.append(feeder)
+            if not upstream:
+                break
+            frontier = upstream
+        return out[::-1]
+
+    async def pull(self, dest: str) -> int:
+        """Drain every source that forwards into `dest` (at most once per PULL_INTERVAL); errors
+        are logged. Returns the messages delivered."""
+        now = time.monotonic()
+        if now - self._pulled.get(dest, -PULL_INTERVAL) < PULL_INTERVAL:
+            return 0
+        self._pulled[dest] = now
+        delivered = 0
+        try:
+            for src in await self.sources_into(dest):
+                delivered += await self.drain(src)
+        except ServiceBusError as e:
+            log.warning("pulling forwarded messages into %s failed: %s", dest, e.message)
+        return delivered
+
+    async def drain_quietly(self, path: str, partitions: Iterable[int] | None = None) -> int:
+        """drain(), with errors logged instead of raised (after a send that already succeeded)."""
+        try:
+            return await self.drain(path, partitions)
+        except ServiceBusError as e:
+            log.warning("forwarding from %s failed (the next drain retries): %s", path, e.message)
+            return 0
+
+    async def drain_all(self) -> int:
+        """Drain every forwarding queue and subscription (the administration client's maintenance)."""
+        index = await self._reverse_index()
+        delivered = 0
+        for src in sorted({s for sources in index.values() for s in sources}):
+            delivered += await self.drain(src)
+        return delivered
+
+
+async def run_publish(transport: Transport, meta: EntityMeta, calls: list[Any]) -> list[Any]:
+    """run_many, re-planning publish (and cancel) calls whose subscription set was stale: the
+    script answers with the current set, which is cached on the topic's meta for the next calls."""
+    replies = await transport.run_many(calls, meta.name) if calls else []
+    if not isinstance(meta, fanout.TopicMeta):
+        return replies
+    for _ in range(5):
+        redo = []
+        for i, r in enumerate(replies):
+            subs = None if isinstance(r, ServiceBusError) else fanout.stale_subs(r)
+            if subs is not None:
+                meta.subs[calls[i].partition] = subs
+                calls[i] = fanout.rebuild(calls[i], meta.name, subs)
+                redo.append(i)
+        if not redo:
+            break
+        for i, r in zip(redo, await transport.run_many([calls[i] for i in redo], meta.name), strict=True):
+            replies[i] = r
+    return replies
