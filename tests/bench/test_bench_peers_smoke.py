@@ -1,0 +1,45 @@
+"""Smoke test of bench/bench_peers.py: its quick mode for the raw redis-py and sbredis rows only.
+
+The peers (Celery, Dramatiq, RQ, saq, BullMQ) are optional and not run here; the script starts its
+own redis-server, so this needs only what the test extra installs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench" / "bench_peers.py"
+
+
+def test_quick_raw_and_sbredis(tmp_path: Path) -> None:
+    out = tmp_path / "peers.json"
+    cmd = [sys.executable, str(SCRIPT), "--quick", "--only", "raw,sbredis", "--payloads", "256", "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "end to end" in proc.stdout
+
+    doc = json.loads(out.read_text())
+    assert doc["mode"] == "quick"
+    assert doc["machine"]["cpu_count"] >= 1 and doc["versions"]["redis_server"]
+    assert set(doc["systems"]) == {"raw", "sbredis"}
+    for name, system in doc["systems"].items():
+        assert "error" not in system, system.get("error")
+        for row in ("batched_send", "async_concurrent_sends", "receive_complete"):
+            comp = system["components"]["256"][row]
+            assert comp["median"] > 0 and comp["cmds_per_msg"] > 0, (name, row, comp)
+        e2e = system["e2e"]["256"]
+        assert e2e["e2e_median"] > 0 and e2e["enqueue_median"] > 0, (name, e2e)
+        assert 0 < e2e["p50_ms"] <= e2e["p99_ms"], (name, e2e)
+        assert e2e["cmds_per_msg"] > 0 and e2e["cpu_us_per_msg"] > 0, (name, e2e)
+    assert doc["ratios_sbredis_over"]["raw"]["256"] > 0
+    by_target = {t["target"]: t for t in doc["targets"]}
+    assert by_target["sbredis e2e p99 <= 5 ms at 50 % load"]["pass"] in (True, False)
+    assert by_target["sbredis e2e >= 5x celery"]["pass"] is None  # not run: reported, not judged
