@@ -140,6 +140,8 @@ for i = 1, n do
       if t == 0 or (cfg.ttl_ms > 0 and t > cfg.ttl_ms) then t = cfg.ttl_ms end
       if t > 0 then brk.xt = enq + t end
     end
+    -- a program gives the same answer for the same message: evaluate each distinct one once
+    local matches, actions = {}, {}
     for j = 1, k do
       local sub = subs[j]
       if sub.on then
@@ -152,29 +154,42 @@ for i = 1, n do
           elseif rule[2] == '[1,false]' then
             matched = false
           else
-            local e
-            matched, e = rules_match(rule[2], hdr, ap, brk)
+            local memo = matches[rule[2]]
+            if not memo then
+              local m, e = rules_match(rule[2], hdr, ap, brk)
+              memo = {m, e}
+              matches[rule[2]] = memo
+            end
+            matched = memo[1]
             if matched == nil then
-              err = e
+              err = memo[2]
               break
             end
           end
           if matched then
             if rule[3] then
-              local h2, a2 = rules_apply_action(rule[3], hdr, ap, brk)
-              if h2 == nil then
-                err = a2
+              local copy = actions[rule[3]]
+              if not copy then
+                local h2, a2 = rules_apply_action(rule[3], hdr, ap, brk)
+                if h2 == nil then
+                  copy = {false, a2}
+                else
+                  if next(a2) ~= nil then h2.ap = a2 end
+                  local js = rules_json(h2)
+                  local len = #js
+                  local cttl, cat = ttl, at
+                  if h2.ttl ~= hdr.ttl then cttl = tonumber(h2.ttl or 0) end
+                  if h2.se ~= hdr.se then cat = tonumber(h2.se or 0) end
+                  copy = {string.char(1, math.floor(len / 16777216) % 256, math.floor(len / 65536) % 256,
+                                      math.floor(len / 256) % 256, len % 256) .. js .. body, cttl, cat}
+                end
+                actions[rule[3]] = copy
+              end
+              if not copy[1] then
+                err = copy[2]
                 break
               end
-              if next(a2) ~= nil then h2.ap = a2 end
-              local js = rules_json(h2)
-              local len = #js
-              local copy = string.char(1, math.floor(len / 16777216) % 256, math.floor(len / 65536) % 256,
-                                       math.floor(len / 256) % 256, len % 256) .. js .. body
-              local cttl, cat = ttl, at
-              if h2.ttl ~= hdr.ttl then cttl = tonumber(h2.ttl or 0) end
-              if h2.se ~= hdr.se then cat = tonumber(h2.se or 0) end
-              acted[#acted + 1] = {copy, cttl, cat}
+              acted[#acted + 1] = copy
             else
               plain = true
             end

@@ -64,8 +64,7 @@ def meta_from_record(name: str, raw: dict[str, Any]) -> EntityMeta:
             name, t.partition_count, t.requires_duplicate_detection, t.max_message_size_in_kilobytes * 1024, "topic"
         )
     if kind == "subscription":
-        forwards = bool(raw.get("forward_to") or raw.get("forward_dead_lettered_messages_to"))
-        return EntityMeta(name, int(raw["_pc"]), False, int(raw["_mb"]), "subscription", forwards)
+        return EntityMeta(name, int(raw["_pc"]), False, int(raw["_mb"]), "subscription", bool(raw.get("forward_to")))
     if kind != "queue":
         raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
     return EntityMeta.from_properties(QueueProperties.from_json(json.dumps(raw)))

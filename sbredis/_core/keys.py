@@ -45,7 +45,7 @@ hash tag, so one script can touch several of them in one slot):
 ``{sb:<topic>:<p>}:<name>`` (a topic partition)
     A topic keeps no messages of its own: ``cfg`` holds its settings plus ``subv`` (a counter
     bumped by every subscription change) and one field ``sub:<subscription>`` per subscription
-    ('1' when it forwards), which a sender reads back from a publish reply when its copy is stale;
+    ('1' when it has forward_to), which a sender reads back from a publish reply when its copy is stale;
     ``st`` holds ``seq`` (the topic's sequence numbers), ``acc`` and the forwarding high-water
     marks below; ``dd`` duplicate detection; ``sched`` and ``lk`` map the topic sequence number
     of a scheduled message to its enqueue time and to the copies it made (for cancelling).
@@ -71,9 +71,11 @@ Outside the partitions, ``sb:entities`` (hash) maps names to properties (JSON): 
 it is read when a sender or receiver starts and by the administration client, never per message.
 In the same slot (hash tag ``{sb:entities}``): ``{sb:entities}:subs:<topic>`` (hash) names a
 topic's subscriptions, ``{sb:entities}:rules:<topic>/Subscriptions/<subscription>`` (hash) a
-subscription's rules, and ``{sb:entities}:idle`` (sorted set) holds each entity with
+subscription's rules, ``{sb:entities}:idle`` (sorted set) holds each entity with
 ``auto_delete_on_idle`` scored by the time it may next be idle (a candidate, checked against the
-partitions' ``st.acc`` before anything is deleted).
+partitions' ``st.acc`` before anything is deleted), and ``{sb:entities}:forwarders`` (hash) maps
+each queue or subscription that forwards to ``[forward_to, forward_dead_lettered_messages_to]``
+(JSON), so finding what forwards into an entity reads that hash, not the registry.
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ def partition_keys(entity: str, partition: int) -> tuple[str, ...]:
 SUBSCRIPTIONS = "/Subscriptions/"  # <topic>/Subscriptions/<subscription>, as Service Bus paths
 TRANSFER = "/$Transfer"  # <entity>/$Transfer: the transfer queue and transfer dead-letter subqueue
 IDLE = "{sb:entities}:idle"
+FORWARDERS = "{sb:entities}:forwarders"
 
 
 def subscription_path(topic: str, subscription: str) -> str:

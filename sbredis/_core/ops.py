@@ -43,11 +43,11 @@ class EntityMeta:
     dedup: bool
     max_message_bytes: int
     kind: str = "queue"  # or "topic", "subscription"
-    forwards: bool = False  # forward_to or forward_dead_lettered_messages_to is set
+    forwards: bool = False  # forward_to is set: what is stored moves on (see aio/_forwarder.py)
 
     @classmethod
     def from_properties(cls, p: QueueProperties) -> EntityMeta:
-        forwards = bool(p.forward_to or p.forward_dead_lettered_messages_to)
+        forwards = bool(p.forward_to)
         return cls(
             p.name,
             p.partition_count,

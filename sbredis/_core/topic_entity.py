@@ -362,6 +362,13 @@ def idle_commands(path: str, auto_delete: timedelta, now_ms: int) -> list[tuple[
     return [("ZADD", keys.IDLE, now_ms + window, path)]
 
 
+def forwarder_commands(path: str, forward_to: str | None, dead_letters_to: str | None) -> list[tuple[Any, ...]]:
+    """Keep the forwarders index in step with an entity's forwarding (a create or update)."""
+    if not forward_to and not dead_letters_to:
+        return [("HDEL", keys.FORWARDERS, path)]
+    return [("HSET", keys.FORWARDERS, path, json.dumps([forward_to or "", dead_letters_to or ""]))]
+
+
 def touch_commands(keys_list: list[tuple[str, ...]], now_ms: int) -> list[tuple[Any, ...]]:
     """Mark partitions as used now (an update counts as use for auto-delete-on-idle)."""
     return [("HSET", ks[1], "acc", now_ms) for ks in keys_list]
@@ -390,7 +397,7 @@ def topic_update_commands(p: TopicProperties, now_ms: int) -> list[tuple[Any, ..
 def subscription_set_commands(topic: TopicProperties, s: SubscriptionProperties, now_ms: int) -> list[tuple[Any, ...]]:
     """Write a subscription's config into every partition, announce it in the topic partitions'
     subscription set (bumping subv, so senders refresh), and touch both for idleness."""
-    flag = int(bool(s.forward_to or s.forward_dead_lettered_messages_to))
+    flag = int(bool(s.forward_to))  # a publish drains the subscriptions whose copies move on
     cmds: list[tuple[Any, ...]] = []
     for i in range(topic.partition_count):
         sk = keys.subscription_keys(topic.name, s.name, i)
@@ -402,6 +409,7 @@ def subscription_set_commands(topic: TopicProperties, s: SubscriptionProperties,
         cmds.append(("HSET", tk[1], "acc", now_ms))
     path = keys.subscription_path(topic.name, s.name)
     cmds.append(("HSET", keys.subscriptions_index(topic.name), s.name, 1))
+    cmds += forwarder_commands(path, s.forward_to, s.forward_dead_lettered_messages_to)
     return cmds + idle_commands(path, s.auto_delete_on_idle, now_ms)
 
 
@@ -445,6 +453,7 @@ def subscription_delete_commands(topic: TopicProperties, name: str, rules: list[
     if rules:
         cmds.append(("HDEL", keys.REGISTRY, *(keys.rule_path(topic.name, name, r) for r in rules)))
     cmds.append(("ZREM", keys.IDLE, path))
+    cmds.append(("HDEL", keys.FORWARDERS, path))
     return cmds
 
 
@@ -463,6 +472,7 @@ def topic_delete_commands(p: TopicProperties, subs: dict[str, list[str]]) -> lis
         fields_ += [keys.rule_path(p.name, name, r) for r in rules]
         cmds.append(("DEL", keys.rules_index(path)))
         cmds.append(("ZREM", keys.IDLE, path))
+        cmds.append(("HDEL", keys.FORWARDERS, path))
     if fields_:
         cmds.append(("HDEL", keys.REGISTRY, *fields_))
     cmds.append(("DEL", keys.subscriptions_index(p.name)))

@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 from .._core import codec, fanout, ops
 from .._core.entity import check_name
-from .._core.keys import IDLE, REGISTRY, TRANSFER, rule_path, rules_index, subscription_path, subscriptions_index
+from .._core.keys import (
+    FORWARDERS,
+    IDLE,
+    REGISTRY,
+    TRANSFER,
+    rule_path,
+    rules_index,
+    subscription_path,
+    subscriptions_index,
+)
 from .._core.rules import TrueRuleFilter
 from .._core.topic_entity import (
     DEFAULT_RULE,
@@ -544,5 +553,5 @@ class TopicAdministration:
             name = path.rsplit("/", 1)[1]
             cmds = subscription_delete_commands(t, name, self._names(rules_index(path)))
         else:
-            cmds = [*ops.delete_commands(path, partitions), ("ZREM", IDLE, path)]
+            cmds = [*ops.delete_commands(path, partitions), ("ZREM", IDLE, path), ("HDEL", FORWARDERS, path)]
         self._transport.change_entity(path, registry, cmds)

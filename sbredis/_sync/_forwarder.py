@@ -17,12 +17,12 @@ messages as usual. A drain of one of its partitions runs three script calls:
 A process that dies between any two steps loses nothing: the outbox keeps what was not
 acknowledged, and the next drain delivers it again (dropped at the destination if it arrived).
 
-Who drains: a sender right after a send to a forwarding queue (or to a topic with a forwarding
-subscription), following the chain of destinations; a receiver that finds nothing, for the
-entities that forward into its entity (at most once a second); settling on a receiver whose
-entity forwards dead-lettered messages; and the administration client's maintenance
-(``forward_pending``). Scheduled and expired messages of a forwarding entity move at the next of
-these after their time.
+Who drains: a sender right after a send to a queue with forward_to (or to a topic with such a
+subscription), following the chain of destinations; a receiver whose receive finds nothing, and
+every peek, for the entities that forward (or forward dead-lettered messages) into its entity, at
+most once a second per client and entity; and the administration client's maintenance
+(``forward_pending``, run by the runtime-property calls at most every 30 s). Scheduled, expired
+and dead-lettered messages of a forwarding entity move at the next of these after they appear.
 """
 
 from __future__ import annotations
@@ -34,9 +34,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._core import fanout
-from .._core.keys import REGISTRY, SUBSCRIPTIONS
+from .._core.keys import FORWARDERS, REGISTRY, SUBSCRIPTIONS
 from .._core.ops import EntityMeta
-from .._core.topic_entity import kind_of
 from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
 from ._transport import Transport
 
@@ -183,17 +182,15 @@ class Forwarder:
 
     # -- fallbacks
     def _reverse_index(self) -> dict[str, list[str]]:
-        """destination -> the queues and subscriptions that forward into it (from the registry)."""
+        """destination -> the queues and subscriptions that forward into it (from the forwarders
+        index the administration client keeps, cached for META_TTL seconds)."""
         if self._reverse is not None and time.monotonic() - self._reverse[0] < META_TTL:
             return self._reverse[1]
-        raw = self._transport.execute("HGETALL", REGISTRY)
+        raw = self._transport.execute("HGETALL", FORWARDERS)
         index: dict[str, list[str]] = {}
-        for name, text in raw.items():
-            rec = json.loads(text)
-            if kind_of(rec) not in ("queue", "subscription"):
-                continue
+        for name, text in sorted(raw.items()):
             path = name.decode() if isinstance(name, bytes) else str(name)
-            for target in {rec.get("forward_to"), rec.get("forward_dead_lettered_messages_to")}:
+            for target in set(json.loads(text)):
                 if target:
                     index.setdefault(target, []).append(path)
         self._reverse = (time.monotonic(), index)

@@ -10,9 +10,9 @@ from typing import Any
 
 from .._core import codec, ops
 from .._core.entity import QueueProperties, build_queue, check_name
-from .._core.keys import IDLE, REGISTRY, partition_keys
+from .._core.keys import FORWARDERS, IDLE, REGISTRY, partition_keys
 from .._core.retry import RetryPolicy
-from .._core.topic_entity import idle_commands, kind_of, touch_commands
+from .._core.topic_entity import forwarder_commands, idle_commands, kind_of, touch_commands
 from .._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from ..exceptions import (
     InvalidArgumentError,
@@ -70,6 +70,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         now = await self._now_ms()
         cmds = ops.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
         cmds += ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
+        cmds += forwarder_commands(p.name, p.forward_to, p.forward_dead_lettered_messages_to)
         registry = ("HSET", REGISTRY, p.name, self._record(p, now, now))
         if not await self._transport.change_entity(p.name, registry, cmds, create=True):
             raise MessagingEntityAlreadyExistsError(f"The messaging entity '{p.name}' already exists.")
@@ -102,6 +103,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         now = await self._now_ms()
         registry = ("HSET", REGISTRY, p.name, self._record(p, raw.get("_c", now), now))
         cmds = ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
+        cmds += forwarder_commands(p.name, p.forward_to, p.forward_dead_lettered_messages_to)
         cmds += touch_commands([partition_keys(p.name, i) for i in range(p.partition_count)], now)
         await self._transport.change_entity(p.name, registry, cmds)
 
@@ -116,7 +118,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         await self._transport.change_entity(
             p.name,
             ("HDEL", REGISTRY, p.name),
-            [*ops.delete_commands(p.name, p.partition_count), ("ZREM", IDLE, p.name)],
+            [*ops.delete_commands(p.name, p.partition_count), ("ZREM", IDLE, p.name), ("HDEL", FORWARDERS, p.name)],
         )
 
     async def list_queues(self) -> AsyncIterator[QueueProperties]:

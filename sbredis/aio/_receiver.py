@@ -256,6 +256,7 @@ class ServiceBusReceiver:
         ):
             raise InvalidArgumentError("sequence_number must be a non-negative int")
         start = sequence_number or self._last_peeked + 1
+        await self._client._forwarder.pull(self.entity_name)  # messages forwarded here, still upstream
         meta = await self._meta()
         first_p, first_local = start >> PARTITION_SHIFT, start & ops.LOCAL_MASK
         calls = [

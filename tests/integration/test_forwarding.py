@@ -121,6 +121,22 @@ def test_undeliverable_forward_lands_in_transfer_dead_letter(admin: Any, client:
     assert admin.get_queue_runtime_properties(src).transfer_dead_letter_message_count == 0
 
 
+def test_subscription_transfer_dead_letter_subqueue(admin: Any, client: Any) -> None:
+    topic = name("topic")
+    admin.create_topic(topic)
+    admin.create_subscription(topic, "lost", forward_to=name("nowhere"))
+    with client.get_topic_sender(topic) as s:
+        s.send_messages(ServiceBusMessage("x"))
+    props = admin.get_subscription_runtime_properties(topic, "lost")
+    assert props.active_message_count == 0 and props.transfer_dead_letter_message_count == 1
+    with client.get_subscription_receiver(topic, "lost", sub_queue=ServiceBusSubQueue.TRANSFER_DEAD_LETTER) as r:
+        [m] = r.receive_messages(5, max_wait_time=1)
+        assert m.dead_letter_reason == "MessagingEntityNotFound"
+        assert m.dead_letter_source == f"{topic}/Subscriptions/lost"
+        assert m.entity_name == f"{topic}/Subscriptions/lost/$Transfer"
+        r.complete_message(m)
+
+
 def test_subscription_forwards_to_a_queue_and_a_queue_to_a_topic(admin: Any, client: Any) -> None:
     """queue -> topic (fan-out, filters) -> subscription -> queue."""
     entry, topic, sink = name("entry"), name("topic"), name("sink")
