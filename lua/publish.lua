@@ -108,7 +108,10 @@ for j = 1, k do
     end
   end
   table.sort(rules, function(a, b) return a[1] < b[1] end)
-  subs[j] = {S = S, name = ARGV[2 + j], on = c.status ~= nil and c.status ~= 'Disabled',
+  -- while auto-delete-on-idle retires a subscription (cfg 'pre': its status before), it still
+  -- gets copies: deleted with it, or kept if it is put back (idle.lua)
+  local status = c.pre or c.status
+  subs[j] = {S = S, name = ARGV[2 + j], on = status ~= nil and status ~= 'Disabled',
              ttl = tonumber(c.ttl_ms or '0'), dlf = c.dlf == '1', rules = rules,
              copies = {}, dead = {}, added = 0}
 end

@@ -204,6 +204,55 @@ def test_sql_correlation_false_filters_and_actions_end_to_end(admin: Any, client
     assert [m.message_id for m in acted] == ["id_1", "idx2", "idy5"]
 
 
+FILTER_CASES = [
+    # (filter, parameters, the messages that match)
+    ("color = 'red'", None, {"m1"}),
+    ("color <> 'red'", None, {"m2", "m4", "m5", "m6"}),  # m3 has no color: unknown, no match
+    ("NOT (color = 'red')", None, {"m2", "m4", "m5", "m6"}),
+    ("color IS NULL", None, {"m3"}),
+    ("note IS NULL", None, {"m1", "m2", "m3", "m4", "m5", "m6"}),  # null value or missing
+    ("EXISTS(note)", None, {"m1"}),  # present, even with a null value
+    ("note = 1 OR 1 = 1", None, {"m1", "m2", "m3", "m4", "m5", "m6"}),
+    ("note = 1 AND 1 = 1", None, set()),
+    ("qty > 4 OR color = 'blue'", None, {"m1", "m2"}),
+    ("qty IN (0, 5)", None, {"m1", "m4"}),
+    ("qty NOT IN (5, NULL)", None, set()),  # a NULL item makes every no-match unknown
+    ("color LIKE 'r%'", None, {"m1"}),  # case-sensitive: not 'RED'
+    ("color LIKE 'a!_b!%c' ESCAPE '!'", None, {"m4"}),
+    ("color LIKE 'a_b%'", None, {"m4", "m6"}),
+    ("color LIKE 'a!_b%' ESCAPE '!'", None, {"m4"}),
+    ("sys.Label = 'x' OR sys.CorrelationId = 'c5'", None, {"m5"}),
+    ("qty * 2 + 1 = 11", None, {"m1"}),
+    ("qty / 5 = 2", None, {"m2"}),  # integer division truncates: 12 / 5 = 2
+    ("color = @c", {"@c": "blue"}, {"m2"}),
+]
+
+
+def test_sql_filter_table_through_fan_out(admin: Any, client: Any, topic: str) -> None:
+    """Each case is a subscription with one SQL filter; one publish of six messages answers all."""
+    for i, (sql, params, _) in enumerate(FILTER_CASES):
+        subscribe(admin, topic, f"c{i}", SqlRuleFilter(sql, parameters=params))
+    props: dict[str, dict[str, Any]] = {
+        "m1": {"color": "red", "qty": 5, "note": None},
+        "m2": {"color": "blue", "qty": 12},
+        "m3": {},
+        "m4": {"color": "a_b%c", "qty": 0},
+        "m5": {"color": "RED"},
+        "m6": {"color": "axbyc"},
+    }
+    with client.get_topic_sender(topic) as s:
+        s.send_messages(
+            [
+                ServiceBusMessage(
+                    k, application_properties=v or None, subject="x" if k == "m5" else None, correlation_id=f"c{k[1]}"
+                )
+                for k, v in props.items()
+            ]
+        )
+    for i, (sql, _, expected) in enumerate(FILTER_CASES):
+        assert {str(m) for m in drain(client, topic, f"c{i}")} == expected, sql
+
+
 def test_one_copy_per_action_rule_and_one_for_plain_rules(admin: Any, client: Any, topic: str) -> None:
     admin.create_subscription(topic, "s")  # $Default (no action) ...
     admin.create_rule(topic, "s", "also", filter=SqlRuleFilter("1=1"))  # ... and another plain rule: one copy
