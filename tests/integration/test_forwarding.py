@@ -64,6 +64,19 @@ def test_forwarding_chain(admin: Any, client: Any, hops: int) -> None:
         assert sorted(m.application_properties["i"] for m in dead) == list(range(30))
 
 
+def test_a_forwarding_cycle_ends_in_the_transfer_dead_letter_subqueue(admin: Any, client: Any) -> None:
+    a, b = name("a"), name("b")
+    admin.create_queue(a, forward_to=b)  # b does not exist yet: allowed (it would transfer-dead-letter)
+    admin.create_queue(b, forward_to=a)
+    with client.get_queue_sender(a) as s:
+        s.send_messages(ServiceBusMessage("round and round"))
+    admin.forward_pending()  # whatever the sender's drain left at its depth limit
+    dead = take_all(client, a, sub_queue=ServiceBusSubQueue.TRANSFER_DEAD_LETTER)
+    dead += take_all(client, b, sub_queue=ServiceBusSubQueue.TRANSFER_DEAD_LETTER)
+    assert [(str(m), m.dead_letter_reason) for m in dead] == [("round and round", "MaxTransferHopCountExceeded")]
+    assert dead[0].dead_letter_source == a  # a -> b -> a -> b -> a: four hops, the fifth is refused
+
+
 def test_forwarding_keeps_properties_and_dedups_at_the_destination(admin: Any, client: Any) -> None:
     dst, src = name("dst"), name("src")
     admin.create_queue(dst, requires_duplicate_detection=True)
