@@ -25,10 +25,9 @@ class ClusterUrl:
     seeds: tuple[tuple[str, int], ...]
     tls: bool
     username: str | None
-    password: str | None
-    options: dict[str, str] = field(default_factory=dict)
-
-    query: str = ""
+    password: str | None = field(repr=False)  # never in a repr (nor the query, which may carry one)
+    options: dict[str, str] = field(default_factory=dict, repr=False)
+    query: str = field(default="", repr=False)
 
     def node_url(self, host: str, port: int) -> str:
         """A standalone URL for one node with the options of the cluster URL (credentials are

@@ -5,6 +5,7 @@ from __future__ import annotations
 import redis.exceptions as rx
 
 from .. import exceptions as ex
+from .redact import redact_text
 
 # Error replies from the Lua scripts: 'SBERR <CODE>'.
 LUA_ERRORS: dict[str, tuple[type[ex.ServiceBusError], str]] = {
@@ -73,4 +74,5 @@ def map_error(err: Exception, entity: str = "") -> ex.ServiceBusError:
 
 
 def _first_line(text: str) -> str:
-    return text.splitlines()[0][:200] if text else ""
+    """The first line of a Redis error, without credentials (a library may quote the URL)."""
+    return redact_text(text.splitlines()[0])[:200] if text else ""

@@ -21,7 +21,6 @@ either no visible entity or one a later create cleans up.
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Any
 
@@ -36,6 +35,7 @@ from .._core.errors import map_error
 from .._core.keys import REGISTRY
 from .._core.memory import memory_server
 from .._core.ops import Call
+from .._core.redact import redact
 from .._core.retry import RetryPolicy, is_retryable
 from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusConnectionError, ServiceBusError
 from ._coalesce import gather
@@ -48,19 +48,6 @@ def _memory_client(url: str) -> Any:
     import fakeredis
 
     return fakeredis.FakeRedis(server=memory_server(url), decode_responses=False)
-
-
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^:@/]*):(.*)@")
-_QUERY_SECRET = re.compile(r"(?i)([?&]password=)[^&]*")
-
-
-def redact(url: str) -> str:
-    """The URL without its password (for reprs, logs and error messages).
-
-    Works on the text, so a password with unescaped '/', '#', '?' or '@' is hidden too.
-    """
-    url = _USERINFO.sub(r"\1\2:***@", url)
-    return _QUERY_SECRET.sub(r"\1***", url)
 
 
 def _in_doubt(e: ServiceBusError) -> bool:

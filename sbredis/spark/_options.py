@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._core.entity import check_name
@@ -49,7 +49,7 @@ class UnsupportedEntityError(InvalidOperationError):
 class SourceOptions:
     """Parsed options (picklable: they travel to the executors)."""
 
-    url: str
+    url: str = field(repr=False)  # may hold a password: never in a repr
     entity: str
     group: str  # 'm' main queue, 'd' dead-letter subqueue
     starting: str | None

@@ -12,9 +12,9 @@ from redis._parsers import BaseParser
 
 from sbredis import exceptions as ex
 from sbredis._core.errors import LUA_ERRORS, map_error
+from sbredis._core.redact import redact, redact_text
 from sbredis._sync._transport import Transport as SyncTransport
 from sbredis.aio._transport import Transport as AsyncTransport
-from sbredis.aio._transport import redact
 
 PASSWORD = "s3cret"
 URL = f"redis://user:{PASSWORD}@host:1/0"
@@ -287,3 +287,32 @@ def test_connection_failure_async_hides_the_password() -> None:
     err = asyncio.run(go())
     assert err.retryable
     assert PASSWORD not in str(err) and PASSWORD not in str(err.__cause__)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Error connecting to redis://user:{PASSWORD}@host:1/0: refused",
+        f"cannot use 'rediss://:{PASSWORD}@h:2' (timeout)",
+        f"bad url redis+cluster://u:{PASSWORD}@a:1,b:2/0?x=1 and unix://:{PASSWORD}@/tmp/s.sock",
+        f"options ?db=0&password={PASSWORD}&x=1",
+    ],
+)
+def test_redact_text_masks_every_url_in_free_text(text: str) -> None:
+    masked = redact_text(text)
+    assert PASSWORD not in masked and "***" in masked
+    assert masked.split("***")[0] == text.split(PASSWORD)[0][: len(masked.split("***")[0])]
+
+
+def test_redact_text_leaves_text_without_credentials_alone() -> None:
+    for text in ["Error 111 connecting to 127.0.0.1:6379. Connection refused.", "a@b c=d", "redis://host:1/0"]:
+        assert redact_text(text) == text
+
+
+def test_mapped_redis_errors_never_quote_a_password() -> None:
+    for err in (
+        rx.ConnectionError(f"Error connecting to redis://u:{PASSWORD}@h:1"),
+        rx.ResponseError(f"ERR something about redis://:{PASSWORD}@h:1/0"),
+        rx.ResponseError(f"ERR ?password={PASSWORD}"),
+    ):
+        assert PASSWORD not in str(map_error(err))
