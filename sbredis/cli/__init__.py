@@ -1,0 +1,94 @@
+"""The `sbredis` command line: one module per command group, listed in COMMANDS.
+
+Adding a command (e.g. ``sbredis siphon``) is one new module plus one word in COMMANDS::
+
+    # sbredis/cli/siphon.py
+    import argparse
+
+    from ._registry import ExitCode, Registry
+    from .output import Output
+
+
+    def register(cli: Registry) -> None:
+        p = cli.command("siphon", "copy messages from one namespace to another", run)
+        p.add_argument("source")  # --url, --json, --progress and -v come with cli.command
+
+
+    def run(args: argparse.Namespace, out: Output) -> int:
+        out.say(f"siphoning {args.source}")  # out.show(rows, columns) prints a table or JSON
+        return ExitCode.OK
+
+``cli.group(name, help)`` returns a Registry for subcommands (``sbredis entities list``);
+``cli.passthrough(name, help, main)`` hands the rest of the command line to ``main(argv)`` (as
+``sbredis worker``, which has its own parser). A sbredis error raised by ``run`` is printed as one
+line and gives exit code 1 (3 for a missing entity); ``_registry.UsageError`` gives 2. Use
+``_registry.add_yes`` and ``confirm`` for anything destructive, ``output.Progress`` for long loops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
+from ._registry import ExitCode, Main, Registry, UsageError
+from .output import Output, masked
+
+COMMANDS = ("entities", "demo", "worker")
+
+EPILOG = """\
+exit codes:
+  0  done
+  1  the operation failed (the error is printed on one line), or you answered no
+  2  usage: bad arguments, or a destructive command without --yes when stdin is not a terminal
+  3  nothing found: no such entity, or no message to peek, receive, resubmit or purge
+
+every command takes --url (default $SBREDIS_URL) and --json; passwords in URLs are never printed.
+"""
+
+
+def parser() -> tuple[argparse.ArgumentParser, dict[str, Main]]:
+    """The whole command line, and the commands that parse their own arguments."""
+    p = argparse.ArgumentParser(
+        prog="sbredis",
+        description="Azure Service Bus semantics on Redis: manage entities, send, receive, peek, "
+        "resubmit dead letters, watch counts.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    passthrough: dict[str, Main] = {}
+    cli = Registry(p.add_subparsers(dest="command", metavar="COMMAND", required=True), passthrough)
+    for name in COMMANDS:
+        importlib.import_module(f"{__name__}.{name}").register(cli)
+    return p, passthrough
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    p, passthrough = parser()
+    if argv[:1] and argv[0] in passthrough:
+        return passthrough[argv[0]](argv[1:])
+    args = p.parse_args(argv)
+    logging.basicConfig(
+        level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],
+        format="[%(asctime)s %(levelname)s %(name)s] %(message)s",
+    )
+    out = Output(args.json)
+    try:
+        return int(args.run(args, out))
+    except UsageError as e:
+        out.warn(f"sbredis: {e}")
+        return ExitCode.USAGE
+    except ServiceBusError as e:
+        out.warn(f"sbredis: {type(e).__name__}: {e.message}")
+        return ExitCode.EMPTY if isinstance(e, MessagingEntityNotFoundError) else ExitCode.ERROR
+    except KeyboardInterrupt:
+        out.warn("sbredis: interrupted")
+        return 130
+    except BrokenPipeError:  # `sbredis peek q | head`
+        return ExitCode.OK
+
+
+__all__ = ["ExitCode", "Registry", "main", "masked"]
