@@ -24,7 +24,7 @@ from sbredis.spark._jobs import session
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bulk_load", description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", required=True, help="redis://host:port/db")
-    ap.add_argument("--entity", required=True, help="the queue")
+    ap.add_argument("--entity", required=True, help="a queue or topic")
     ap.add_argument("--input", required=True, action="append", help="a file or directory (repeatable)")
     ap.add_argument("--format", choices=FORMATS, help="default: from the first input's extension")
     ap.add_argument("--rename", action="append", default=[], help="old:new column rename (repeatable)")

@@ -23,7 +23,7 @@ from sbredis.spark._jobs import session
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="consume", description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", required=True, help="redis://host:port/db")
-    ap.add_argument("--entity", required=True, help="the queue")
+    ap.add_argument("--entity", required=True, help="a queue or subscription (<topic>/Subscriptions/<name>)")
     ap.add_argument("--handler", required=True, help="module:function called with each message")
     ap.add_argument("--batch-size", type=int, default=100, help="messages per receive (default 100)")
     ap.add_argument("--idle-seconds", type=float, default=2.0, help="stop a partition after this long empty")

@@ -20,7 +20,7 @@ from sbredis.spark._jobs import session
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="dlq_export", description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", required=True, help="redis://host:port/db")
-    ap.add_argument("--entity", required=True, help="the queue whose dead-letter subqueue is exported")
+    ap.add_argument("--entity", required=True, help="queue or subscription path (its DLQ is exported)")
     ap.add_argument("--out", required=True, help="the Parquet output path")
     ap.add_argument("--where", help="a Spark SQL condition on the columns, e.g. \"subject = 'x'\"")
     ap.add_argument("--mode", default="errorifexists", choices=("errorifexists", "overwrite", "append"))

@@ -19,7 +19,7 @@ from sbredis.spark._report import report
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="report", description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", required=True, help="redis://host:port/db")
-    ap.add_argument("--entity", action="append", help="a queue (repeatable; default: every queue)")
+    ap.add_argument("--entity", action="append", help="a queue or subscription path (repeatable; default: all)")
     ap.add_argument("--out", help="a directory for report.csv and report.png")
     ap.add_argument("--print-rows", type=int, default=200, help="table rows to print (all are in the CSV)")
     ap.add_argument("--master", help="Spark master when not given by spark-submit, e.g. local[2]")

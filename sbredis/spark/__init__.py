@@ -24,8 +24,9 @@ messageId, partitionKey, sessionId, applicationProperties, timeToLive (seconds o
 scheduledEnqueueTime, contentType, correlationId, subject. See ``_options`` for every option
 and ``_columns`` for the columns.
 
-Topics and subscriptions are not in sbredis yet: the ``topic`` and ``subscription`` options are
-refused with :class:`UnsupportedEntityError`.
+Topics and subscriptions: option ``topic`` alone writes to a topic (fan-out to its subscriptions);
+``topic`` + ``subscription`` (or entity ``<topic>/Subscriptions/<name>``) reads a subscription.
+Reading a topic or writing to a subscription raises :class:`UnsupportedEntityError`.
 """
 
 from __future__ import annotations

@@ -13,10 +13,13 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from .._core import ops
-from .._enums import ServiceBusReceiveMode
+from .._core.keys import SUBSCRIPTIONS
+from .._enums import ServiceBusReceiveMode, ServiceBusSubQueue
 from .._message import ServiceBusMessage, ServiceBusReceivedMessage
 from .._sync._client import ServiceBusClient
+from .._sync._receiver import ServiceBusReceiver
 from ..exceptions import ServiceBusError
+from ._options import UnsupportedEntityError
 
 T = TypeVar("T")
 _STATS_LAST_SEQ, _STATS_LAST_DLQ_SEQ = 9, 10
@@ -34,6 +37,28 @@ def meta(client: ServiceBusClient, entity: str) -> ops.EntityMeta:
         MessagingEntityNotFoundError: no such entity.
     """
     return client._entity(entity, refresh=True)
+
+
+def readable(meta: ops.EntityMeta) -> ops.EntityMeta:
+    """`meta`, unless it is a topic's (a topic keeps no messages of its own).
+
+    Raises:
+        UnsupportedEntityError: `meta` is a topic's.
+    """
+    if meta.kind == "topic":
+        raise UnsupportedEntityError(
+            f"'{meta.name}' is a topic, which keeps no messages of its own; read one of its subscriptions "
+            f"(option 'subscription', or entity '{meta.name}{SUBSCRIPTIONS}<name>')"
+        )
+    return meta
+
+
+def receiver(client: ServiceBusClient, path: str, sub_queue: ServiceBusSubQueue | None = None) -> ServiceBusReceiver:
+    """A peek-lock receiver of a queue or a subscription path (it settles what :func:`receive` got)."""
+    topic, sep, sub = path.partition(SUBSCRIPTIONS)
+    if sep:
+        return client.get_subscription_receiver(topic, sub, sub_queue=sub_queue)
+    return client.get_queue_receiver(path, sub_queue=sub_queue)
 
 
 def retrying(what: Callable[[], T], attempts: int = 3, pause: float = 0.2) -> T:
@@ -133,6 +158,25 @@ def send(client: ServiceBusClient, meta: ops.EntityMeta, msgs: list[ServiceBusMe
         time.sleep(0.2 * (attempt + 1))
     its = {p: iter(v) for p, v in results.items()}
     return [next(its[p]) for p in where]
+
+
+def publish(client: ServiceBusClient, meta: ops.EntityMeta, msgs: list[ServiceBusMessage]) -> list[int]:
+    """As :func:`send`, for a topic: each message reaches every subscription whose rules match (one
+    publish call per topic partition). Returns the topic's sequence numbers, 0 for duplicates.
+
+    Raises:
+        ServiceBusError: the publish failed for good (retryable errors are retried; partitions
+            already stored may be stored again, which duplicate detection on the topic drops).
+    """
+    with client.get_topic_sender(meta.name) as sender:
+        outcome = retrying(lambda: _stored(sender._store(0, [msgs])[0]), _ATTEMPTS)
+    return outcome
+
+
+def _stored(outcome: Any) -> list[int]:
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return list(outcome)
 
 
 def size_chunks(msgs: list[T], size: Callable[[T], int], limit: int, count: int) -> Iterator[list[T]]:

@@ -77,7 +77,7 @@ def consume_partitions(
     handler = load_handler(handler_spec)
     counts: Counter[str] = Counter()
     client = _broker.connect(url)
-    receiver = client.get_queue_receiver(entity)
+    receiver = _broker.receiver(client, entity)
     try:
         with renewer(max_renewal) as renew:
             idle_until: float | None = None

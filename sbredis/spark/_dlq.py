@@ -16,11 +16,13 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+from .._core.keys import SUBSCRIPTIONS
 from .._enums import ServiceBusSubQueue
 from .._message import ServiceBusMessage, ServiceBusReceivedMessage
 from ..exceptions import MessageLockLostError
 from . import _broker, _columns
 from ._jobs import Summary, Timer, hold, renewer
+from ._options import UnsupportedEntityError
 
 
 def snapshot(spark: Any, url: str, entity: str, dead_letter: bool = True) -> Any:
@@ -165,7 +167,17 @@ def resubmit(
     dry_run: bool = False,
     max_renewal: float = 3600.0,
 ) -> Summary:
-    """Resubmit the selected dead-lettered messages of `entity` to it; messages = resubmitted."""
+    """Resubmit the selected dead-lettered messages of `entity` (a queue) to it; messages = resubmitted.
+
+    Raises:
+        UnsupportedEntityError: `entity` is a subscription: a copy could only be published to the
+            topic, which would reach every other matching subscription again.
+    """
+    if SUBSCRIPTIONS in entity:
+        raise UnsupportedEntityError(
+            f"cannot resubmit the dead letters of the subscription '{entity}': a message can only be sent to "
+            "its topic, which would reach every matching subscription again; export them with dlq_export instead"
+        )
     timer = Timer()
     selected = select(spark, url, entity, reason=reason, older_than=older_than, where=where)
     n_selected = sum(len(v) for v in selected.values())

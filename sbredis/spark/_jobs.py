@@ -91,14 +91,21 @@ def hold(renew: AutoLockRenewer, receiver: Any, now_ms: int, msgs: list[ServiceB
 
 
 def queue_settings(url: str, entity: str) -> tuple[int, float, int]:
-    """(partition count, lock duration in seconds, max delivery count) of a queue.
+    """(partition count, lock duration in seconds, max delivery count) of a queue or of a
+    subscription path ``<topic>/Subscriptions/<name>``.
 
     Raises:
-        MessagingEntityNotFoundError: no such queue.
+        MessagingEntityNotFoundError: no such queue or subscription.
     """
+    from .._core.keys import SUBSCRIPTIONS
     from ..management import ServiceBusAdministrationClient
 
+    topic, sep, sub = entity.partition(SUBSCRIPTIONS)
     with ServiceBusAdministrationClient.from_connection_string(url) as admin:
+        if sep:
+            s = admin.get_subscription(topic, sub)
+            count = admin.get_topic(topic).partition_count
+            return max(count, 1), s.lock_duration.total_seconds(), s.max_delivery_count
         p = admin.get_queue(entity)
     return max(p.partition_count, 1), p.lock_duration.total_seconds(), p.max_delivery_count
 

@@ -6,9 +6,11 @@ Options are strings (Spark passes them so); names are case-insensitive, as Spark
 option                     meaning
 =========================  =======================================================================
 url                        the Redis URL (``redis://``, ``rediss://``, ``unix://``); required
-entity (or queue, name)    the queue; required
+entity (or queue, name)    a queue, a topic (write only) or a subscription path
+                           ``<topic>/Subscriptions/<name>`` (read only); or give:
+topic, subscription        ``topic`` alone names a topic (write: each row is published to its
+                           subscriptions); with ``subscription`` it names that subscription (read)
 subQueue                   ``deadletter`` reads the dead-letter subqueue (read only)
-topic, subscription        refused: topics and subscriptions are not supported by sbredis yet
 startingOffsets            ``earliest`` | ``latest`` | JSON per partition (batch default earliest,
                            streaming default latest)
 endingOffsets              ``latest`` | JSON per partition (batch only; default latest)
@@ -36,13 +38,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._core.entity import check_name
+from .._core.keys import SUBSCRIPTIONS, subscription_path
+from .._core.topic_entity import check_subscription_name
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 
 EARLIEST, LATEST = -2, -1
 
 
 class UnsupportedEntityError(InvalidOperationError):
-    """The options name a topic or subscription, which sbredis does not have yet."""
+    """The entity cannot be used this way: reading a topic (it keeps no messages of its own; read
+    a subscription) or writing to a subscription or a dead-letter subqueue."""
 
 
 @dataclass(frozen=True)
@@ -83,22 +88,12 @@ def parse(options: Mapping[str, Any]) -> SourceOptions:
 
     Raises:
         InvalidArgumentError: a missing or bad option.
-        UnsupportedEntityError: `topic` or `subscription` was given.
     """
     opts = {str(k).lower(): None if v is None else str(v) for k, v in options.items()}
-    for name in ("topic", "subscription", "subscriptions"):
-        if opts.get(name):
-            raise UnsupportedEntityError(
-                f"option {name!r}: topics and subscriptions are not supported by sbredis yet; "
-                "use option 'entity' with a queue name"
-            )
     url = opts.get("url")
     if not url:
         raise InvalidArgumentError("option 'url' is required (redis://host:port/db)")
-    entity = opts.get("entity") or opts.get("queue") or opts.get("name")
-    if not entity:
-        raise InvalidArgumentError("option 'entity' (a queue name) is required")
-    check_name(entity)
+    entity = entity_path(opts)
     sub = (opts.get("subqueue") or "").lower().replace("_", "").replace("-", "")
     if sub in ("", "none", "main"):
         group = "m"
@@ -130,6 +125,32 @@ def parse(options: Mapping[str, Any]) -> SourceOptions:
         if value is not None:
             offset_spec(name, value, parsed.entity)  # fail early on a bad spec
     return parsed
+
+
+def entity_path(opts: Mapping[str, str | None]) -> str:
+    """The entity path the (lower-cased) options name: a queue or topic name, or
+    ``<topic>/Subscriptions/<subscription>`` (also given as options ``topic`` + ``subscription``).
+
+    Raises:
+        InvalidArgumentError: no entity, both forms at once, or a bad name.
+    """
+    entity = opts.get("entity") or opts.get("queue") or opts.get("name")
+    topic = opts.get("topic")
+    sub = opts.get("subscription") or opts.get("subscriptions")
+    if entity and (topic or sub):
+        raise InvalidArgumentError("give either option 'entity' or options 'topic' (and 'subscription'), not both")
+    if sub and not topic:
+        raise InvalidArgumentError("option 'subscription' needs option 'topic'")
+    if not entity and not topic:
+        raise InvalidArgumentError("option 'entity' (a queue, topic or subscription path) is required")
+    if entity:
+        i = entity.lower().find(SUBSCRIPTIONS.lower())
+        if i < 0:
+            return check_name(entity, "entity")
+        topic, sub = entity[:i], entity[i + len(SUBSCRIPTIONS) :]
+    assert topic is not None
+    check_name(topic, "topic")
+    return subscription_path(topic, check_subscription_name(sub)) if sub else topic
 
 
 def offset_spec(name: str, raw: str, entity: str) -> int | dict[int, int]:

@@ -1,6 +1,6 @@
 """The report job: counts by entity, partition, subqueue, state, dead-letter reason and age.
 
-It reads snapshots (nothing is locked or changed) of each queue and its dead-letter subqueue,
+It reads snapshots (nothing is locked or changed) of each queue or subscription and its dead-letter subqueue,
 counts in Spark, prints the table, and writes it as CSV with a PNG chart (messages by state,
 by age and by dead-letter reason, per entity). Locked messages show as active (a snapshot does
 not see locks); expired messages not removed yet show too.
@@ -24,11 +24,16 @@ _AGE_SQL = (
 )
 
 
-def all_queues(url: str) -> list[str]:
+def all_entities(url: str) -> list[str]:
+    """Every queue and every subscription (as ``<topic>/Subscriptions/<name>``), sorted."""
+    from .._core.keys import subscription_path
     from ..management import ServiceBusAdministrationClient
 
     with ServiceBusAdministrationClient.from_connection_string(url) as admin:
-        return sorted(q.name for q in admin.list_queues())
+        names = [q.name for q in admin.list_queues()]
+        for t in admin.list_topics():
+            names += [subscription_path(t.name, s.name) for s in admin.list_subscriptions(t.name)]
+    return sorted(names)
 
 
 def counts(spark: Any, url: str, entities: list[str]) -> list[dict[str, Any]]:
@@ -126,7 +131,7 @@ def report(
 ) -> tuple[Summary, list[dict[str, Any]], str]:
     """Count, print-ready table, CSV and PNG (in `out_dir` when given); messages = counted."""
     timer = Timer()
-    names = entities or all_queues(url)
+    names = entities or all_entities(url)
     rows = counts(spark, url, names)
     text = table(rows, print_rows)
     if out_dir:

@@ -32,7 +32,7 @@ from .._message import ServiceBusMessage
 from .._sync._client import ServiceBusClient
 from ..exceptions import InvalidArgumentError, ServiceBusError
 from . import _broker, _columns
-from ._options import SourceOptions
+from ._options import SourceOptions, UnsupportedEntityError
 
 
 class BadRowError(InvalidArgumentError):
@@ -67,6 +67,11 @@ class RowSender:
         self.report = SendReport(spark_partition)
         self._client: ServiceBusClient = _broker.connect(opts.url, opts.socket_timeout)
         self._meta = _broker.meta(self._client, opts.entity)
+        if self._meta.kind == "subscription":
+            self._client.close()
+            raise UnsupportedEntityError(
+                f"cannot write to the subscription '{opts.entity}'; write to its topic (option 'topic' alone)"
+            )
         self._rr = random.randrange(self._meta.partition_count)
         self._pending: list[ServiceBusMessage] = []
         self._bytes = 0
@@ -129,7 +134,10 @@ class RowSender:
         meta = self._meta
         self._rr += 1
         try:
-            seqs = _broker.send(self._client, meta, self._pending, self._rr)
+            if meta.kind == "topic":
+                seqs = _broker.publish(self._client, meta, self._pending)
+            else:
+                seqs = _broker.send(self._client, meta, self._pending, self._rr)
         except ServiceBusError as e:
             last = self._first_row + len(self._pending) - 1 if next_index is None else next_index - 1
             raise type(e)(

@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 from . import _broker, _columns
-from ._options import EARLIEST, LATEST, SourceOptions, offset_spec, parse
+from ._options import EARLIEST, LATEST, SourceOptions, UnsupportedEntityError, offset_spec, parse
 
 try:  # PySpark 4.2+: admission control (maxMessagesPerTrigger) and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (
@@ -84,7 +84,7 @@ def _read_range(opts: SourceOptions, r: OffsetRange) -> Iterator[tuple[Any, ...]
 def _next_offsets(opts: SourceOptions) -> dict[int, int]:
     client = _broker.connect(opts.url, opts.socket_timeout)
     try:
-        meta = _broker.meta(client, opts.entity)
+        meta = _broker.readable(_broker.meta(client, opts.entity))
         return _broker.next_offsets(client, opts.entity, opts.group, meta.partition_count)
     finally:
         client.close()
@@ -221,9 +221,9 @@ class SbRedisDataSource(DataSource):
     def _write_opts(self, schema: StructType, overwrite: bool) -> SourceOptions:
         opts = self._opts()
         if opts.dead_letter:
-            raise InvalidOperationError("cannot write to a dead-letter subqueue; write to the queue")
+            raise UnsupportedEntityError("cannot write to a dead-letter subqueue; write to the queue or topic")
         if overwrite:
-            raise InvalidOperationError("a queue cannot be overwritten; use mode('append')")
+            raise InvalidOperationError("an entity cannot be overwritten; use mode('append')")
         _columns.check_write_columns(list(schema.fieldNames()))
         return opts
 

@@ -136,9 +136,7 @@ def test_dead_letter_subqueue(spark: Any, url: str, make_queue: Any, client: Any
         assert len(dlq.peek_messages(5)) == 1  # still there
 
 
-def test_topics_and_missing_entities_are_refused_clearly(spark: Any, url: str) -> None:
-    with pytest.raises(Exception, match="topics and subscriptions are not supported by sbredis yet"):
-        spark.read.format("sbredis").option("url", url).option("topic", "t").option("subscription", "s").load()
+def test_missing_entities_and_options_are_refused_clearly(spark: Any, url: str) -> None:
     with pytest.raises(Exception, match="was not found"):
         read(spark, url, "no-such-queue").collect()
     with pytest.raises(Exception, match="'url' is required"):
