@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TextIO
 
+from .._core.redact import redact
 from .._message import ServiceBusReceivedMessage
-from ..aio._transport import redact
 
 TIMESPAN_NEVER = timedelta(days=36500)  # durations from here up print as "never"
 

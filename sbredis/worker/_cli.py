@@ -18,8 +18,7 @@ EPILOG = """\
 exit codes:
   0    stopped (SIGTERM, SIGINT) and every handler in flight finished within the grace period
   1    fatal error (the queue does not exist, Redis failed in a way retrying cannot fix)
-  2    usage: bad arguments, a TARGET that cannot be imported, --session or --subscription
-       (not supported yet)
+  2    usage: bad arguments, a TARGET that cannot be imported, --session (not supported yet)
   3    the grace period ended with handlers still running: their messages were abandoned
   130  a second SIGINT forced the stop: the messages in flight were abandoned
 """
@@ -38,8 +37,8 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("target", help="module:function (gets a ServiceBusReceivedMessage) or module:app (an sbredis App)")
-    p.add_argument("--entity", help="the queue (optional for an App whose tasks use one queue)")
-    p.add_argument("--subscription", help="a topic subscription (not supported yet)")
+    p.add_argument("--entity", help="the queue, or the topic with --subscription (optional for an App using one queue)")
+    p.add_argument("--subscription", help="process this subscription of the topic --entity")
     p.add_argument("--session", action="store_true", help="process sessions one at a time (not supported yet)")
     p.add_argument("--url", default=os.environ.get("SBREDIS_URL"), help="redis://, rediss:// or unix:// ($SBREDIS_URL)")
     p.add_argument("--concurrency", type=int, default=8, help="handlers running at once (default 8)")
@@ -86,8 +85,6 @@ def build(args: argparse.Namespace) -> Worker:
     Raises:
         UsageError, NotSupportedYetError, InvalidArgumentError.
     """
-    if args.subscription is not None:
-        raise NotSupportedYetError("--subscription: topic subscriptions are not supported yet (sbredis has no topics)")
     if args.session:
         raise NotSupportedYetError("--session: sessions are not supported yet (sbredis has no session receivers)")
     target = load(args.target)

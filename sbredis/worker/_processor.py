@@ -1,4 +1,5 @@
-"""Worker: runs a handler on every message of a queue (the Service Bus processor shape).
+"""Worker: runs a handler on every message of a queue or a topic subscription (the Service Bus
+processor shape).
 
 The handler gets a ServiceBusReceivedMessage. When it returns, the message is completed; when it
 raises, the message is abandoned (delivered again, counted; after the queue's max_delivery_count
@@ -35,6 +36,8 @@ from enum import IntEnum
 from typing import Any
 
 from sbredis._core.entity import check_name
+from sbredis._core.keys import subscription_path
+from sbredis._core.topic_entity import check_subscription_name
 from sbredis.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver
 from sbredis.aio.management import ServiceBusAdministrationClient
 from sbredis.exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusError
@@ -53,7 +56,7 @@ class ExitCode(IntEnum):
     ERROR (1): a fatal error: the queue does not exist, Redis refused or failed a call in a way
         that retrying cannot fix (handlers in flight were drained first).
     USAGE (2): bad arguments, a handler that cannot be imported, or an option that is not
-        supported yet (--session, --subscription).
+        supported yet (--session).
     GRACE_EXPIRED (3): the grace period ended with handlers still running; their messages were
         abandoned.
     FORCED (130): a second SIGINT (or stop(force=True)) ended the drain; in-flight messages were
@@ -68,7 +71,7 @@ class ExitCode(IntEnum):
 
 
 class NotSupportedYetError(InvalidOperationError):
-    """A worker option that sbredis cannot serve yet (sessions, topic subscriptions)."""
+    """A worker option that sbredis cannot serve yet (session processing)."""
 
 
 class DeadLetter(Exception):  # noqa: N818 - an instruction, not an error
@@ -126,8 +129,8 @@ class Worker:
     """Processes the messages of `entity` with `handler` (see the module docstring).
 
     Raises:
-        NotSupportedYetError: `session` or `subscription` (sessions and topics are not in sbredis yet).
-        InvalidArgumentError: a bad entity name, concurrency, prefetch or duration.
+        NotSupportedYetError: `session` (session processing is not in the worker yet).
+        InvalidArgumentError: a bad entity or subscription name, concurrency, prefetch or duration.
     """
 
     def __init__(
@@ -147,13 +150,13 @@ class Worker:
         poll_interval: float = 1.0,
         **client_options: Any,
     ) -> None:
-        if subscription is not None:
-            raise NotSupportedYetError("topic subscriptions are not supported yet: sbredis has no topics")
         if session:
             raise NotSupportedYetError("sessions are not supported yet: sbredis has no session receivers")
         if not callable(handler):
             raise InvalidArgumentError("handler must be callable")
-        check_name(entity)
+        check_name(entity, "topic" if subscription is not None else "queue")
+        if subscription is not None:
+            check_subscription_name(subscription)
         for name, value, low in (("concurrency", concurrency, 1), ("prefetch", prefetch, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 10_000:
                 raise InvalidArgumentError(f"{name} must be an int between {low} and 10000")
@@ -167,6 +170,8 @@ class Worker:
         self.url = url
         self.handler = handler
         self.entity = entity
+        self.subscription = subscription
+        self.path = entity if subscription is None else subscription_path(entity, subscription)
         self.concurrency = concurrency
         self.prefetch = prefetch
         self.dead_letter_on = (dead_letter_on,) if isinstance(dead_letter_on, type) else tuple(dead_letter_on)
@@ -247,18 +252,25 @@ class Worker:
             self._force_event.set()
         try:
             async with ServiceBusAdministrationClient.from_connection_string(self.url, **self.client_options) as admin:
-                await admin.get_queue(self.entity)
+                if self.subscription is None:
+                    await admin.get_queue(self.entity)
+                else:
+                    await admin.get_subscription(self.entity, self.subscription)
         except ServiceBusError as e:
-            log.error("cannot start a worker on %r: %s", self.entity, e.message)
+            log.error("cannot start a worker on %r: %s", self.path, e.message)
             return ExitCode.ERROR
         client = ServiceBusClient.from_connection_string(self.url, **self.client_options)
         renewer = AutoLockRenewer(
             max_lock_renewal_duration=self.max_lock_renewal_duration, on_lock_renew_failure=self._renew_failed
         )
-        receiver = client.get_queue_receiver(self.entity, prefetch_count=self.prefetch, auto_lock_renewer=renewer)
+        options: dict[str, Any] = dict(prefetch_count=self.prefetch, auto_lock_renewer=renewer)
+        if self.subscription is None:
+            receiver = client.get_queue_receiver(self.entity, **options)
+        else:
+            receiver = client.get_subscription_receiver(self.entity, self.subscription, **options)
         log.info(
             "worker on %r: concurrency %d, prefetch %d, %s handler",
-            self.entity,
+            self.path,
             self.concurrency,
             self.prefetch,
             "async" if self._is_async else "thread",
@@ -268,7 +280,7 @@ class Worker:
             try:
                 await self._receive_loop(receiver)
             except ServiceBusError as e:
-                log.error("worker on %r stops: %s", self.entity, e.message)
+                log.error("worker on %r stops: %s", self.path, e.message)
                 code = ExitCode.ERROR
             drained = await self._drain(receiver)
             if code is ExitCode.OK:
@@ -280,7 +292,7 @@ class Worker:
                 except Exception:
                     log.debug("closing failed", exc_info=True)
             self._pool.shutdown()
-        log.info("worker on %r stopped (%s): %s", self.entity, code.name, self.stats)
+        log.info("worker on %r stopped (%s): %s", self.path, code.name, self.stats)
         return int(code)
 
     async def _receive_loop(self, receiver: ServiceBusReceiver) -> None:
@@ -299,7 +311,7 @@ class Worker:
                 if not e.retryable:
                     raise
                 pause = min(max(pause * 2, 0.1), 5.0)
-                log.warning("receive from %r failed (retrying in %.1f s): %s", self.entity, pause, e.message)
+                log.warning("receive from %r failed (retrying in %.1f s): %s", self.path, pause, e.message)
                 await asyncio.sleep(pause)
                 continue
             pause = 0.0
@@ -423,4 +435,4 @@ class Worker:
                 log.exception("middleware %s.%s raised", type(mw).__name__, name)
 
     def __repr__(self) -> str:
-        return f"Worker(entity={self.entity!r}, concurrency={self.concurrency}, prefetch={self.prefetch})"
+        return f"Worker(entity={self.path!r}, concurrency={self.concurrency}, prefetch={self.prefetch})"

@@ -134,7 +134,6 @@ def test_cli_grace_period_expiry(cli: Any, url: str, make_queue: Any, client: An
 def test_cli_usage_errors(cli: Any, url: str) -> None:
     for args in (
         ("tests.worker.handlers:handle", "--entity", "q", "--session", "--url", url),
-        ("tests.worker.handlers:handle", "--entity", "q", "--subscription", "s", "--url", url),
         ("tests.worker.no_such_module:handle", "--entity", "q", "--url", url),
         ("tests.worker.handlers:handle", "--url", url),
     ):

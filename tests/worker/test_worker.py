@@ -244,10 +244,47 @@ def test_grace_period_expiry_abandons_and_force_stops(start: Any, make_queue: An
 def test_unsupported_and_bad_options(url: str, make_queue: Any) -> None:
     with pytest.raises(NotSupportedYetError, match="sessions"):
         Worker(url, print, entity="orders", session=True)
-    with pytest.raises(NotSupportedYetError, match="subscriptions"):
-        Worker(url, print, entity="orders", subscription="s")
+    with pytest.raises(InvalidArgumentError, match="invalid subscription name"):
+        Worker(url, print, entity="orders", subscription="bad name!")
     with pytest.raises(InvalidArgumentError):
         Worker(url, print, entity="orders", concurrency=0)
     with pytest.raises(InvalidArgumentError):
         Worker(url, print, entity="bad:name")
     assert Worker(url, print, entity="no-such-queue").run(handle_signals=False) == ExitCode.ERROR
+
+
+def test_a_subscription_worker_processes_its_copies_only(start: Any, admin: Any, client: Any) -> None:
+    topic = f"wt-{time.time_ns()}"
+    admin.create_topic(topic)
+    admin.create_subscription(topic, "a", max_delivery_count=1)
+    admin.create_subscription(topic, "b")
+    try:
+        seen: list[str] = []
+
+        def handle(m: Any) -> None:
+            seen.append(m.body.decode())
+            if m.body == b"bad":
+                raise RuntimeError("nope")
+
+        w = start(handle, topic, subscription="a")
+        with client.get_topic_sender(topic) as s:
+            s.send_messages([ServiceBusMessage(b) for b in ("x", "y", "bad")])
+        eventually(lambda: sorted(seen) == ["bad", "x", "y"] and w.worker.stats["abandoned"] == 1)
+        assert w.stop() == ExitCode.OK
+        a = admin.get_subscription_runtime_properties(topic, "a")
+        assert (a.active_message_count, a.dead_letter_message_count) == (0, 1)
+        b = admin.get_subscription_runtime_properties(topic, "b")
+        assert b.active_message_count == 3  # the other subscription's copies are untouched
+        assert repr(w.worker) == f"Worker(entity='{topic}/Subscriptions/a', concurrency=8, prefetch=16)"
+    finally:
+        admin.delete_topic(topic)
+
+
+def test_a_worker_on_a_missing_subscription_ends_with_an_error(url: str, admin: Any) -> None:
+    topic = f"wt-{time.time_ns()}"
+    admin.create_topic(topic)
+    try:
+        w = Worker(url, print, entity=topic, subscription="nope", poll_interval=0.2)
+        assert w.run(handle_signals=False) == ExitCode.ERROR
+    finally:
+        admin.delete_topic(topic)
