@@ -411,6 +411,30 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         )
 
 
+def copy_for_resend(m: ServiceBusReceivedMessage, new_message_id: bool = False) -> ServiceBusMessage:
+    """A message to send with a received message's body and properties, e.g. to resubmit a
+    dead-lettered one (its time to live starts again; a scheduled time is dropped)."""
+    h = m._hdr()
+    ttl = h.get("ttl")
+    props: dict[str | bytes, Any] | None = None
+    if m.application_properties:
+        props = {k: v for k, v in m.application_properties.items()}
+    return ServiceBusMessage(
+        m.body,
+        application_properties=props,
+        message_id=None if new_message_id else m.message_id,
+        session_id=m.session_id,
+        partition_key=h.get("pk"),
+        content_type=m.content_type,
+        correlation_id=m.correlation_id,
+        subject=m.subject,
+        to=m.to,
+        reply_to=m.reply_to,
+        reply_to_session_id=m.reply_to_session_id,
+        time_to_live=timedelta(milliseconds=ttl) if ttl else None,
+    )
+
+
 class ServiceBusMessageBatch:
     """Messages sent together; ``add_message`` raises MessageSizeExceededError when full.
 

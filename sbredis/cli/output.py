@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TextIO
 
-from .._core.redact import redact
+from .._core.redact import redact_text
 from .._message import ServiceBusReceivedMessage
 
 TIMESPAN_NEVER = timedelta(days=36500)  # durations from here up print as "never"
@@ -24,7 +24,7 @@ TIMESPAN_NEVER = timedelta(days=36500)  # durations from here up print as "never
 
 def masked(text: str) -> str:
     """`text` with the password of any URL in it replaced by ``***``."""
-    return " ".join(redact(word) if "://" in word else word for word in text.split(" "))
+    return redact_text(text)
 
 
 def plain(value: Any) -> Any:

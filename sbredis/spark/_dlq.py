@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
 from .._core.keys import SUBSCRIPTIONS
 from .._enums import ServiceBusSubQueue
-from .._message import ServiceBusMessage, ServiceBusReceivedMessage
+from .._message import ServiceBusReceivedMessage
+from .._message import copy_for_resend as copy_of
 from ..exceptions import MessageLockLostError
 from . import _broker, _columns
 from ._jobs import Summary, Timer, hold, renewer
@@ -82,30 +82,6 @@ def select(
         df = df.where(where)
     rows = df.groupBy("partition").agg(F.sort_array(F.collect_list("offset")).alias("offsets")).collect()
     return {int(r["partition"]): [int(o) for o in r["offsets"]] for r in rows}
-
-
-def copy_of(m: ServiceBusReceivedMessage, new_message_id: bool) -> ServiceBusMessage:
-    """A message to send with the dead-lettered message's body and properties (its time to live
-    starts again; a scheduled time is dropped)."""
-    h = m._hdr()
-    ttl = h.get("ttl")
-    props: dict[str | bytes, Any] | None = None
-    if m.application_properties:
-        props = {k: v for k, v in m.application_properties.items()}
-    return ServiceBusMessage(
-        m.body,
-        application_properties=props,
-        message_id=None if new_message_id else m.message_id,
-        session_id=m.session_id,
-        partition_key=h.get("pk"),
-        content_type=m.content_type,
-        correlation_id=m.correlation_id,
-        subject=m.subject,
-        to=m.to,
-        reply_to=m.reply_to,
-        reply_to_session_id=m.reply_to_session_id,
-        time_to_live=timedelta(milliseconds=ttl) if ttl else None,
-    )
 
 
 def resubmit_partition(
