@@ -1,0 +1,205 @@
+"""`sbredis dlq resubmit | purge`: send dead-lettered messages back, or drop them.
+
+resubmit receives from the dead-letter subqueue with peek-lock, sends a copy of each message (body,
+properties, message id) to the entity and completes the dead-lettered message only after the send
+was stored: an interruption loses nothing, but a message whose copy was stored and whose
+completion did not happen (interrupted in between, lock lost) is resubmitted twice by the next run,
+unless the entity detects duplicates. On an entity with duplicate detection a copy that is dropped
+as a duplicate (dead-lettered within the detection window) is not stored, so its dead-lettered
+message stays where it is (``--new-message-id`` gives copies new ids). A subscription's dead
+letters go back through its topic (``--to TOPIC``), so every subscription whose rules match gets a
+copy.
+
+purge receives and deletes in batches. Both stop after the number of messages the subqueue held
+when they started (or ``--count``), so messages dead-lettered meanwhile are left alone, and both
+take ``--dry-run`` (count and show, change nothing) and need ``--yes`` or a "y" on the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from typing import Any
+
+from .. import ServiceBusClient, ServiceBusReceiveMode, ServiceBusSubQueue
+from .._message import ServiceBusReceivedMessage, copy_for_resend
+from ..exceptions import MessageLockLostError
+from ..management import ServiceBusAdministrationClient
+from . import _clients
+from ._registry import ExitCode, Registry, UsageError, add_yes, confirm
+from .messages import sender_for
+from .output import MESSAGE_COLUMNS, Output, Progress, message_dict, messages_table
+
+LONG_AGO = datetime(2000, 1, 1, tzinfo=UTC)  # "scheduled" in the past: enqueued at once, sequence numbers back
+
+
+def register(cli: Registry) -> None:
+    g = cli.group("dlq", "resubmit or purge a dead-letter subqueue")
+    for name, run, what in (
+        ("resubmit", run_resubmit, "send dead-lettered messages back to their entity"),
+        ("purge", run_purge, "delete dead-lettered messages"),
+    ):
+        p = g.command(name, what, run)
+        p.add_argument("entity", help="QUEUE, TOPIC/Subscriptions/SUB or TOPIC:SUB")
+        p.add_argument("-n", "--count", type=int, help="at most this many messages (default: all there now)")
+        p.add_argument("--batch", type=int, default=100, help="messages per round trip (default 100)")
+        p.add_argument("--dry-run", action="store_true", help="count and show the messages, change nothing")
+        add_yes(p)
+        if name == "resubmit":
+            p.add_argument(
+                "--to", help="the queue or topic to send to (default: the queue; required for a subscription)"
+            )
+            p.add_argument("--new-message-id", action="store_true", help="give each copy a new message id")
+
+
+def _dead_letter_count(admin: ServiceBusAdministrationClient, entity: str) -> int:
+    topic, sub = _clients.split(entity)
+    if sub is None:
+        return int(admin.get_queue_runtime_properties(topic).dead_letter_message_count)
+    return int(admin.get_subscription_runtime_properties(topic, sub).dead_letter_message_count)
+
+
+def _check(args: argparse.Namespace) -> None:
+    if (args.count is not None and args.count < 1) or not 1 <= args.batch <= 5000:
+        raise UsageError("--count must be at least 1 and --batch between 1 and 5000")
+
+
+def _peek_all(c: ServiceBusClient, entity: str, limit: int) -> list[ServiceBusReceivedMessage]:
+    msgs: list[ServiceBusReceivedMessage] = []
+    with _clients.receiver(c, entity, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as r:
+        page = r.peek_messages(min(limit, 250), sequence_number=0)
+        while page:
+            msgs += page
+            if len(msgs) >= limit:
+                break
+            page = r.peek_messages(min(limit - len(msgs), 250))
+    return msgs[:limit]
+
+
+def _dry_run(args: argparse.Namespace, out: Output, c: ServiceBusClient, limit: int, verb: str) -> int:
+    msgs = _peek_all(c, args.entity, limit)
+    if out.json:
+        out.emit({"dry_run": True, f"would_{verb}": len(msgs), "messages": [message_dict(m) for m in msgs]})
+    else:
+        out.show(messages_table(msgs), (*MESSAGE_COLUMNS[:-1], "dead_letter_reason", "body"))
+        out.say(f"dry run: would {verb} {len(msgs)} dead-lettered message(s) of {args.entity}; nothing changed")
+    return ExitCode.OK if msgs else ExitCode.EMPTY
+
+
+def _empty(args: argparse.Namespace, out: Output, verb: str) -> int:
+    out.warn(f"the dead-letter subqueue of {args.entity} is empty")
+    if out.json:
+        out.emit({verb: 0})
+    return ExitCode.EMPTY
+
+
+def run_resubmit(args: argparse.Namespace, out: Output) -> int:
+    _check(args)
+    topic, sub = _clients.split(args.entity)
+    if sub is not None and not args.to:
+        raise UsageError(
+            f"{args.entity} is a subscription: its dead letters go back through a topic, to every subscription "
+            f"whose rules match; pass --to {topic} to do that"
+        )
+    target = args.to or topic
+    with _clients.admin(args) as admin, _clients.client(args) as c:
+        there = _dead_letter_count(admin, args.entity)
+        limit = min(there, args.count or there)
+        if args.dry_run:
+            return _dry_run(args, out, c, limit, "resubmit")
+        if limit == 0:
+            return _empty(args, out, "resubmitted")
+        if not confirm(args, f"resubmit {limit} dead-lettered message(s) of {args.entity} to {target}?"):
+            out.warn("nothing resubmitted")
+            return ExitCode.ERROR
+        with sender_for(c, admin, target) as sender:
+            counts = _resubmit(args, c, sender, limit)
+    if out.json:
+        out.emit({"entity": args.entity, "to": target, **counts})
+    else:
+        out.say(f"resubmitted {counts['resubmitted']} message(s) of {args.entity} to {target}")
+    if counts["kept_as_duplicates"]:
+        out.warn(
+            f"{counts['kept_as_duplicates']} copies were dropped by duplicate detection (same message id within "
+            "the window): their messages stay in the dead-letter subqueue (--new-message-id resubmits them)"
+        )
+    if counts["lock_lost"]:
+        out.warn(
+            f"{counts['lock_lost']} message(s) were resubmitted but their dead-letter lock was lost before they "
+            "could be completed: they are still in the dead-letter subqueue (resubmitting again duplicates them)"
+        )
+    return ExitCode.OK
+
+
+def _resubmit(args: argparse.Namespace, c: ServiceBusClient, sender: Any, limit: int) -> dict[str, int]:
+    """Receive up to `limit` dead letters, send copies, complete what was stored; counts."""
+    counts = {"resubmitted": 0, "kept_as_duplicates": 0, "lock_lost": 0}
+    held: list[ServiceBusReceivedMessage] = []  # dropped as duplicates, or seen twice: given back at the end
+    seen: set[int] = set()
+    taken = 0
+    dlq = _clients.receiver(c, args.entity, sub_queue=ServiceBusSubQueue.DEAD_LETTER)
+    with dlq, Progress(f"resubmit {args.entity}", limit, Progress.wanted(args)) as bar:
+        try:
+            while taken < limit:
+                msgs = dlq.receive_messages(min(args.batch, limit - taken), max_wait_time=1)
+                if not msgs:
+                    break
+                taken += len(msgs)
+                fresh = [m for m in msgs if m.sequence_number not in seen]
+                held += [m for m in msgs if m.sequence_number in seen]  # a held lock elapsed: ours again
+                seen |= {m.sequence_number for m in fresh}
+                if not fresh:
+                    continue
+                seqs = sender.schedule_messages([copy_for_resend(m, args.new_message_id) for m in fresh], LONG_AGO)
+                stored = [m for m, s in zip(fresh, seqs, strict=True) if s]
+                dropped = [m for m, s in zip(fresh, seqs, strict=True) if not s]
+                held += dropped
+                counts["kept_as_duplicates"] += len(dropped)
+                if stored:
+                    try:
+                        dlq.complete_messages(stored)
+                    except MessageLockLostError:
+                        counts["lock_lost"] += len(stored)
+                counts["resubmitted"] += len(stored)
+                bar.advance(len(fresh))
+        finally:
+            if held:
+                _give_back(dlq, held)
+    return counts
+
+
+def _give_back(dlq: Any, msgs: list[ServiceBusReceivedMessage]) -> None:
+    for m in msgs:
+        try:
+            dlq.abandon_message(m)
+        except MessageLockLostError:
+            pass  # it elapsed: available anyway
+
+
+def run_purge(args: argparse.Namespace, out: Output) -> int:
+    _check(args)
+    with _clients.admin(args) as admin, _clients.client(args) as c:
+        there = _dead_letter_count(admin, args.entity)
+        limit = min(there, args.count or there)
+        if args.dry_run:
+            return _dry_run(args, out, c, limit, "purge")
+        if limit == 0:
+            return _empty(args, out, "purged")
+        if not confirm(args, f"delete {limit} dead-lettered message(s) of {args.entity} for good?"):
+            out.warn("nothing purged")
+            return ExitCode.ERROR
+        purged = 0
+        mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        dlq = _clients.receiver(c, args.entity, sub_queue=ServiceBusSubQueue.DEAD_LETTER, receive_mode=mode)
+        with dlq, Progress(f"purge {args.entity}", limit, Progress.wanted(args)) as bar:
+            while purged < limit:
+                msgs = dlq.receive_messages(min(args.batch, limit - purged), max_wait_time=1)
+                if not msgs:
+                    break
+                purged += len(msgs)
+                bar.advance(len(msgs))
+    if out.json:
+        out.emit({"entity": args.entity, "purged": purged})
+    else:
+        out.say(f"purged {purged} dead-lettered message(s) of {args.entity}")
+    return ExitCode.OK
