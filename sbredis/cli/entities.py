@@ -88,48 +88,59 @@ def _queue_row(r: Any) -> dict[str, Any]:
     }
 
 
-def run_list(args: argparse.Namespace, out: Output) -> int:
-    rows: list[dict[str, Any]] = []
-    with _clients.admin(args) as admin:
-        for q in admin.list_queues():
-            try:
-                row = _queue_row(admin.get_queue_runtime_properties(q.name))
-            except MessagingEntityNotFoundError:
-                continue  # deleted meanwhile
-            rows.append({**row, "status": q.status})
-        for t in admin.list_topics():
-            try:
-                tr = admin.get_topic_runtime_properties(t.name)
-                rows.append(
+def rows(admin: ServiceBusAdministrationClient, names: set[str] | None = None) -> list[dict[str, Any]]:
+    """A row of counts per queue, topic and subscription (only `names`, when given; a topic's name
+    includes its subscriptions)."""
+    out: list[dict[str, Any]] = []
+    for q in admin.list_queues():
+        if names is not None and q.name not in names:
+            continue
+        try:
+            row = _queue_row(admin.get_queue_runtime_properties(q.name))
+        except MessagingEntityNotFoundError:
+            continue  # deleted meanwhile
+        out.append({**row, "status": q.status})
+    for t in admin.list_topics():
+        if names is not None and t.name not in names:
+            continue
+        try:
+            tr = admin.get_topic_runtime_properties(t.name)
+            out.append(
+                {
+                    "name": t.name,
+                    "kind": "topic",
+                    "status": t.status,
+                    "partitions": t.partition_count,
+                    "scheduled": tr.scheduled_message_count,
+                    "size": tr.size_in_bytes,
+                    "subscriptions": tr.subscription_count,
+                }
+            )
+            for s in admin.list_subscriptions(t.name):
+                sr = admin.get_subscription_runtime_properties(t.name, s.name)
+                out.append(
                     {
-                        "name": t.name,
-                        "kind": "topic",
-                        "status": t.status,
+                        "name": f"{t.name}/Subscriptions/{s.name}",
+                        "kind": "subscription",
+                        "status": s.status,
                         "partitions": t.partition_count,
-                        "scheduled": tr.scheduled_message_count,
-                        "size": tr.size_in_bytes,
-                        "subscriptions": tr.subscription_count,
+                        "active": sr.active_message_count,
+                        "dead_letter": sr.dead_letter_message_count,
+                        "transfer": sr.transfer_message_count,
                     }
                 )
-                for s in admin.list_subscriptions(t.name):
-                    sr = admin.get_subscription_runtime_properties(t.name, s.name)
-                    rows.append(
-                        {
-                            "name": f"{t.name}/Subscriptions/{s.name}",
-                            "kind": "subscription",
-                            "status": s.status,
-                            "partitions": t.partition_count,
-                            "active": sr.active_message_count,
-                            "dead_letter": sr.dead_letter_message_count,
-                            "transfer": sr.transfer_message_count,
-                        }
-                    )
-            except MessagingEntityNotFoundError:
-                continue
-    if not rows:
+        except MessagingEntityNotFoundError:
+            continue
+    return out
+
+
+def run_list(args: argparse.Namespace, out: Output) -> int:
+    with _clients.admin(args) as admin:
+        found = rows(admin)
+    if not found:
         out.say("no entities")
-    out.show(rows, LIST_COLUMNS)
-    for r in rows:
+    out.show(found, LIST_COLUMNS)
+    for r in found:
         if r.get("missing_partitions"):
             out.warn(f"{r['name']}: partitions {r['missing_partitions']} unreachable, counts are partial")
     return ExitCode.OK
