@@ -86,11 +86,30 @@ def _dry_run(args: argparse.Namespace, out: Output, c: ServiceBusClient, limit: 
     return ExitCode.OK if msgs else ExitCode.EMPTY
 
 
-def _empty(args: argparse.Namespace, out: Output, verb: str) -> int:
-    out.warn(f"the dead-letter subqueue of {args.entity} is empty")
-    if out.json:
-        out.emit({verb: 0})
-    return ExitCode.EMPTY
+def _start(
+    args: argparse.Namespace,
+    out: Output,
+    admin: ServiceBusAdministrationClient,
+    c: ServiceBusClient,
+    verbs: tuple[str, str],
+    how: str,
+) -> tuple[int, int | None]:
+    """(how many messages to take, None) to go on, or (0, the exit code): a dry run, an empty
+    subqueue, no confirmation."""
+    verb, done = verbs
+    there = _dead_letter_count(admin, args.entity)
+    limit = min(there, args.count or there)
+    if args.dry_run:
+        return 0, _dry_run(args, out, c, limit, verb)
+    if limit == 0:
+        out.warn(f"the dead-letter subqueue of {args.entity} is empty")
+        if out.json:
+            out.emit({done: 0})
+        return 0, ExitCode.EMPTY
+    if not confirm(args, f"{verb} {limit} dead-lettered message(s) of {args.entity} {how}?"):
+        out.warn(f"nothing {done}")
+        return 0, ExitCode.ERROR
+    return limit, None
 
 
 def run_resubmit(args: argparse.Namespace, out: Output) -> int:
@@ -103,15 +122,9 @@ def run_resubmit(args: argparse.Namespace, out: Output) -> int:
         )
     target = args.to or topic
     with _clients.admin(args) as admin, _clients.client(args) as c:
-        there = _dead_letter_count(admin, args.entity)
-        limit = min(there, args.count or there)
-        if args.dry_run:
-            return _dry_run(args, out, c, limit, "resubmit")
-        if limit == 0:
-            return _empty(args, out, "resubmitted")
-        if not confirm(args, f"resubmit {limit} dead-lettered message(s) of {args.entity} to {target}?"):
-            out.warn("nothing resubmitted")
-            return ExitCode.ERROR
+        limit, code = _start(args, out, admin, c, ("resubmit", "resubmitted"), f"to {target}")
+        if code is not None:
+            return code
         with sender_for(c, admin, target) as sender:
             counts = _resubmit(args, c, sender, limit)
     if out.json:
@@ -179,15 +192,9 @@ def _give_back(dlq: Any, msgs: list[ServiceBusReceivedMessage]) -> None:
 def run_purge(args: argparse.Namespace, out: Output) -> int:
     _check(args)
     with _clients.admin(args) as admin, _clients.client(args) as c:
-        there = _dead_letter_count(admin, args.entity)
-        limit = min(there, args.count or there)
-        if args.dry_run:
-            return _dry_run(args, out, c, limit, "purge")
-        if limit == 0:
-            return _empty(args, out, "purged")
-        if not confirm(args, f"delete {limit} dead-lettered message(s) of {args.entity} for good?"):
-            out.warn("nothing purged")
-            return ExitCode.ERROR
+        limit, code = _start(args, out, admin, c, ("purge", "purged"), "for good")
+        if code is not None:
+            return code
         purged = 0
         mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
         dlq = _clients.receiver(c, args.entity, sub_queue=ServiceBusSubQueue.DEAD_LETTER, receive_mode=mode)

@@ -223,10 +223,7 @@ def run_receive(args: argparse.Namespace, out: Output) -> int:
                 row["settled"] = done
             rows.append(row)
     if not rows:
-        out.warn(f"no message in {args.entity}{' (dead-letter subqueue)' if args.dlq else ''}")
-        if out.json:
-            out.emit([])
-        return ExitCode.EMPTY
+        return _nothing(args, out)
     if out.json:
         out.emit(rows)
     else:
@@ -237,6 +234,13 @@ def run_receive(args: argparse.Namespace, out: Output) -> int:
     return ExitCode.OK
 
 
+def _nothing(args: argparse.Namespace, out: Output) -> int:
+    out.warn(f"no message in {args.entity}{' (dead-letter subqueue)' if args.dlq else ''}")
+    if out.json:
+        out.emit([])
+    return ExitCode.EMPTY
+
+
 # -------------------------------------------------------------------------------------- peek
 def run_peek(args: argparse.Namespace, out: Output) -> int:
     if args.count < 1 or args.from_seq < 0:
@@ -245,10 +249,7 @@ def run_peek(args: argparse.Namespace, out: Output) -> int:
     with _clients.client(args) as c, _clients.receiver(c, args.entity, sub_queue=sub_queue) as r:
         msgs = r.peek_messages(args.count, sequence_number=args.from_seq)
     if not msgs:
-        out.warn(f"no message in {args.entity}{' (dead-letter subqueue)' if args.dlq else ''}")
-        if out.json:
-            out.emit([])
-        return ExitCode.EMPTY
+        return _nothing(args, out)
     if out.json:
         out.emit([message_dict(m) for m in msgs])
         return ExitCode.OK
