@@ -8,6 +8,7 @@
 ]]
 --@include partition
 --@include messages
+--@include settle
 local cfg = load_cfg()
 local bad = check_receive(cfg)
 if bad then return bad end
@@ -15,26 +16,10 @@ local G = group_of(ARGV[1])
 local n = tonumber(ARGV[2])
 local now = now_ms()
 local seqs, recs = held_all(G, n, 3, now)
-local out, done, counted = {}, {}, {}
-local size = 0
+complete_held(G, seqs, recs)
+local out = {}
 for i = 1, n do
-  local seq, rec = seqs[i], recs[i]
-  if rec then
-    local _, _, _, sz, dc = parse_lock(rec)
-    size = size + sz
-    done[#done + 1] = seq
-    if dc > 1 then counted[#counted + 1] = seq end
-    out[i] = 0
-  else
-    out[i] = 1
-  end
-end
-if #done > 0 then
-  call_many('XDEL', G.log, done)
-  call_many('HDEL', G.lk, done)
-  call_many('ZREM', G.locked, done)
-  if #counted > 0 then call_many('HDEL', G.dc, counted) end
-  redis.call('HINCRBY', K_ST, 'size', -size)
+  if recs[i] then out[i] = 0 else out[i] = 1 end
 end
 touch(now)
 return out

@@ -8,6 +8,7 @@
 ]]
 --@include partition
 --@include messages
+--@include settle
 local cfg = load_cfg()
 local bad = check_receive(cfg)
 if bad then return bad end
@@ -21,10 +22,7 @@ for i = 1, n do
   local seq = seqs[i]
   local f = recs[i] and entry(MAIN, seq)
   if f then
-    local _, _, _, _, dc = parse_lock(recs[i])
-    redis.call('HDEL', MAIN.lk, seq)
-    redis.call('ZREM', MAIN.locked, seq)
-    dead_letter(seq, f, reason, description, dc)
+    dead_letter_held(seq, recs[i], f, reason, description)
     out[i] = 0
   else
     out[i] = 1

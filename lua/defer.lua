@@ -7,6 +7,7 @@
 ]]
 --@include partition
 --@include messages
+--@include settle
 local cfg = load_cfg()
 local bad = check_receive(cfg)
 if bad then return bad end
@@ -16,14 +17,8 @@ local now = now_ms()
 local seqs, recs = held_all(G, n, 3, now)
 local out = {}
 for i = 1, n do
-  local seq, rec = seqs[i], recs[i]
-  if rec then
-    local _, _, x, _, dc = parse_lock(rec)
-    redis.call('HSET', G.dc, seq, dc)
-    redis.call('HDEL', G.lk, seq)
-    redis.call('ZREM', G.locked, seq)
-    redis.call('ZADD', G.deferred, seq, seq)
-    if G.main and x > 0 then redis.call('ZADD', K_EXP, x, seq) end
+  if recs[i] then
+    defer_held(G, seqs[i], recs[i])
     out[i] = 0
   else
     out[i] = 1

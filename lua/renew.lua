@@ -7,6 +7,7 @@
 ]]
 --@include partition
 --@include messages
+--@include settle
 local cfg = load_cfg()
 local bad = check_receive(cfg)
 if bad then return bad end
@@ -15,17 +16,10 @@ local n = tonumber(ARGV[2])
 local now = now_ms()
 local untl = now + cfg.lock_ms
 local seqs, recs = held_all(G, n, 3, now)
+renew_held(G, seqs, recs, untl)
 local out = {now}
-local renewed = {}
 for i = 1, n do
-  if recs[i] then
-    renewed[#renewed + 1] = untl
-    renewed[#renewed + 1] = seqs[i]
-    out[i + 1] = untl
-  else
-    out[i + 1] = 0
-  end
+  if recs[i] then out[i + 1] = untl else out[i + 1] = 0 end
 end
-if #renewed > 0 then call_many('ZADD', G.locked, renewed) end
 touch(now)
 return out

@@ -9,6 +9,7 @@ from ._sync._client import ServiceBusClient
 from ._sync._receiver import ServiceBusReceiver
 from ._sync._renewer import AutoLockRenewer
 from ._sync._sender import ServiceBusSender
+from ._sync._transaction import ServiceBusTransaction
 
 __version__ = "0.1.0"
 
@@ -33,5 +34,6 @@ __all__ = [
     "ServiceBusReceiver",
     "ServiceBusSender",
     "ServiceBusSubQueue",
+    "ServiceBusTransaction",
     "exceptions",
 ]

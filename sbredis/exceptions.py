@@ -50,6 +50,13 @@ class OperationTimeoutError(ServiceBusError):
     retryable_default = True
 
 
+class TransactionTimeoutError(OperationTimeoutError):
+    """The transaction was not committed within its timeout (2 minutes by default) and was
+    discarded: nothing of it was applied. Not retryable as such: start a new transaction."""
+
+    retryable_default = False
+
+
 class ServiceBusServerBusyError(ServiceBusError):
     """Redis is busy (loading, or a script is running); try again later."""
 
@@ -132,4 +139,5 @@ __all__ = [
     "ServiceBusError",
     "ServiceBusQuotaExceededError",
     "ServiceBusServerBusyError",
+    "TransactionTimeoutError",
 ]

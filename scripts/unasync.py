@@ -20,6 +20,7 @@ SOURCES = [
     "_admin_topics.py",
     "_forwarder.py",
     "_topic_sender.py",
+    "_transaction.py",
 ]
 # Written twice by hand: concurrency itself (tasks and futures vs. threads) differs; their shared
 # logic is in sbredis/_core (renewal.py) and both expose the same interface.

@@ -160,16 +160,14 @@ local function sweep(G, cfg, now, limit)
   end
 end
 
--- Check the locks of a settlement: for ARGV pairs (seq, nonce) from ARGV[first] on, the lock
--- record of each pair that still holds an unexpired lock with that nonce (false for the others).
-local function held_all(G, n, first, now)
-  local seqs = {}
-  for i = 1, n do seqs[i] = ARGV[first + 2 * (i - 1)] end
+-- The lock records of the pairs (seqs[i], nonces[i]) that still hold an unexpired lock with that
+-- nonce, by the server clock `now` (false for the others): what every settlement checks first.
+local function held(G, seqs, nonces, now)
   local recs = redis.call('HMGET', G.lk, unpack(seqs))
   local untl = redis.call('ZMSCORE', G.locked, unpack(seqs))
   local out = {}
-  for i = 1, n do
-    local rec, nonce = recs[i], ARGV[first + 2 * i - 1]
+  for i = 1, #seqs do
+    local rec, nonce = recs[i], nonces[i]
     if rec and untl[i] and tonumber(untl[i]) >= now
        and string.sub(rec, 1, #nonce + 1) == nonce .. '|' then
       out[i] = rec
@@ -177,5 +175,15 @@ local function held_all(G, n, first, now)
       out[i] = false
     end
   end
-  return seqs, out
+  return out
+end
+
+-- held() for n ARGV pairs (seq, nonce) from ARGV[first] on: the seqs and their lock records.
+local function held_all(G, n, first, now)
+  local seqs, nonces = {}, {}
+  for i = 1, n do
+    seqs[i] = ARGV[first + 2 * (i - 1)]
+    nonces[i] = ARGV[first + 2 * i - 1]
+  end
+  return seqs, held(G, seqs, nonces, now)
 end

@@ -228,11 +228,13 @@ def destination_partition(blob: bytes, meta: EntityMeta) -> int:
 
 
 def delivery_args(e: OutboxEntry, blob: bytes, meta: EntityMeta) -> list[Any]:
-    """The 7 per-message arguments for forward_in / publish at the destination."""
+    """The 7 per-message arguments for forward_in / publish at the destination. A message sent
+    through a transaction keeps its scheduled enqueue time (an auto-forwarded one was enqueued
+    already: its time is past, so it is enqueued at once)."""
     h = codec.header_of(blob)
     mid = str(h.get("id") or "") if meta.dedup else ""
     ttl = int(h.get("ttl") or 0)
-    return [mid, ttl, 0, e.hop + 1, e.expires_ms, e.seq, blob]
+    return [mid, ttl, int(h.get("se") or 0), e.hop + 1, e.expires_ms, e.seq, blob]
 
 
 def forward_in_call(dest: str, partition: int, source: str, msg_args: Sequence[Any]) -> Call:

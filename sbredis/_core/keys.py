@@ -76,6 +76,14 @@ subscription's rules, ``{sb:entities}:idle`` (sorted set) holds each entity with
 partitions' ``st.acc`` before anything is deleted), and ``{sb:entities}:forwarders`` (hash) maps
 each queue or subscription that forwards to ``[forward_to, forward_dead_lettered_messages_to]``
 (JSON), so finding what forwards into an entity reads that hash, not the registry.
+``{sb:entities}:via`` (hash) has one field ``["<source>", "<destination>"]`` (JSON) per pair a
+transaction sent through (docs/transactions.md): the source partition's transfer queue may hold
+messages for that destination, so the receivers' pull and the maintenance drain it as they drain
+forwarders. Written before the commit, once per client and pair.
+
+A transaction writes no key of its own: its operations stay in the client until its one commit
+call (``tx_commit``) on the home partition, whose sends to other entities are entries of that
+partition's transfer queue (above), field ``t`` naming the destination and ``h`` 0.
 """
 
 from __future__ import annotations
@@ -122,6 +130,7 @@ SUBSCRIPTIONS = "/Subscriptions/"  # <topic>/Subscriptions/<subscription>, as Se
 TRANSFER = "/$Transfer"  # <entity>/$Transfer: the transfer queue and transfer dead-letter subqueue
 IDLE = "{sb:entities}:idle"
 FORWARDERS = "{sb:entities}:forwarders"
+VIA = "{sb:entities}:via"
 
 
 def subscription_path(topic: str, subscription: str) -> str:

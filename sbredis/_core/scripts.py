@@ -68,4 +68,5 @@ SCRIPT_NAMES = (
     "forward_in",
     "forward_ack",
     "idle",
+    "tx_commit",
 )

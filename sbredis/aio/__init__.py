@@ -6,6 +6,7 @@ from ._client import ServiceBusClient
 from ._receiver import ServiceBusReceiver
 from ._renewer import AutoLockRenewer
 from ._sender import ServiceBusSender
+from ._transaction import ServiceBusTransaction
 
 __all__ = [
     "AutoLockRenewer",
@@ -18,4 +19,5 @@ __all__ = [
     "ServiceBusReceiver",
     "ServiceBusSender",
     "ServiceBusSubQueue",
+    "ServiceBusTransaction",
 ]

@@ -14,12 +14,14 @@ from .._core.keys import REGISTRY, TRANSFER, subscription_path
 from .._core.ops import EntityMeta, check_count, check_wait
 from .._core.retry import RetryPolicy
 from .._core.topic_entity import check_subscription_name
+from .._core.transaction import DEFAULT_TIMEOUT
 from .._enums import ServiceBusReceiveMode, ServiceBusSubQueue
 from ..exceptions import InvalidArgumentError, MessagingEntityNotFoundError, ServiceBusError
 from ._forwarder import Forwarder
 from ._receiver import ServiceBusReceiver
 from ._sender import DEFAULT_MAX_PENDING_SENDS, ServiceBusSender
 from ._topic_sender import ServiceBusTopicSender
+from ._transaction import ServiceBusTransaction
 from ._transport import Transport
 
 log = logging.getLogger("sbredis")
@@ -180,6 +182,19 @@ class ServiceBusClient:
         receiver = ServiceBusReceiver(self, path, mode, sub, max_wait_time, prefetch_count, auto_lock_renewer)
         self._handlers.add(receiver)
         return receiver
+
+    def transaction(self, *, timeout: float = DEFAULT_TIMEOUT) -> ServiceBusTransaction:
+        """A transaction: pass it as ``transaction=`` to send_messages and the settle methods of
+        this client's senders and receivers; its operations commit together or not at all. Use it
+        as a context manager (commit on normal exit, discard on an exception) or call commit().
+        It is discarded when not committed within `timeout` seconds (docs/transactions.md).
+
+        Raises:
+            InvalidArgumentError: a timeout that is not a positive number of seconds.
+        """
+        if check_wait("timeout", timeout) == 0:
+            raise InvalidArgumentError("timeout must be positive")
+        return ServiceBusTransaction(self, timeout)
 
     async def close(self) -> None:
         """Close the senders (waiting for queued sends) and receivers made here, then the connections."""

@@ -22,6 +22,11 @@ every peek, for the entities that forward (or forward dead-lettered messages) in
 most once a second per client and entity; and the administration client's maintenance
 (``forward_pending``, run by the runtime-property calls at most every 30 s). Scheduled, expired
 and dead-lettered messages of a forwarding entity move at the next of these after they appear.
+
+Transactions use the same outboxes for their sends to other entities ("send via", see
+_core/transaction.py): the committing client drains right after the commit, and records each
+(source, destination) pair in ``{sb:entities}:via`` before the commit, so the pulls and the
+maintenance above find the source even when the committing process dies right after committing.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._core import fanout
-from .._core.keys import FORWARDERS, REGISTRY, SUBSCRIPTIONS
+from .._core.keys import FORWARDERS, REGISTRY, SUBSCRIPTIONS, VIA
 from .._core.ops import EntityMeta
 from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
 from ._transport import Transport
@@ -54,6 +59,7 @@ class Forwarder:
         self._meta: dict[str, tuple[float, EntityMeta | None]] = {}
         self._reverse: tuple[float, dict[str, list[str]]] | None = None
         self._pulled: dict[str, float] = {}
+        self._via: set[tuple[str, str]] = set()  # (source, destination) pairs recorded in VIA
 
     async def meta(self, name: str, refresh: bool = False) -> EntityMeta | None:
         """The entity's metadata (cached for META_TTL seconds), None when it does not exist."""
@@ -180,9 +186,20 @@ class Forwarder:
         return delivered
 
     # -- fallbacks
+    async def register_via(self, source: str, destinations: Iterable[str]) -> None:
+        """Record that `source`'s outbox may hold transaction sends for `destinations` (before
+        the commit that writes them), so draining does not depend on the committing process."""
+        new = [d for d in destinations if (source, d) not in self._via]
+        if not new:
+            return
+        fields = [x for d in new for x in (json.dumps([source, d]), "1")]
+        await self._transport.execute("HSET", VIA, *fields, entity=source)
+        self._via.update((source, d) for d in new)
+
     async def _reverse_index(self) -> dict[str, list[str]]:
         """destination -> the queues and subscriptions that forward into it (from the forwarders
-        index the administration client keeps, cached for META_TTL seconds)."""
+        index the administration client keeps) or that transactions sent through to it (the via
+        index), cached for META_TTL seconds."""
         if self._reverse is not None and time.monotonic() - self._reverse[0] < META_TTL:
             return self._reverse[1]
         raw = await self._transport.execute("HGETALL", FORWARDERS)
@@ -192,6 +209,10 @@ class Forwarder:
             for target in set(json.loads(text)):
                 if target:
                     index.setdefault(target, []).append(path)
+        for pair in sorted(await self._transport.execute("HKEYS", VIA)):
+            src, target = json.loads(pair)
+            if src not in index.setdefault(target, []):
+                index[target].append(src)
         self._reverse = (time.monotonic(), index)
         return index
 
@@ -240,6 +261,16 @@ class Forwarder:
         except ServiceBusError as e:
             log.warning("forwarding from %s failed (the next drain retries): %s", path, e.message)
             return 0
+
+    async def drain_published(self, meta: fanout.TopicMeta, partitions: Iterable[int]) -> None:
+        """After a publish: drain the forwarding subscriptions' partitions it wrote to."""
+        targets: dict[str, set[int]] = {}
+        for p in partitions:
+            subs = meta.subs.get(p)
+            for name in subs.forwarding if subs else ():
+                targets.setdefault(f"{meta.name}{SUBSCRIPTIONS}{name}", set()).add(p)
+        for path, parts in targets.items():
+            await self.drain_quietly(path, parts)
 
     async def drain_all(self) -> int:
         """Drain every forwarding queue and subscription (the administration client's maintenance)."""

@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._core import codec, ops
+from .._core.transaction import joinable
 from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
 from .._message import PARTITION_SHIFT, ServiceBusReceivedMessage
 from ..exceptions import (
@@ -275,12 +276,16 @@ class ServiceBusReceiver:
 
     # -- settlement
     async def _settle(
-        self, name: str, messages: list[ServiceBusReceivedMessage], extra: tuple[Any, ...] = ()
+        self, name: str, messages: list[ServiceBusReceivedMessage], extra: tuple[Any, ...] = (), transaction: Any = None
     ) -> list[ServiceBusReceivedMessage]:
         """Check the messages (raising before anything is sent), then settle them; concurrent
-        settlements of one kind coalesce into one script call per partition."""
+        settlements of one kind coalesce into one script call per partition. With a transaction,
+        the settlement waits for its commit (docs/transactions.md)."""
         self._check_open()
         ops.settle_groups(messages, self.entity_name, self._group, name)
+        if transaction is not None:
+            joinable(transaction)._settle(self, name, messages, *(extra if name == "dead_letter" else ()))
+            return []
         if not messages:
             return []
         done: list[ServiceBusReceivedMessage] = await self._settler.submit((name, extra), messages)
@@ -346,38 +351,46 @@ class ServiceBusReceiver:
             return [InvalidOperationError("the receiver is closed")] * len(messages)
         return await self._settle_now(("renew", ()), [[m] for m in messages])
 
-    async def complete_message(self, message: ServiceBusReceivedMessage) -> None:
+    async def complete_message(self, message: ServiceBusReceivedMessage, *, transaction: Any = None) -> None:
         """Remove the message (it was processed).
 
         Raises:
             MessageLockLostError: the lock elapsed or is not ours; nothing changed.
             MessageAlreadySettled: settled before, or received in RECEIVE_AND_DELETE mode.
-            InvalidOperationError: the message is from another entity, or was peeked.
+            InvalidOperationError: the message is from another entity, or was peeked, or breaks a
+                rule of `transaction` (the settlement then waits for its commit).
         """
-        await self._settle("complete", [message])
+        await self._settle("complete", [message], (), transaction)
 
-    async def complete_messages(self, messages: Iterable[ServiceBusReceivedMessage]) -> None:
+    async def complete_messages(
+        self, messages: Iterable[ServiceBusReceivedMessage], *, transaction: Any = None
+    ) -> None:
         """Complete many at one script call per partition. Messages whose locks were lost are
         listed in the MessageLockLostError; the others are completed."""
-        await self._settle("complete", list(messages))
+        await self._settle("complete", list(messages), (), transaction)
 
-    async def abandon_message(self, message: ServiceBusReceivedMessage) -> None:
+    async def abandon_message(self, message: ServiceBusReceivedMessage, *, transaction: Any = None) -> None:
         """Release the lock now; the message is available again (delivery_count counts this
         delivery; after max_delivery_count it moves to the dead-letter subqueue)."""
-        await self._settle("abandon", [message], ("0",))
+        await self._settle("abandon", [message], ("0",), transaction)
 
-    async def abandon_messages(self, messages: Iterable[ServiceBusReceivedMessage]) -> None:
-        await self._settle("abandon", list(messages), ("0",))
+    async def abandon_messages(self, messages: Iterable[ServiceBusReceivedMessage], *, transaction: Any = None) -> None:
+        await self._settle("abandon", list(messages), ("0",), transaction)
 
-    async def defer_message(self, message: ServiceBusReceivedMessage) -> None:
+    async def defer_message(self, message: ServiceBusReceivedMessage, *, transaction: Any = None) -> None:
         """Set the message aside: only receive_deferred_messages(sequence_number) returns it."""
-        await self._settle("defer", [message])
+        await self._settle("defer", [message], (), transaction)
 
-    async def defer_messages(self, messages: Iterable[ServiceBusReceivedMessage]) -> None:
-        await self._settle("defer", list(messages))
+    async def defer_messages(self, messages: Iterable[ServiceBusReceivedMessage], *, transaction: Any = None) -> None:
+        await self._settle("defer", list(messages), (), transaction)
 
     async def dead_letter_message(
-        self, message: ServiceBusReceivedMessage, reason: str | None = None, error_description: str | None = None
+        self,
+        message: ServiceBusReceivedMessage,
+        reason: str | None = None,
+        error_description: str | None = None,
+        *,
+        transaction: Any = None,
     ) -> None:
         """Move the message to the dead-letter subqueue with `reason` and `error_description`.
 
@@ -385,28 +398,33 @@ class ServiceBusReceiver:
             InvalidOperationError: on a dead-letter receiver (the message is dead-lettered already).
             As complete_message otherwise.
         """
-        await self.dead_letter_messages([message], reason, error_description)
+        await self.dead_letter_messages([message], reason, error_description, transaction=transaction)
 
     async def dead_letter_messages(
         self,
         messages: Iterable[ServiceBusReceivedMessage],
         reason: str | None = None,
         error_description: str | None = None,
+        *,
+        transaction: Any = None,
     ) -> None:
         if self._group != "m":
             raise InvalidOperationError("messages in the dead-letter subqueue cannot be dead-lettered again")
         for name, value in (("reason", reason), ("error_description", error_description)):
             if value is not None and not isinstance(value, str):
                 raise InvalidArgumentError(f"{name} must be a str")
-        await self._settle("dead_letter", list(messages), (reason or "", error_description or ""))
+        await self._settle("dead_letter", list(messages), (reason or "", error_description or ""), transaction)
 
-    async def renew_message_lock(self, message: ServiceBusReceivedMessage, *, timeout: float | None = None) -> datetime:
-        """Extend the lock by the entity's lock duration from now; returns the new locked_until_utc.
+    async def renew_message_lock(
+        self, message: ServiceBusReceivedMessage, *, timeout: float | None = None, transaction: Any = None
+    ) -> datetime:
+        """Extend the lock by the entity's lock duration from now; returns the new locked_until_utc
+        (with a transaction: the current one; the renewal happens at commit).
 
         Raises:
             MessageLockLostError: the lock elapsed or is not ours.
         """
-        await self._settle("renew", [message])
+        await self._settle("renew", [message], (), transaction)
         return codec.from_ms(message._locked_ms)
 
     # -- lifecycle

@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._core import codec, ops
+from .._core.transaction import joinable
 from .._message import ServiceBusMessage, ServiceBusMessageBatch
 from ..exceptions import (
     InvalidArgumentError,
@@ -120,21 +121,30 @@ class ServiceBusSender:
                 return p
         return self._rr % meta.partition_count
 
-    async def send_messages(self, message: Any, *, timeout: float | None = None, presettled: bool = False) -> None:
+    async def send_messages(
+        self, message: Any, *, timeout: float | None = None, presettled: bool = False, transaction: Any = None
+    ) -> None:
         """Send one message, a list or a batch; returns once Redis stored them.
 
         Messages for one partition are stored atomically (all or none). With ``presettled=True``
         the call returns as soon as the messages are queued (waiting only for room under
         max_pending_sends): fire-and-forget, so a failure is only logged, never reported to the
-        caller. Close the sender to wait for queued pre-settled sends.
+        caller. Close the sender to wait for queued pre-settled sends. With ``transaction=tx``
+        (``client.transaction()``) the messages are checked now and sent when tx commits.
 
         Raises:
             InvalidArgumentError: not a message, list or batch.
             MessageSizeExceededError: a message or batch is over the entity's limit.
+            InvalidOperationError: the message breaks a rule of the transaction (docs/transactions.md).
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusQuotaExceededError,
             ServiceBusConnectionError (retryable), OperationTimeoutError (retryable).
         """
         messages = ops.as_messages(message)
+        if transaction is not None:
+            if presettled:
+                raise InvalidArgumentError("a pre-settled send cannot be part of a transaction")
+            await joinable(transaction)._send(self, messages)
+            return
         if not messages:
             return
         if presettled:

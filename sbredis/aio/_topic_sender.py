@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._core import fanout, ops
-from .._core.keys import SUBSCRIPTIONS
 from .._message import ServiceBusMessage
 from ..exceptions import InvalidOperationError, MessagingEntityNotFoundError, ServiceBusError
 from ._forwarder import run_publish
@@ -55,18 +54,8 @@ class ServiceBusTopicSender(ServiceBusSender):
             partitions = iter(where)
             for i in group:
                 outcomes[i] = ops.entry_outcome(len(entries[i]), partitions, seqs, errors)
-        await self._forward(meta, stored)
+        await self._client._forwarder.drain_published(meta, stored)
         return outcomes
-
-    async def _forward(self, meta: fanout.TopicMeta, partitions: set[int]) -> None:
-        """Drain the forwarding subscriptions' partitions that this send wrote to."""
-        targets: dict[str, set[int]] = {}
-        for p in partitions:
-            subs = meta.subs.get(p)
-            for name in subs.forwarding if subs else ():
-                targets.setdefault(f"{meta.name}{SUBSCRIPTIONS}{name}", set()).add(p)
-        for path, parts in targets.items():
-            await self._client._forwarder.drain_quietly(path, parts)
 
     async def cancel_scheduled_messages(
         self, sequence_numbers: int | Iterable[int], *, timeout: float | None = None

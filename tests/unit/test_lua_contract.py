@@ -44,9 +44,10 @@ PY_CALLERS = [
     *sorted((ROOT / "sbredis" / "aio").glob("*.py")),
     ROOT / "sbredis" / "_core" / "ops.py",
     ROOT / "sbredis" / "_core" / "fanout.py",
+    ROOT / "sbredis" / "_core" / "transaction.py",
 ]
 KEYSET_VARIABLES = ("S", "T")  # names a script binds a further key set (includes/keysets.lua) to
-KEYSET_SCRIPTS = {"publish", "cancel_topic_scheduled", "forward_out", "forward_ack", "idle"}
+KEYSET_SCRIPTS = {"publish", "cancel_topic_scheduled", "forward_out", "forward_ack", "idle", "tx_commit"}
 
 BANNED_COMMANDS = {"KEYS", "SCAN", "RANDOMKEY", "FLUSHALL", "FLUSHDB"}
 KEYLESS_COMMANDS = {"TIME"}
@@ -374,7 +375,20 @@ def _multi_keyset_calls() -> list[object]:
         pytest.param(fanout.forward_ack_call("q", 5, []), 2, id="forward_ack"),
         pytest.param(fanout.idle_call("t", "topic", 5, ["a", "b.c"], "check", 0), 3, id="idle"),
         pytest.param(fanout.forward_in_call("q", 5, "s", []), 1, id="forward_in"),
+        pytest.param(_tx_call(), 2, id="tx_commit"),
     ]
+
+
+def _tx_call() -> ops.Call:
+    from sbredis import ServiceBusMessage
+    from sbredis._core.transaction import TxBuffer
+
+    tx = TxBuffer()
+    tx.add_send(ops.EntityMeta("a.b-c", 4, False, 1024), [ServiceBusMessage("x", partition_key="k")])
+    tx.add_send(ops.EntityMeta("other", 1, False, 1024), [ServiceBusMessage("y")])
+    plan = tx.plan()
+    assert plan is not None and plan.call is not None and plan.transfers == ("other",)
+    return plan.call
 
 
 @pytest.mark.parametrize(("c", "sets"), _multi_keyset_calls())
@@ -460,7 +474,7 @@ def test_redis_calls_use_named_keys_only(path: Path) -> None:
 def test_call_site_scanner_is_not_vacuous() -> None:
     counts = {p.name: len(call_sites(p.read_text())) for p in [*SCRIPT_FILES, *INCLUDE_FILES]}
     assert sum(counts.values()) > 50, counts
-    assert counts["messages.lua"] > 20 and counts["send.lua"] > 5, counts
+    assert counts["messages.lua"] > 20 and counts["store.lua"] > 5 and counts["tx_commit.lua"] > 5, counts
 
 
 def test_key_heuristic_catches_bad_calls() -> None:

@@ -1,0 +1,57 @@
+--[[
+  settle: apply a settlement to messages whose locks were checked with held() (includes/messages.lua):
+  complete, defer, dead-letter and renew (abandon is messages.lua's release()). Shared by the
+  single-operation scripts and tx_commit. Needs includes/partition.lua and includes/messages.lua.
+]]
+
+-- Remove completed messages: seqs with their lock records recs (false entries are skipped).
+local function complete_held(G, seqs, recs)
+  local done, counted = {}, {}
+  local size = 0
+  for i = 1, #seqs do
+    local rec = recs[i]
+    if rec then
+      local _, _, _, sz, dc = parse_lock(rec)
+      size = size + sz
+      done[#done + 1] = seqs[i]
+      if dc > 1 then counted[#counted + 1] = seqs[i] end
+    end
+  end
+  if #done > 0 then
+    call_many('XDEL', G.log, done)
+    call_many('HDEL', G.lk, done)
+    call_many('ZREM', G.locked, done)
+    if #counted > 0 then call_many('HDEL', G.dc, counted) end
+    redis.call('HINCRBY', K_ST, 'size', -size)
+  end
+end
+
+-- Set a locked message aside (deferred), keeping its delivery count and its expiry.
+local function defer_held(G, seq, rec)
+  local _, _, x, _, dc = parse_lock(rec)
+  redis.call('HSET', G.dc, seq, dc)
+  redis.call('HDEL', G.lk, seq)
+  redis.call('ZREM', G.locked, seq)
+  redis.call('ZADD', G.deferred, seq, seq)
+  if G.main and x > 0 then redis.call('ZADD', K_EXP, x, seq) end
+end
+
+-- Move a locked main-queue message (log entry f) to the dead-letter group with the caller's reason.
+local function dead_letter_held(seq, rec, f, reason, description)
+  local _, _, _, _, dc = parse_lock(rec)
+  redis.call('HDEL', MAIN.lk, seq)
+  redis.call('ZREM', MAIN.locked, seq)
+  dead_letter(seq, f, reason, description, dc)
+end
+
+-- Extend held locks to `untl` (ms).
+local function renew_held(G, seqs, recs, untl)
+  local renewed = {}
+  for i = 1, #seqs do
+    if recs[i] then
+      renewed[#renewed + 1] = untl
+      renewed[#renewed + 1] = seqs[i]
+    end
+  end
+  if #renewed > 0 then call_many('ZADD', G.locked, renewed) end
+end

@@ -1,0 +1,93 @@
+--[[
+  store: check and store new messages in the partition's main queue (send, tx_commit).
+  Needs includes/partition.lua first.
+
+  The messages are ARGV[b + 1 ...], 4 per message: message_id ('' when duplicate detection does
+  not apply), ttl_ms (0: the entity default), scheduled_ms (0: now), blob.
+]]
+
+-- nil when the n messages may be stored, else the error reply: SIZE (a message over max_msg, or
+-- with `batch` their sum), QUOTA (the entity would be over max_size).
+local function store_check(cfg, b, n, batch)
+  local total = 0
+  for i = 1, n do
+    local size = #ARGV[b + 4 * i]
+    if size > cfg.max_msg then return fail('SIZE') end
+    total = total + size
+  end
+  if batch and total > cfg.max_msg then return fail('SIZE') end
+  local stored = tonumber(redis.call('HGET', K_ST, 'size') or '0')
+  if stored + total > cfg.max_size then return fail('QUOTA') end
+  return nil
+end
+
+-- Store the n messages (checked with store_check) at server time `now`, duplicates dropped
+-- within the entity's window. Appends each message's seq (0: a duplicate) to `out`.
+local function store(cfg, now, b, n, out)
+  local keep = {}
+  local fresh = 0
+  if cfg.dedup_ms > 0 then
+    redis.call('ZREMRANGEBYSCORE', K_DD, '-inf', now)
+    local seen = {}
+    local marks = {}
+    for i = 1, n do
+      local mid = ARGV[b + 4 * i - 3]
+      if mid ~= '' and (seen[mid] or redis.call('ZSCORE', K_DD, mid)) then
+        keep[i] = false
+      else
+        keep[i] = true
+        fresh = fresh + 1
+        if mid ~= '' then
+          seen[mid] = true
+          marks[#marks + 1] = now + cfg.dedup_ms
+          marks[#marks + 1] = mid
+        end
+      end
+    end
+    if #marks > 0 then call_many('ZADD', K_DD, marks) end
+  else
+    for i = 1, n do keep[i] = true end
+    fresh = n
+  end
+  local o = #out
+  if fresh == 0 then
+    for i = 1, n do out[o + i] = 0 end
+    return
+  end
+  local seq = redis.call('HINCRBY', K_ST, 'seq', fresh) - fresh
+  local ready, sched, exp = {}, {}, {}
+  local added = 0
+  for i = 1, n do
+    if keep[i] then
+      seq = seq + 1
+      local ttl = tonumber(ARGV[b + 4 * i - 2])
+      local at = tonumber(ARGV[b + 4 * i - 1])
+      local blob = ARGV[b + 4 * i]
+      if ttl == 0 or (cfg.ttl_ms > 0 and ttl > cfg.ttl_ms) then ttl = cfg.ttl_ms end
+      local enq = now
+      if at > now then enq = at end
+      local x = 0
+      if ttl > 0 then x = enq + ttl end
+      redis.call('XADD', MAIN.log, seq .. '-0', 'b', blob, 'e', enq, 'x', x)
+      if enq > now then
+        sched[#sched + 1] = enq
+        sched[#sched + 1] = seq
+      else
+        ready[#ready + 1] = seq
+        ready[#ready + 1] = seq
+      end
+      if x > 0 then
+        exp[#exp + 1] = x
+        exp[#exp + 1] = seq
+      end
+      added = added + #blob
+      out[o + i] = seq
+    else
+      out[o + i] = 0
+    end
+  end
+  if #ready > 0 then call_many('ZADD', MAIN.ready, ready) end
+  if #sched > 0 then call_many('ZADD', K_SCHED, sched) end
+  if #exp > 0 then call_many('ZADD', K_EXP, exp) end
+  redis.call('HINCRBY', K_ST, 'size', added)
+end
