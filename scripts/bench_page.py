@@ -1,0 +1,304 @@
+"""Write docs/benchmarks.md from bench/results/*.json (the page's figures are these files' figures).
+
+    python scripts/bench_page.py            # rewrite the page
+    python scripts/bench_page.py --check    # exit 1 when the page differs from what the JSON gives
+
+tests/docs/test_benchmarks_page.py runs the check, so a new or re-run benchmark without a
+regenerated page fails the suite. Files this script has no section for get a generic one (their
+machine and their numbers, flattened), so adding a benchmark never breaks the page.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+PAGE = ROOT / "docs" / "benchmarks.md"
+
+Json = dict[str, Any]
+
+
+def rate(x: float) -> str:
+    return f"{x / 1000:.1f}k" if x >= 1000 else f"{x:.0f}"
+
+
+def ms(x: float) -> str:
+    return f"{x:.3f}" if x < 1 else f"{x:.2f}"
+
+
+def ratio(x: float) -> str:
+    return f"{x:.2f}x" if x < 10 else f"{x:.0f}x"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return [*out, ""]
+
+
+# ------------------------------------------------------------------------------------- machine
+def _machine(d: Json) -> Json:
+    """The run's machine record (some files keep only the architecture as a string)."""
+    m = d.get("machine")
+    return m if isinstance(m, dict) else {"platform": m or ""}
+
+
+def machine_row(name: str, d: Json) -> list[str]:
+    """file, date, platform, CPUs, Python, redis-server, redis-py, hiredis."""
+    m = _machine(d)
+    versions = d.get("versions") or {}
+    cpu = f"{m.get('cpu_count', m.get('cpus', ''))} {m.get('cpu_model', '')}".strip()
+    redis_server = versions.get("redis_server") or m.get("redis_server_version") or ""
+    redis_py = versions.get("redis_py") or m.get("redis_py_version") or ""
+    hiredis = versions.get("hiredis") or ("yes" if m.get("hiredis") else "")
+    platform = m.get("platform") or m.get("machine") or ""
+    python = str(m.get("python", d.get("python", "")))
+    return [f"`{name}`", str(m.get("date", ""))[:10], str(platform), cpu, python, redis_server, redis_py, str(hiredis)]
+
+
+def machines(results: dict[str, Json]) -> list[str]:
+    header = ["file", "date", "platform", "CPUs", "Python", "redis-server", "redis-py", "hiredis", "other"]
+    rows = []
+    for name, d in results.items():
+        m = _machine(d)
+        row = machine_row(name, d)
+        other = []
+        if m.get("sbredis_version"):
+            other.append(f"sbredis {m['sbredis_version']}")
+        commit = str(m.get("git_commit") or m.get("git") or "")[:7]
+        if commit:
+            other.append(f"commit {commit}" + (" + local changes" if m.get("git_dirty") else ""))
+        other += [f"{k.removesuffix('_version')} {v}" for k, v in m.items() if k in ("pyspark", "celery_version")]
+        rows.append([*row, ", ".join(other)])
+    return [
+        "## Machine and versions",
+        "",
+        "Every run below is on the development machine: 2 shared, noisy cores (other jobs ran at the",
+        "same time), one local `redis-server` on loopback, client and server on the same cores. Figures",
+        "from different files are from different runs; compare within a table.",
+        "",
+        *table(header, rows),
+    ]
+
+
+# ---------------------------------------------------------------------------------- sections
+def core(d: Json) -> Iterator[str]:
+    yield "## Core operations"
+    yield ""
+    yield (
+        f"`bench/bench_core.py`: one process, {d['body_bytes']} B bodies, batches of {d['batch']}, "
+        f"medians of {d['rounds']} rounds of "
+        f"about {d['round_seconds_target']:g} s, sbredis and raw redis-py rounds alternating. Raw is the "
+        "closest plain Redis equivalent without sbredis's guarantees (no lock deadline, delivery count or expiry)."
+    )
+    yield ""
+    rows = []
+    for r in d["rows"]:
+        fmt = rate if r["unit"] == "msgs/s" else ms
+        raw = fmt(r["raw"]) + ("*" if r.get("raw_from", "same row") != "same row" else "")
+        met = {True: "yes", False: "no", None: ""}[r.get("target_met")]
+        spread = f"{r['sbredis_spread_pct']:.0f}%" if "sbredis_spread_pct" in r else ""
+        server = ""
+        if "sbredis_server_us_per_msg" in r:
+            raw_us = r.get("raw_server_us_per_msg", r.get("raw_server_us_per_msg_ref"))
+            server = f"{r['sbredis_server_us_per_msg']:.2f} / {raw_us:.2f}"
+        target = r.get("target") or ""
+        rows.append([r["operation"], r["unit"], fmt(r["sbredis"]), raw, r["raw_op"], ratio(r["ratio"]), target])
+        rows[-1] += [met, spread, server]
+    header = ["operation", "unit", "sbredis", "raw", "raw does", "sbredis / raw", "target", "met", "spread"]
+    yield from table([*header, "server µs/msg sb / raw"], rows)
+    yield (
+        "\\* raw figure from the 1-partition row. Spread: (max - min) / median of the sbredis rounds. Server "
+        "µs/msg: Redis-side command time per message (`INFO commandstats`), median of the rounds."
+    )
+    yield ""
+
+
+def peers(d: Json) -> Iterator[str]:
+    yield "## Against other Redis queues"
+    yield ""
+    sizes = [str(s) for s in d["payload_sizes"]]
+    v = d["versions"]
+    yield (
+        "`bench/bench_peers.py`: one redis-server; a producer and a no-op worker running together. "
+        "msgs/s: end-to-end medians of "
+        f"{d['rounds']} rounds; p50/p99: send-to-receive latency at 50 % of each system's own maximum. "
+        f"Celery/kombu {v['celery']}, Dramatiq {v['dramatiq']}, RQ {v['rq']}, saq {v['saq']}, "
+        f"BullMQ {v['bullmq']} on node {v['node'].lstrip('v')}."
+    )
+    yield ""
+    header = ["system", "setup"]
+    for s in sizes:
+        header += [f"{s} B msgs/s", f"{s} B p50 ms", f"{s} B p99 ms", f"{s} B Redis cmds/msg", f"{s} B sbredis is"]
+    rows = []
+    for name, system in d["systems"].items():
+        row = [name, system["setup"]]
+        for s in sizes:
+            e = system["e2e"][s]
+            ahead = d["ratios_sbredis_over"][name][s]
+            row += [rate(e["e2e_median"]), ms(e["p50_ms"]), ms(e["p99_ms"]), f"{e['cmds_per_msg']:.1f}"]
+            row.append("" if name == "sbredis" else ratio(ahead))
+        rows.append(row)
+    yield from table(header, rows)
+    yield "Targets of the benchmark issue, as measured in this run:"
+    yield ""
+    rows = []
+    for t in d["targets"]:
+        measured = t["measured"] + (f" ({t['control']})" if t.get("control") else "")
+        rows.append([t["target"], str(t["payload"]), measured, "yes" if t["pass"] else "no"])
+    yield from table(["target", "payload B", "measured", "met"], rows)
+
+
+def cluster(d: Json) -> Iterator[str]:
+    yield "## Standalone vs cluster"
+    yield ""
+    yield (
+        f"`bench/bench_cluster.py`: {d['messages']} messages, 16 partitions, 1 KiB, medians of "
+        f"{len(d['rounds']['standalone'])} rounds; "
+        f"the cluster is three local servers on the same cores. {d.get('note', '')}."
+    )
+    yield ""
+    s, c = d["medians"]["standalone"], d["medians"]["cluster"]
+    rows = []
+    for key, label, fmt in (
+        ("send_msgs_s", "batched send, msgs/s", rate),
+        ("recv_complete_msgs_s", "receive + complete, msgs/s", rate),
+        ("single_send_p50_ms", "single send p50, ms", ms),
+    ):
+        rows.append([label, fmt(s[key]), fmt(c[key]), ratio(c[key] / s[key])])
+    yield from table(["measure", "standalone", "cluster", "cluster / standalone"], rows)
+
+
+def latency(d: Json) -> Iterator[str]:
+    yield "## Through a slow link"
+    yield ""
+    yield (
+        f"`bench/bench_latency.py`: a TCP proxy adds a {d['rtt_ms']:g} ms round trip between client and "
+        "Redis; async sends."
+    )
+    yield ""
+    yield from table(["100 sends", "seconds"], [[k, f"{v:.2f}"] for k, v in d["seconds"].items()])
+
+
+def topics(d: Json) -> Iterator[str]:
+    s = d["settings"]
+    yield "## Topics"
+    yield ""
+    yield (
+        f"`bench/bench_topics.py`: batches of {s['batch']} messages of {s['body_bytes']} B published to "
+        "a 1-partition topic, medians of "
+        f"{s['rounds']} rounds of about {s['seconds']:g} s. Half match: each message matches the filter of half "
+        "the subscriptions."
+    )
+    yield ""
+    rows = []
+    for name, t in d["throughput"].items():
+        copies = rate(t["copies_per_s"]) if "copies_per_s" in t else rate(t["msgs_per_s"])
+        rows.append([name, rate(t["msgs_per_s"]), copies, f"{t['server_us_per_msg']:.2f}"])
+    yield from table(["publish", "msgs/s", "copies/s", "server µs/msg"], rows)
+    rows = [[name, ms(t["p50_ms"]), ms(t["p99_ms"]), str(t["n"])] for name, t in d["latency"].items()]
+    yield from table(["single publish", "p50 ms", "p99 ms", "n"], rows)
+
+
+def workers(d: Json) -> Iterator[str]:
+    yield "## Workers"
+    yield ""
+    n = d["tasks_per_round"]
+    yield (
+        f"`bench/bench_workers.py`: no-op tasks through one worker process, medians of {d['rounds']} "
+        f"rounds ({n['native']} tasks a round "
+        f"for the native worker, {n['celery']} for Celery)."
+    )
+    yield ""
+    rows = [[name, rate(w["median_tasks_per_s"]), f"{w['spread_pct']:.0f}%"] for name, w in d["workers"].items()]
+    yield from table(["worker", "tasks/s", "spread"], rows)
+
+
+def spark(d: Json) -> Iterator[str]:
+    yield "## Spark"
+    yield ""
+    yield (
+        f"`bench/bench_spark.py`: {d['n']} messages of {d['body_bytes']} B in {d['partitions']} "
+        f"partitions, Spark `{d['master']}`; "
+        f"the Spark session took {d['spark_session_start_seconds']:.1f} s to start (not counted)."
+    )
+    yield ""
+    rows = [
+        [r["operation"], str(r["messages"]), f"{r['seconds']:.1f}", rate(r["rate"]), ratio(r["vs_client"])]
+        for r in d["rows"]
+    ]
+    yield from table(["run", "messages", "seconds", "msgs/s", "vs the client"], rows)
+
+
+def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, (int, float, str, bool)) and path:
+        yield path, value
+
+
+def generic(name: str) -> Callable[[Json], Iterator[str]]:
+    def render(d: Json) -> Iterator[str]:
+        yield f"## `{name}`"
+        yield ""
+        yield "No section of its own yet: its figures, as recorded (lists left out)."
+        yield ""
+        rows = []
+        for path, v in _leaves({k: v for k, v in d.items() if k != "machine"}):
+            text = f"{v:.4g}" if isinstance(v, float) else str(v)
+            rows.append([f"`{path}`", text.replace("|", "\\|")])
+        yield from table(["field", "value"], rows[:60])
+
+    return render
+
+
+SECTIONS: dict[str, Callable[[Json], Iterator[str]]] = {
+    "core.json": core,
+    "peers.json": peers,
+    "cluster.json": cluster,
+    "latency.json": latency,
+    "topics.json": topics,
+    "workers.json": workers,
+    "spark.json": spark,
+}
+
+INTRO = """# Benchmarks
+
+<!-- Generated by scripts/bench_page.py from bench/results/*.json; do not edit by hand. -->
+
+The figures on this page are the ones in `bench/results/*.json`, written by the scripts in
+`bench/` (`bench/README.md` says how each one measures); `python scripts/bench_page.py` writes
+this page from them, and the test suite fails when the page and the files differ. Benchmarks print
+numbers; they do not assert wall-clock times. Re-run one with `python bench/<script>.py`, then
+`python scripts/bench_page.py`.
+"""
+
+
+def render(results_dir: Path = RESULTS) -> str:
+    results = {p.name: json.loads(p.read_text()) for p in sorted(results_dir.glob("*.json"))}
+    lines = [INTRO, *machines(results)]
+    order = [n for n in SECTIONS if n in results] + [n for n in results if n not in SECTIONS]
+    for name in order:
+        lines += list(SECTIONS.get(name, generic(name))(results[name]))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        if PAGE.read_text() != text:
+            print("docs/benchmarks.md differs from bench/results/*.json: run python scripts/bench_page.py")
+            return 1
+        return 0
+    PAGE.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
