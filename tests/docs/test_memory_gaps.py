@@ -49,3 +49,30 @@ def test_durability_options() -> None:
             sender.send_messages(ServiceBusMessage(body))
     with ServiceBusClient.from_connection_string(url) as client, client.get_queue_receiver("q") as receiver:
         assert sorted(str(m) for m in receiver.peek_messages(10)) == ["x", "y"]  # stored all the same
+
+
+def test_the_pages_table_lists_the_conformance_tests_left_out_on_memory() -> None:
+    """docs/memory.md names every conformance test that runs on standalone but not on memory://."""
+    import re
+    import subprocess
+    import sys
+    from collections import Counter
+
+    from tests.docs.samples import ROOT
+
+    args = ["--collect-only", "-q", "-m", "conformance", "-p", "no:cacheprovider", "tests/integration"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ids = [line for line in proc.stdout.splitlines() if "::" in line]
+    runs = Counter(re.sub(r"\[.*", "", i) for i in ids)
+    on_memory = {re.sub(r"\[.*", "", i) for i in ids if "memory" in i}
+    left_out = {name.removeprefix("tests/integration/") for name in runs if name not in on_memory}
+    page = (ROOT / "docs" / "memory.md").read_text()
+    listed = set(re.findall(r"^\| `(test_\w+\.py::test_\w+)` \|", page, re.MULTILINE))
+    assert left_out == listed, f"update the table in docs/memory.md: suite {sorted(left_out)}, page {sorted(listed)}"
