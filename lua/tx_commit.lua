@@ -93,11 +93,14 @@ end
 
 -- apply
 local untl = now + cfg.lock_ms
+local completed = {m = {{}, {}}, d = {{}, {}}}
 for i = 1, n do
   local op = ops[i]
   local G = group_of(op.group)
   if op.action == 'complete' then
-    complete_held(G, {op.seq}, {op.rec})
+    local c = completed[op.group]
+    c[1][#c[1] + 1] = op.seq
+    c[2][#c[2] + 1] = op.rec
   elseif op.action == 'abandon' then
     release(G, cfg, op.seq, op.rec, now, false)
   elseif op.action == 'defer' then
@@ -107,6 +110,10 @@ for i = 1, n do
   else
     renew_held(G, {op.seq}, {op.rec}, untl)
   end
+end
+for _, name in ipairs({'m', 'd'}) do
+  local c = completed[name]
+  if #c[1] > 0 then complete_held(group_of(name), c[1], c[2]) end
 end
 local out = {1, now, untl}
 if m > 0 then store(cfg, now, sb, m, out) end
