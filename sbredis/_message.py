@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from ._core import codec
+from ._core import codec, instrument
 from ._enums import ServiceBusMessageState, ServiceBusReceiveMode
 from .exceptions import InvalidArgumentError, InvalidOperationError, MessageSizeExceededError
 
@@ -445,10 +445,13 @@ class ServiceBusMessageBatch:
         self.max_size_in_bytes = max_size_in_bytes
         self._messages: list[ServiceBusMessage] = []
         self._size = 0
+        self._entity = ""  # set by the sender that made the batch (for tracing)
 
     def add_message(self, message: ServiceBusMessage) -> None:
         if not isinstance(message, ServiceBusMessage):
             raise InvalidArgumentError("add_message takes a ServiceBusMessage")
+        if instrument.enabled:  # a tracer may add the message's creation context (before it is measured)
+            instrument.created(message, self._entity)
         size = len(message._encoded())
         if self._size + size > self.max_size_in_bytes:
             raise MessageSizeExceededError(

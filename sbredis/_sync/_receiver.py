@@ -11,7 +11,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .._core import codec, ops
+from .._core import codec, instrument, ops
 from .._core.transaction import joinable
 from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
 from .._message import PARTITION_SHIFT, ServiceBusReceivedMessage
@@ -157,6 +157,12 @@ class ServiceBusReceiver:
         if wait is None:
             wait = self._max_wait_time
         self._check_open()
+        with instrument.operation("receive", self.entity_name) as op:
+            got = self._receive_waiting(n, wait)
+            op.done(got)
+        return got
+
+    def _receive_waiting(self, n: int, wait: float | None) -> list[ServiceBusReceivedMessage]:
         got = self._from_buffer(n)
         if got:
             return self._hand_out(got)
@@ -288,7 +294,8 @@ class ServiceBusReceiver:
             return []
         if not messages:
             return []
-        done: list[ServiceBusReceivedMessage] = self._settler.submit((name, extra), messages)
+        with instrument.operation("renew_message_lock" if name == "renew" else name, self.entity_name, messages):
+            done: list[ServiceBusReceivedMessage] = self._settler.submit((name, extra), messages)
         return done
 
     def _settle_now(self, key: tuple[str, tuple[Any, ...]], entries: list[list[Any]]) -> list[Any]:
@@ -333,6 +340,7 @@ class ServiceBusReceiver:
             if error is not None:
                 outcomes.append(error)
             elif lost:
+                instrument.lock_lost(self.entity_name, name, len(lost))
                 outcomes.append(
                     MessageLockLostError(
                         f"The lock on {len(lost)} message(s) of '{self.entity_name}' was lost (elapsed, not held "

@@ -9,7 +9,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .._core import codec, ops
+from .._core import codec, instrument, ops
 from .._core.transaction import joinable
 from .._message import ServiceBusMessage, ServiceBusMessageBatch
 from ..exceptions import (
@@ -148,11 +148,13 @@ class ServiceBusSender:
             return
         if not messages:
             return
-        if presettled:
-            outcome = self._pipe.enqueue(0, messages)
-            outcome.add_done_callback(log_failure("send"))
-            return
-        self._pipe.submit(0, messages)
+        with instrument.operation("send", self.entity_name, messages) as op:
+            if presettled:
+                outcome = self._pipe.enqueue(0, messages)
+                outcome.add_done_callback(log_failure("send"))
+                op.follow(outcome)
+                return
+            op.done(self._pipe.submit(0, messages))
 
     def schedule_messages(
         self, messages: Any, schedule_time_utc: datetime, *, timeout: float | None = None
@@ -168,7 +170,9 @@ class ServiceBusSender:
         batch = ops.as_messages(messages)
         if not batch:
             return []
-        seqs: list[int] = self._pipe.submit(max(1, codec.to_ms(schedule_time_utc)), batch)
+        with instrument.operation("schedule", self.entity_name, batch) as op:
+            seqs: list[int] = self._pipe.submit(max(1, codec.to_ms(schedule_time_utc)), batch)
+            op.done(seqs)
         return seqs
 
     def cancel_scheduled_messages(
@@ -206,7 +210,9 @@ class ServiceBusSender:
                     f"max_size_in_bytes {max_size_in_bytes} is over the entity's limit of {limit} bytes"
                 )
             limit = max_size_in_bytes
-        return ServiceBusMessageBatch(limit)
+        batch = ServiceBusMessageBatch(limit)
+        batch._entity = self.entity_name
+        return batch
 
     def close(self) -> None:
         """Wait for queued sends (pre-settled ones too); the connections are the client's."""

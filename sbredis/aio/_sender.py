@@ -8,7 +8,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .._core import codec, ops
+from .._core import codec, instrument, ops
 from .._core.transaction import joinable
 from .._message import ServiceBusMessage, ServiceBusMessageBatch
 from ..exceptions import (
@@ -147,11 +147,13 @@ class ServiceBusSender:
             return
         if not messages:
             return
-        if presettled:
-            outcome = await self._pipe.enqueue(0, messages)
-            outcome.add_done_callback(log_failure("send"))
-            return
-        await self._pipe.submit(0, messages)
+        with instrument.operation("send", self.entity_name, messages) as op:
+            if presettled:
+                outcome = await self._pipe.enqueue(0, messages)
+                outcome.add_done_callback(log_failure("send"))
+                op.follow(outcome)
+                return
+            op.done(await self._pipe.submit(0, messages))
 
     async def schedule_messages(
         self, messages: Any, schedule_time_utc: datetime, *, timeout: float | None = None
@@ -167,7 +169,9 @@ class ServiceBusSender:
         batch = ops.as_messages(messages)
         if not batch:
             return []
-        seqs: list[int] = await self._pipe.submit(max(1, codec.to_ms(schedule_time_utc)), batch)
+        with instrument.operation("schedule", self.entity_name, batch) as op:
+            seqs: list[int] = await self._pipe.submit(max(1, codec.to_ms(schedule_time_utc)), batch)
+            op.done(seqs)
         return seqs
 
     async def cancel_scheduled_messages(
@@ -205,7 +209,9 @@ class ServiceBusSender:
                     f"max_size_in_bytes {max_size_in_bytes} is over the entity's limit of {limit} bytes"
                 )
             limit = max_size_in_bytes
-        return ServiceBusMessageBatch(limit)
+        batch = ServiceBusMessageBatch(limit)
+        batch._entity = self.entity_name
+        return batch
 
     async def close(self) -> None:
         """Wait for queued sends (pre-settled ones too); the connections are the client's."""

@@ -26,6 +26,7 @@ Exit codes (``run()``, ``serve()`` and ``sbredis worker``): see :class:`ExitCode
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import queue
@@ -35,7 +36,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from enum import IntEnum
 from typing import Any
 
+from sbredis._core import instrument
 from sbredis._core.entity import check_name
+from sbredis._core.instrument import Op
 from sbredis._core.keys import subscription_path
 from sbredis._core.topic_entity import check_subscription_name
 from sbredis.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver
@@ -330,6 +333,10 @@ class Worker:
             log.error("worker task failed", exc_info=task.exception())
 
     async def _process(self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage) -> None:
+        with instrument.operation("process", self.entity, (m,)) as op:  # the handler and the settlement
+            await self._process_traced(receiver, m, op)
+
+    async def _process_traced(self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage, op: Op) -> None:
         error: BaseException | None = None
         try:
             await self._hook("before_process", m, strict=True)
@@ -340,6 +347,7 @@ class Worker:
             raise
         except Exception as e:
             error = e
+        op.fail(error)
         await self._hook("after_process", m, error, reverse=True)
         if id(m) in self._released:
             return  # abandoned by the drain already
@@ -358,8 +366,8 @@ class Worker:
         if self._is_async:
             result: Awaitable[Any] = self.handler(m)
             return result
-        assert self._loop is not None
-        return self._pool.submit(self._loop, self.handler, m)
+        assert self._loop is not None  # the handler's thread sees this task's context (its process span)
+        return self._pool.submit(self._loop, contextvars.copy_context().run, self.handler, m)
 
     async def _settle(
         self,
