@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -246,3 +247,16 @@ def test_failed_sends_and_worker_processing(
     settled = "sbredis_client_settled_messages_total"
     assert value(registry, settled, entity=q, disposition="complete", outcome="ok") == 1
     assert value(registry, settled, entity=q, disposition="dead_letter", outcome="ok") == 1
+
+
+def test_metrics_command_usage_errors(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from sbredis.cli import main
+
+    assert main(["metrics", "--port", "70000", "--url", url]) == 2
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["metrics", "--port", str(port), "--url", "redis://u:s3cret@127.0.0.1:1/0"]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "s3cret" not in err
