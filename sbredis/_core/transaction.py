@@ -88,6 +88,7 @@ class TxBuffer:
         self.key: str | None = None  # the partition key of the messages sent to partitioned entities
         self.session: str | None = None
         self.settle_home: tuple[str, int] | None = None
+        self.settle_session: str | None = None  # the session of the settled messages
         self._settling: set[int] = set()
 
     def __len__(self) -> int:
@@ -157,15 +158,23 @@ class TxBuffer:
         unsettled, from its entity).
 
         Raises:
-            InvalidOperationError: messages of two entities or partitions, a message with an
-                operation in this transaction already, a transfer-queue message, a full transaction.
+            InvalidOperationError: messages of two entities, partitions or sessions, a message with
+                an operation in this transaction already, a transfer-queue message, a full transaction.
         """
         if action not in ACTIONS:
             raise InvalidOperationError(f"unknown settlement {action!r}")
         self._room(len(messages))
-        home = self.settle_home
+        home, session = self.settle_home, self.settle_session
         seen = set(self._settling)
         for m in messages:
+            sid = m.session_id
+            if sid is not None:
+                if session is None:
+                    session = sid
+                elif sid != session:
+                    raise InvalidOperationError(
+                        f"messages of two sessions ({session!r} and {sid!r}) cannot be settled in one transaction"
+                    )
             if m.entity_name.endswith(TRANSFER):
                 raise InvalidOperationError("messages of a transfer queue cannot be settled in a transaction")
             where = (m.entity_name, m.partition_id)
@@ -187,7 +196,7 @@ class TxBuffer:
             seen.add(id(m))
         self.settles += [TxSettle(action, m, reason, description) for m in messages]
         self._settling = seen
-        self.settle_home = home
+        self.settle_home, self.settle_session = home, session
 
     def plan(self) -> Commit | None:
         """The commit for the buffered operations (None when there are none).

@@ -233,6 +233,17 @@ def test_two_sessions_never_share_a_transaction(admin: Any, client: Any) -> None
     s.send_messages(ServiceBusMessage("e"), transaction=tx)
     tx.commit()
     assert take_all(client, q) == ["a", "e"]
+    s.send_messages([ServiceBusMessage("s1", session_id="s1"), ServiceBusMessage("s2", session_id="s2")])
+    r = client.get_queue_receiver(q)
+    got = {str(m): m for m in r.receive_messages(2, max_wait_time=2)}
+    tx = client.transaction()  # settling messages of two sessions
+    r.complete_message(got["s1"], transaction=tx)
+    with pytest.raises(InvalidOperationError, match="two sessions"):
+        r.complete_message(got["s2"], transaction=tx)
+    s.send_messages(ServiceBusMessage("reply", session_id="s9"), transaction=tx)  # a reply to another session
+    tx.commit()
+    r.complete_message(got["s2"])
+    assert take_all(client, q) == ["reply"]
 
 
 def test_settlements_and_sends_must_share_the_home_partition(admin: Any, client: Any) -> None:
