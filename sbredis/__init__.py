@@ -3,6 +3,7 @@
 from typing import Any
 
 from . import exceptions
+from ._core.paired import PairedNamespaceMetrics, SendAvailabilityPairedNamespaceOptions
 from ._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
 from ._message import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
 from ._sync._client import ServiceBusClient
@@ -25,6 +26,8 @@ def __getattr__(name: str) -> Any:  # lazy: sbredis.worker imports sbredis
 __all__ = [
     "App",
     "AutoLockRenewer",
+    "PairedNamespaceMetrics",
+    "SendAvailabilityPairedNamespaceOptions",
     "ServiceBusClient",
     "ServiceBusMessage",
     "ServiceBusMessageBatch",

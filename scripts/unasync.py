@@ -21,10 +21,11 @@ SOURCES = [
     "_forwarder.py",
     "_topic_sender.py",
     "_transaction.py",
+    "_paired.py",
 ]
 # Written twice by hand: concurrency itself (tasks and futures vs. threads) differs; their shared
-# logic is in sbredis/_core (renewal.py) and both expose the same interface.
-HAND_WRITTEN = ["_coalesce.py", "_renewer.py"]
+# logic is in sbredis/_core (renewal.py, paired.py) and both expose the same interface.
+HAND_WRITTEN = ["_coalesce.py", "_renewer.py", "_paired_tasks.py"]
 SRC, DST = ROOT / "sbredis" / "aio", ROOT / "sbredis" / "_sync"
 
 SUBS = [

@@ -10,7 +10,9 @@ scripts receive all 17 in this order (``lua/includes/partition.lua`` names them)
     settings in force are the server's, not a client's cache. Its absence means "no such entity".
 ``st`` (hash)
     ``seq`` and ``dseq``: the last sequence numbers of the main queue and the dead-letter
-    subqueue; ``size``: bytes stored; ``acc``: last use (server ms).
+    subqueue; ``size``: bytes stored; ``acc``: last use (server ms); ``sl`` (partition 0 of a
+    paired namespace's backlog queue ``x-servicebus-transfer/<i>`` only): the siphon lease,
+    ``holder|until ms`` (lua/siphon_lease.lua).
 ``log`` (stream)
     One entry per message, id ``<seq>-0``, fields ``b`` (the encoded message, see codec.py),
     ``e`` (enqueued ms), ``x`` (expires ms, 0 never). Entries leave the log when the message is

@@ -69,4 +69,5 @@ SCRIPT_NAMES = (
     "forward_ack",
     "idle",
     "tx_commit",
+    "siphon_lease",
 )

@@ -17,8 +17,9 @@ from .._core.retry import RetryPolicy
 from .._core.topic_entity import check_subscription_name
 from .._core.transaction import DEFAULT_TIMEOUT
 from .._enums import ServiceBusReceiveMode, ServiceBusSubQueue
-from ..exceptions import InvalidArgumentError, MessagingEntityNotFoundError, ServiceBusError
+from ..exceptions import InvalidArgumentError, InvalidOperationError, MessagingEntityNotFoundError, ServiceBusError
 from ._forwarder import Forwarder
+from ._paired import PairedNamespace
 from ._receiver import ServiceBusReceiver
 from ._sender import DEFAULT_MAX_PENDING_SENDS, ServiceBusSender
 from ._topic_sender import ServiceBusTopicSender
@@ -36,14 +37,18 @@ class ServiceBusClient:
     ``retry_backoff_max=120``, ``retry_mode="exponential"|"fixed"``) and retries only retryable
     errors; other keyword options go to redis-py's connection (``socket_timeout``, ``ssl_ca_certs``).
     Closing the client closes the senders and receivers it made.
+
+    ``paired_namespace=SendAvailabilityPairedNamespaceOptions(secondary=url, ...)`` pairs the client
+    with a secondary Redis that takes its sends while the primary cannot (docs/paired-namespaces.md).
     """
 
-    def __init__(self, url: str, **kwargs: Any) -> None:
+    def __init__(self, url: str, *, paired_namespace: Any = None, **kwargs: Any) -> None:
         policy = RetryPolicy.from_options(kwargs)
         self._transport = Transport(url, retry_policy=policy, **kwargs)
         self._meta: dict[str, EntityMeta] = {}
         self._handlers: weakref.WeakSet[ServiceBusSender | ServiceBusReceiver] = weakref.WeakSet()
         self._forwarder = Forwarder(self._transport)
+        self._paired = None if paired_namespace is None else PairedNamespace(self, paired_namespace)
 
     @classmethod
     def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusClient:
@@ -52,6 +57,21 @@ class ServiceBusClient:
     @property
     def fully_qualified_namespace(self) -> str:
         return self._transport.url
+
+    @property
+    def paired_namespace(self) -> PairedNamespace | None:
+        """The pairing with a secondary namespace (metrics, state), or None."""
+        return self._paired
+
+    def start_syphon(self) -> None:
+        """Run the paired namespace's siphon in this client (see PairedNamespace.start_syphon).
+
+        Raises:
+            InvalidOperationError: the client has no paired namespace.
+        """
+        if self._paired is None:
+            raise InvalidOperationError("start_syphon needs a client made with paired_namespace=...")
+        self._paired.start_syphon()
 
     def _entity(self, name: str, refresh: bool = False) -> EntityMeta:
         """A queue's, topic's or subscription's metadata (``<path>/$Transfer``: its owner's)."""
@@ -204,6 +224,8 @@ class ServiceBusClient:
                 handler.close()
             except ServiceBusError as e:  # the connection is going anyway: say so, go on
                 log.warning("closing %r failed: %s", handler, e)
+        if self._paired is not None:
+            self._paired.close()
         self._transport.close()
 
     def __enter__(self) -> ServiceBusClient:

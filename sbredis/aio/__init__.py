@@ -1,5 +1,6 @@
 """The asyncio API: the same names as ``sbredis``, with async methods (as azure.servicebus.aio)."""
 
+from .._core.paired import PairedNamespaceMetrics, SendAvailabilityPairedNamespaceOptions
 from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
 from .._message import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
 from ._client import ServiceBusClient
@@ -10,6 +11,8 @@ from ._transaction import ServiceBusTransaction
 
 __all__ = [
     "AutoLockRenewer",
+    "PairedNamespaceMetrics",
+    "SendAvailabilityPairedNamespaceOptions",
     "ServiceBusClient",
     "ServiceBusMessage",
     "ServiceBusMessageBatch",

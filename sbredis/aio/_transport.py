@@ -94,6 +94,8 @@ class Transport:
             **options,
         }
         self.cluster: ClusterUrl | None = None
+        self.closed = False
+        self.faulted: ServiceBusError | None = None  # set by fault(): every call raises it (paired namespaces)
         self._nodes: dict[str, Redis] = {}
         self._slots: SlotMap | None = None
         try:
@@ -181,8 +183,14 @@ class Transport:
     def _retrying(self) -> AsyncRetrying:
         return AsyncRetrying(**self._retry_options)
 
+    def fault(self, error: ServiceBusError) -> None:
+        """Put the transport in the faulted state: every later call raises `error`."""
+        self.faulted = error
+
     async def run(self, c: Call, entity: str = "") -> Any:
         """One script call, retried by the policy; raises ServiceBusError."""
+        if self.faulted is not None:
+            raise self.faulted
         async for attempt in self._retrying():
             with attempt:
                 return await self._run_once(c, entity)
@@ -213,6 +221,8 @@ class Transport:
         their result); "all": only when every call failed (a receive that reached some partitions
         serves from those rather than wait for the others); "none": never.
         """
+        if self.faulted is not None:
+            return [self.faulted] * len(calls)
         if len(calls) == 1 and retry != "none":
             try:
                 return [await self.run(calls[0], entity)]
@@ -334,6 +344,8 @@ class Transport:
 
         On a cluster it goes to the node owning its first key (any node for commands without one).
         """
+        if self.faulted is not None:
+            raise self.faulted
         async for attempt in self._retrying():
             with attempt:
                 try:
@@ -397,6 +409,8 @@ class Transport:
         With `create`, nothing is written when the entity exists (returns False). A delete passes
         an HDEL as `registry_cmd`. Raises ServiceBusError.
         """
+        if self.faulted is not None:
+            raise self.faulted
         try:
             if self.cluster is None:
                 if create:
@@ -428,6 +442,7 @@ class Transport:
             raise self._failed(e, name) from e
 
     async def close(self) -> None:
+        self.closed = True
         if self.cluster is None:
             await self.redis.aclose()
         for client in self._nodes.values():

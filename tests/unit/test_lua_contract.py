@@ -45,6 +45,7 @@ PY_CALLERS = [
     ROOT / "sbredis" / "_core" / "ops.py",
     ROOT / "sbredis" / "_core" / "fanout.py",
     ROOT / "sbredis" / "_core" / "transaction.py",
+    ROOT / "sbredis" / "_core" / "paired.py",
 ]
 KEYSET_VARIABLES = ("S", "T")  # names a script binds a further key set (includes/keysets.lua) to
 KEYSET_SCRIPTS = {"publish", "cancel_topic_scheduled", "forward_out", "forward_ack", "idle", "tx_commit"}

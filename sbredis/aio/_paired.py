@@ -1,0 +1,453 @@
+"""Paired namespaces: send availability through a secondary Redis (docs/paired-namespaces.md).
+
+``ServiceBusClient(primary_url, paired_namespace=SendAvailabilityPairedNamespaceOptions(...))``
+gives the client a PairedNamespace (``client.paired_namespace``). Its senders send to the primary
+as usual; a send that fails over (``_core/paired.py``: fails_over) starts the entity's failover
+timer, and once ``failover_interval`` passed with no successful send, sends to that entity go to a
+backlog queue ``x-servicebus-transfer/<i>`` in the secondary (each sender keeps one picked at random
+while it stays in the rotation), carrying their destination and moved properties. A ping task
+pings the unavailable entities every ``ping_primary_interval``; the first ping that succeeds sends
+every sender of the client back to the primary. The siphon (``start_syphon``) moves the backlog
+messages to their destinations: one siphon at a time per backlog queue (a lease), peek-lock,
+complete after the primary stored the message.
+
+The decisions are in ``_core/paired.py``; the loops (ping, siphon, fault watch) in
+``_paired_tasks.py`` (asyncio tasks here, threads in the sync shell).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from .._core.fanout import TopicMeta
+from .._core.paired import (
+    BACKLOG_PROPERTIES,
+    FAULT_GRACE,
+    LEASE_MARGIN_MS,
+    SIPHON_BATCH,
+    PairedNamespaceMetrics,
+    PairedState,
+    SendAvailabilityPairedNamespaceOptions,
+    backlog_differences,
+    backlog_name,
+    fails_over,
+    from_backlog,
+    lease_call,
+    leaves_rotation,
+    ping_calls,
+    to_backlog,
+    undeliverable,
+)
+from .._message import ServiceBusMessage, ServiceBusReceivedMessage
+from ..exceptions import (
+    InvalidArgumentError,
+    InvalidOperationError,
+    MessagingEntityAlreadyExistsError,
+    MessagingEntityNotFoundError,
+    ServiceBusAuthenticationError,
+    ServiceBusAuthorizationError,
+    ServiceBusError,
+)
+from ._admin import ServiceBusAdministrationClient
+from ._forwarder import run_publish
+from ._paired_tasks import Background
+from ._receiver import ServiceBusReceiver
+from ._sender import ServiceBusSender
+from ._transport import Transport, redact
+
+if TYPE_CHECKING:
+    from ._client import ServiceBusClient
+
+log = logging.getLogger("sbredis")
+WATCH_INTERVAL = 0.25  # seconds between two looks of the fault watch
+
+
+def _side_state(transport: Transport) -> str:
+    if transport.faulted is not None:
+        return "faulted"
+    return "closed" if transport.closed else "open"
+
+
+class PairedNamespace:
+    """A client's pairing with a secondary namespace (``client.paired_namespace``).
+
+    ``secondary`` is a ServiceBusClient on the secondary (its backlog senders and siphon receivers
+    live there); ``metrics`` counts what the pairing did; ``unavailable_entities`` lists the
+    entities whose sends go to the backlog queues now.
+    """
+
+    def __init__(self, client: ServiceBusClient, options: Any) -> None:
+        if not isinstance(options, SendAvailabilityPairedNamespaceOptions):
+            raise InvalidArgumentError("paired_namespace takes a SendAvailabilityPairedNamespaceOptions")
+        if client._transport.url == redact(options.secondary):
+            raise InvalidArgumentError("the secondary namespace must not be the primary one")
+        self.options = options
+        self._client = client
+        policy = client._transport.retry_policy
+        self.secondary = type(client)(
+            options.secondary,
+            retry_total=policy.retry_total,
+            retry_backoff_factor=policy.retry_backoff_factor,
+            retry_backoff_max=policy.retry_backoff_max,
+            retry_mode=policy.retry_mode,
+        )
+        self._admin: ServiceBusAdministrationClient | None = None
+        self._state = PairedState(options)
+        self._bg = Background()
+        self._picks: weakref.WeakKeyDictionary[ServiceBusSender, int] = weakref.WeakKeyDictionary()
+        self._backlog_ready = False
+        self._backlog_senders: dict[int, ServiceBusSender] = {}
+        # the siphon
+        self._siphon = False
+        self._holder = uuid.uuid4().hex
+        self._lease_ms = int(BACKLOG_PROPERTIES["lock_duration"].total_seconds() * 1000) + LEASE_MARGIN_MS
+        self._leases: dict[int, float] = {}  # backlog index -> when to renew its lease (monotonic)
+        self._receivers: dict[int, ServiceBusReceiver] = {}
+        self._primary_senders: dict[str, ServiceBusSender] = {}
+        self._lone_since: float | None = None
+
+    # -- what a user sees
+    @property
+    def metrics(self) -> PairedNamespaceMetrics:
+        """A snapshot of the counters (see PairedNamespaceMetrics)."""
+        return self._state.metrics.snapshot()
+
+    @property
+    def unavailable_entities(self) -> list[str]:
+        """The entities whose sends go to the backlog queues now."""
+        return self._state.unavailable
+
+    @property
+    def primary_state(self) -> str:
+        """'open', 'closed' or 'faulted'."""
+        return _side_state(self._client._transport)
+
+    @property
+    def secondary_state(self) -> str:
+        return _side_state(self.secondary._transport)
+
+    @property
+    def syphon_running(self) -> bool:
+        return self._bg.running("siphon")
+
+    # -- backlog queues
+    def _admin_client(self) -> ServiceBusAdministrationClient:
+        if self._admin is None:
+            self._admin = ServiceBusAdministrationClient(self.options.secondary)
+        return self._admin
+
+    async def create_backlog_queues(self) -> None:
+        """Create the backlog queues the secondary lacks (the reference's properties). Existing
+        ones are used as they are (a warning names properties that differ from the table);
+        others (a higher index) are left alone.
+
+        Raises:
+            ServiceBusError: the secondary could not be reached or refused the change.
+        """
+        admin = self._admin_client()
+        lock = BACKLOG_PROPERTIES["lock_duration"]
+        for i in range(self.options.backlog_queue_count):
+            name = backlog_name(i)
+            try:
+                props = await admin.get_queue(name)
+            except MessagingEntityNotFoundError:
+                try:
+                    props = await admin.create_queue(name, **BACKLOG_PROPERTIES)
+                except MessagingEntityAlreadyExistsError:  # another client made it meanwhile
+                    props = await admin.get_queue(name)
+            diff = backlog_differences(props)
+            if diff:
+                log.warning("backlog queue %s differs from the backlog properties, used as it is: %s", name, diff)
+            lock = max(lock, props.lock_duration)
+        self._lease_ms = int(lock.total_seconds() * 1000) + LEASE_MARGIN_MS
+        self._backlog_ready = True
+
+    def _backlog_sender(self, index: int) -> ServiceBusSender:
+        sender = self._backlog_senders.get(index)
+        if sender is None:
+            sender = self._backlog_senders[index] = self.secondary.get_queue_sender(backlog_name(index))
+        return sender
+
+    # -- sending (ServiceBusSender._route calls store)
+    async def store(self, sender: ServiceBusSender, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
+        """Store a sender's entries in the primary, or in a backlog queue when the entity is
+        unavailable (or its failover timer ran out with this send). One outcome per entry.
+        schedule_messages (sched_ms) returns the primary's sequence numbers: it never fails over."""
+        if self.options.enable_syphon and not self._siphon:
+            self._start_siphon()
+        entity = sender.entity_name
+        if sched_ms == 0 and self._state.diverting(entity, time.monotonic()):
+            self._bg.ensure("ping", self._ping_step)
+            return await self._to_backlog(sender, entries)
+        outcomes = await sender._store(sched_ms, entries)
+        failed = [i for i, o in enumerate(outcomes) if isinstance(o, BaseException) and fails_over(o)]
+        if any(not isinstance(o, BaseException) for o in outcomes):
+            self._state.primary_succeeded(entity)
+        if not failed:
+            return outcomes
+        before = self._state.metrics.failovers
+        if self._state.primary_failed(entity, time.monotonic()) and sched_ms == 0:
+            if self._state.metrics.failovers != before:
+                log.warning(
+                    "sends to %s go to the backlog queues of %s until a ping succeeds: %s",
+                    entity,
+                    self.secondary.fully_qualified_namespace,
+                    outcomes[failed[0]],
+                )
+            self._bg.ensure("ping", self._ping_step)
+            moved = await self._to_backlog(sender, [entries[i] for i in failed])
+            for i, outcome in zip(failed, moved, strict=True):
+                outcomes[i] = outcome
+        return outcomes
+
+    async def _to_backlog(self, sender: ServiceBusSender, entries: list[list[ServiceBusMessage]]) -> list[Any]:
+        """Store entries in the sender's backlog queue; a queue whose send fails leaves the
+        rotation (for every sender) and the entries go to another, until none is left."""
+        if not self._backlog_ready:
+            try:
+                await self.create_backlog_queues()
+            except ServiceBusError as e:
+                return [e] * len(entries)
+        entity = sender.entity_name
+        copies = [[to_backlog(m, entity) for m in entry] for entry in entries]
+        outcomes: list[Any] = [None] * len(entries)
+        todo = list(range(len(entries)))
+        metrics = self._state.metrics
+        while todo:
+            index = self._state.pick(self._picks.get(sender))
+            self._picks[sender] = index
+            replies = await self._backlog_sender(index)._store(0, [copies[i] for i in todo])
+            metrics.backlog_sends += 1
+            retry = []
+            for i, reply in zip(todo, replies, strict=True):
+                outcomes[i] = reply
+                if not isinstance(reply, BaseException):
+                    metrics.backlog_messages_sent += len(copies[i])
+                elif leaves_rotation(reply):
+                    retry.append(i)
+            if not retry:
+                break
+            log.warning("backlog queue %s leaves the rotation: %s", backlog_name(index), outcomes[retry[0]])
+            if not self._state.drop(index):
+                break  # every backlog queue failed: the errors stand (the rotation is full again)
+            todo = retry
+        return outcomes
+
+    # -- pings
+    async def _ping_step(self) -> float | None:
+        now = time.monotonic()
+        for entity in self._state.pings_due(now):
+            if await self._ping(entity):
+                self._state.ping_succeeded(entity)
+                log.warning("a ping to %s succeeded: its sends go to the primary again", entity)
+        return self._state.next_ping_in(time.monotonic())
+
+    async def _ping(self, entity: str) -> bool:
+        """Whether the primary takes sends to `entity` again (ping_calls: nothing is stored)."""
+        metrics = self._state.metrics
+        transport = self._client._transport
+        try:
+            meta = await self._client._entity(entity)
+        except ServiceBusError as e:
+            metrics.ping_failures += 1
+            return not fails_over(e)
+        calls = ping_calls(meta)
+        metrics.pings += len(calls)
+        if isinstance(meta, TopicMeta):
+            replies = await run_publish(transport, meta, calls)
+        else:
+            replies = await transport.run_many(calls, entity, retry="none")
+        if any(isinstance(r, BaseException) and fails_over(r) for r in replies):
+            metrics.ping_failures += 1
+            return False
+        return True
+
+    # -- the siphon
+    async def start_syphon(self) -> None:
+        """Create the backlog queues the secondary lacks, then move backlog messages to their
+        destinations in the background until the client closes.
+
+        Raises:
+            ServiceBusError: the secondary could not be reached.
+        """
+        await self.create_backlog_queues()
+        self._start_siphon()
+
+    def _start_siphon(self) -> None:
+        self._siphon = True
+        self._bg.ensure("siphon", self._siphon_step)
+        self._bg.ensure("fault-watch", self._watch_step)
+
+    async def _siphon_step(self) -> float | None:
+        poll = self.options.syphon_poll_interval.total_seconds()
+        if self.primary_state != "open" or self.secondary_state != "open":
+            return None
+        if not self._backlog_ready:
+            try:
+                await self.create_backlog_queues()
+            except ServiceBusError as e:
+                self._note_error(e, self.secondary._transport)
+                log.warning("the siphon could not set up the backlog queues: %s", e)
+                return poll
+        busy = False
+        for i in range(self.options.backlog_queue_count):
+            try:
+                busy = await self._siphon_queue(i) or busy
+            except ServiceBusError as e:
+                self._note_error(e, self.secondary._transport)
+                self._leases.pop(i, None)
+                log.warning("the siphon could not work on %s: %s", backlog_name(i), e)
+        return 0.0 if busy else poll
+
+    async def _hold_lease(self, index: int) -> bool:
+        """Take or keep the lease of a backlog queue (renewed at half its length)."""
+        now = time.monotonic()
+        renew_at = self._leases.get(index)
+        if renew_at is not None and now < renew_at:
+            return True
+        name = backlog_name(index)
+        reply = await self.secondary._transport.run(lease_call(name, self._holder, self._lease_ms), name)
+        self._state.metrics.lease_calls += 1
+        if int(reply) == 1:
+            self._leases[index] = now + self._lease_ms / 2000
+            return True
+        self._leases.pop(index, None)
+        return False
+
+    async def _siphon_queue(self, index: int) -> bool:
+        """Move one batch of a backlog queue; returns whether all of it moved (more may wait)."""
+        if not await self._hold_lease(index):
+            return False
+        receiver = self._receivers.get(index)
+        if receiver is None:
+            receiver = self._receivers[index] = self.secondary.get_queue_receiver(backlog_name(index))
+        metrics = self._state.metrics
+        got = await receiver._receive_once(SIPHON_BATCH)
+        metrics.backlog_receives += 1
+        metrics.backlog_messages_received += len(got)
+        if not got:
+            return False
+        by_destination: dict[str, list[tuple[ServiceBusReceivedMessage, ServiceBusMessage]]] = {}
+        bad: list[tuple[ServiceBusReceivedMessage, BaseException]] = []
+        for m in got:
+            try:
+                destination, original = from_backlog(m)
+            except ServiceBusError as e:
+                bad.append((m, e))
+                continue
+            by_destination.setdefault(destination, []).append((m, original))
+        done: list[ServiceBusReceivedMessage] = []
+        retry: list[ServiceBusReceivedMessage] = []
+        for destination, pairs in by_destination.items():
+            try:
+                sender = await self._primary_sender(destination)
+                outcomes = await sender._store(0, [[original] for _, original in pairs])
+                metrics.siphon_sends += 1
+            except ServiceBusError as e:
+                outcomes = [e] * len(pairs)
+            for (m, _), outcome in zip(pairs, outcomes, strict=True):
+                if not isinstance(outcome, BaseException):
+                    done.append(m)
+                elif undeliverable(outcome):
+                    bad.append((m, outcome))
+                else:
+                    retry.append(m)
+            failure = next((o for o in outcomes if isinstance(o, ServiceBusError)), None)
+            if failure is not None:
+                self._note_error(failure, self._client._transport)
+                log.warning("the siphon could not deliver to %s: %s", destination, failure)
+        metrics.siphon_messages_sent += len(done)
+        await self._settle(receiver, "complete", done)
+        for m, error in bad:
+            metrics.siphon_dead_lettered += 1
+            await self._settle(receiver, "dead_letter", [m], type(error).__name__, str(error)[:1024])
+        await self._settle(receiver, "abandon", retry)
+        return not retry and len(got) >= SIPHON_BATCH
+
+    async def _settle(
+        self, receiver: ServiceBusReceiver, how: str, messages: list[ServiceBusReceivedMessage], *reason: str
+    ) -> None:
+        """Settle backlog messages; a failure is logged (an unsettled message is moved again
+        after its lock elapses, and dropped by duplicate detection when the destination has it)."""
+        if not messages:
+            return
+        self._state.metrics.backlog_settlements += 1
+        try:
+            if how == "complete":
+                await receiver.complete_messages(messages)
+            elif how == "abandon":
+                await receiver.abandon_messages(messages)
+            else:
+                await receiver.dead_letter_messages(messages, *reason)
+        except ServiceBusError as e:
+            log.warning("the siphon could not %s %d backlog message(s): %s", how, len(messages), e)
+
+    async def _primary_sender(self, destination: str) -> ServiceBusSender:
+        sender = self._primary_senders.get(destination)
+        if sender is None:
+            meta = await self._client._entity(destination)
+            if meta.kind == "topic":
+                sender = self._client.get_topic_sender(destination)
+            elif meta.kind == "queue":
+                sender = self._client.get_queue_sender(destination)
+            else:
+                raise InvalidOperationError(f"'{destination}' is a {meta.kind}: messages cannot be sent to it")
+            self._primary_senders[destination] = sender
+        return sender
+
+    # -- close and fault coordination
+    def _note_error(self, e: ServiceBusError, transport: Transport) -> None:
+        """Credentials refused (authentication, ACL) fault that side: no retry can fix them."""
+        if isinstance(e, (ServiceBusAuthenticationError, ServiceBusAuthorizationError)) and transport.faulted is None:
+            log.warning("the %s side of the paired namespace faulted: %s", self._side_name(transport), e)
+            transport.fault(e)
+
+    def _side_name(self, transport: Transport) -> str:
+        return "primary" if transport is self._client._transport else "secondary"
+
+    async def _watch_step(self) -> float | None:
+        """When one side is closed or faulted and the other stays open FAULT_GRACE seconds, fault the other."""
+        primary, secondary = self.primary_state, self.secondary_state
+        if primary == "open" and secondary == "open":
+            self._lone_since = None
+            return WATCH_INTERVAL
+        if primary != "open" and secondary != "open":
+            return None
+        now = time.monotonic()
+        if self._lone_since is None:
+            self._lone_since = now
+        if now - self._lone_since < FAULT_GRACE:
+            return WATCH_INTERVAL
+        gone, state, other = (
+            ("secondary", secondary, self._client._transport)
+            if primary == "open"
+            else ("primary", primary, self.secondary._transport)
+        )
+        error = ServiceBusError(
+            f"The {gone} side of the paired namespace is {state} and this side was not closed within "
+            f"{FAULT_GRACE:g} s: the siphon put it in the faulted state."
+        )
+        log.warning("%s", error.message)
+        other.fault(error)
+        return None
+
+    async def close(self) -> None:
+        """Stop the loops, give up the siphon's leases, close the secondary side."""
+        await self._bg.stop()
+        for index in list(self._leases):
+            name = backlog_name(index)
+            try:
+                await self.secondary._transport.run(lease_call(name, self._holder, 0), name)
+            except ServiceBusError:
+                pass  # it runs out by itself
+        self._leases.clear()
+        await self.secondary.close()
+        if self._admin is not None:
+            await self._admin.close()
+
+    def __repr__(self) -> str:
+        return f"PairedNamespace(secondary={self.secondary.fully_qualified_namespace})"
