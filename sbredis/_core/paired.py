@@ -3,7 +3,7 @@
 The shells (``aio/_paired.py`` and its generated sync twin) run the I/O; everything that decides
 lives here, with time passed in as ``time.monotonic()`` readings (docs/paired-namespaces.md).
 
-State per client:
+State per client (the sync shell's threads share it: every method reads copies of the containers):
 
 * per entity: ``failing_since`` (when the first send failure that fails over was seen with no
   successful send since), ``unavailable`` (sends go to a backlog queue) and ``next_ping``;
@@ -217,19 +217,19 @@ class PairedState:
 
     @property
     def unavailable(self) -> list[str]:
-        return sorted(name for name, st in self.entities.items() if st.unavailable)
+        return sorted(name for name, st in list(self.entities.items()) if st.unavailable)
 
     # -- pings
     def pings_due(self, now: float) -> list[str]:
         """The unavailable entities to ping now (their next ping is then one interval away)."""
-        due = [name for name, st in self.entities.items() if st.unavailable and st.next_ping <= now]
-        for name in due:
-            self.entities[name].next_ping = now + self.options.ping_primary_interval.total_seconds()
-        return due
+        due = [(name, st) for name, st in list(self.entities.items()) if st.unavailable and st.next_ping <= now]
+        for _, st in due:
+            st.next_ping = now + self.options.ping_primary_interval.total_seconds()
+        return [name for name, _ in due]
 
     def next_ping_in(self, now: float) -> float | None:
         """Seconds until the next ping is due; None when no entity is unavailable (the ping task ends)."""
-        waits = [max(0.0, st.next_ping - now) for st in self.entities.values() if st.unavailable]
+        waits = [max(0.0, st.next_ping - now) for st in list(self.entities.values()) if st.unavailable]
         return min(waits) if waits else None
 
     def ping_succeeded(self, entity: str) -> None:
@@ -244,9 +244,10 @@ class PairedState:
         random one of the rotation."""
         if current is not None and current in self.rotation:
             return current
-        if not self.rotation:
-            self.rotation = list(range(self.options.backlog_queue_count))
-        return self.rng.choice(self.rotation)
+        rotation = list(self.rotation)  # the sync shell's threads share it
+        if not rotation:
+            rotation = self.rotation = list(range(self.options.backlog_queue_count))
+        return self.rng.choice(rotation)
 
     def drop(self, index: int) -> bool:
         """Take a backlog queue out of the rotation (for every sender); returns False when it was

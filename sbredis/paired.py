@@ -1,0 +1,105 @@
+"""Paired namespaces (docs/paired-namespaces.md): the options, the metrics, the names a backlog
+message carries, and ``run_syphon`` (what ``sbredis siphon`` runs).
+
+Pair a client with ``ServiceBusClient.from_connection_string(primary_url,
+paired_namespace=SendAvailabilityPairedNamespaceOptions(secondary=secondary_url))``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from datetime import timedelta
+from typing import Any
+
+from ._core.paired import (
+    BACKLOG_PREFIX,
+    PATH,
+    PING_CONTENT_TYPE,
+    SCHEDULED_ENQUEUE_TIME,
+    SESSION_ID,
+    TIME_TO_LIVE,
+    PairedNamespaceMetrics,
+    SendAvailabilityPairedNamespaceOptions,
+    backlog_name,
+)
+from .exceptions import ServiceBusError
+
+log = logging.getLogger("sbredis")
+
+
+def run_syphon(
+    primary_url: str,
+    secondary_url: str,
+    backlog_queue_count: int = 10,
+    *,
+    poll_interval: timedelta | float = 1.0,
+    duration: float | None = None,
+    **client_options: Any,
+) -> PairedNamespaceMetrics:
+    """Run a siphon in this process until SIGINT or SIGTERM (or `duration` seconds, or until a
+    side of the pairing faults): backlog messages in `secondary_url` move to their destinations in
+    `primary_url`. Several siphons may run at once (each backlog queue is moved by one at a time).
+    `client_options` go to the primary's ServiceBusClient (retry_total, socket_timeout, ...).
+    Returns the pairing's metrics.
+
+    Raises:
+        InvalidArgumentError: bad options.
+    """
+    options = SendAvailabilityPairedNamespaceOptions(
+        secondary=secondary_url,
+        backlog_queue_count=backlog_queue_count,
+        enable_syphon=True,
+        syphon_poll_interval=poll_interval
+        if isinstance(poll_interval, timedelta)
+        else timedelta(seconds=poll_interval),
+    )
+    return asyncio.run(_syphon(primary_url, options, duration, client_options))
+
+
+async def _syphon(
+    primary_url: str,
+    options: SendAvailabilityPairedNamespaceOptions,
+    duration: float | None,
+    client_options: dict[str, Any],
+) -> PairedNamespaceMetrics:
+    from .aio import ServiceBusClient
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            loop.add_signal_handler(sig, stop.set)
+    async with ServiceBusClient(primary_url, paired_namespace=options, **client_options) as client:
+        paired = client.paired_namespace
+        assert paired is not None
+        try:
+            await paired.start_syphon()
+        except ServiceBusError as e:  # the secondary is not there yet: the siphon keeps trying
+            log.warning("the backlog queues could not be set up yet: %s", e)
+            paired._start_siphon()
+        log.info("siphon running: %s -> %s", paired.secondary.fully_qualified_namespace, client)
+        deadline = None if duration is None else loop.time() + duration
+        while not stop.is_set() and paired.syphon_running:
+            wait = 0.5 if deadline is None else min(0.5, deadline - loop.time())
+            if wait <= 0:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), wait)
+        return paired.metrics
+
+
+__all__ = [
+    "BACKLOG_PREFIX",
+    "PATH",
+    "PING_CONTENT_TYPE",
+    "SCHEDULED_ENQUEUE_TIME",
+    "SESSION_ID",
+    "TIME_TO_LIVE",
+    "PairedNamespaceMetrics",
+    "SendAvailabilityPairedNamespaceOptions",
+    "backlog_name",
+    "run_syphon",
+]
