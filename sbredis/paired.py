@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -37,13 +38,15 @@ def run_syphon(
     *,
     poll_interval: timedelta | float = 1.0,
     duration: float | None = None,
+    on_start: Callable[[], None] | None = None,
     **client_options: Any,
 ) -> PairedNamespaceMetrics:
     """Run a siphon in this process until SIGINT or SIGTERM (or `duration` seconds, or until a
     side of the pairing faults): backlog messages in `secondary_url` move to their destinations in
     `primary_url`. Several siphons may run at once (each backlog queue is moved by one at a time).
-    `client_options` go to the primary's ServiceBusClient (retry_total, socket_timeout, ...).
-    Returns the pairing's metrics.
+    `client_options` go to the primary's ServiceBusClient (retry_total, socket_timeout, ...);
+    `on_start` is called once the siphon runs (and SIGINT / SIGTERM stop it). Returns the pairing's
+    metrics.
 
     Raises:
         InvalidArgumentError: bad options.
@@ -56,13 +59,14 @@ def run_syphon(
         if isinstance(poll_interval, timedelta)
         else timedelta(seconds=poll_interval),
     )
-    return asyncio.run(_syphon(primary_url, options, duration, client_options))
+    return asyncio.run(_syphon(primary_url, options, duration, on_start, client_options))
 
 
 async def _syphon(
     primary_url: str,
     options: SendAvailabilityPairedNamespaceOptions,
     duration: float | None,
+    on_start: Callable[[], None] | None,
     client_options: dict[str, Any],
 ) -> PairedNamespaceMetrics:
     from .aio import ServiceBusClient
@@ -80,7 +84,8 @@ async def _syphon(
         except ServiceBusError as e:  # the secondary is not there yet: the siphon keeps trying
             log.warning("the backlog queues could not be set up yet: %s", e)
             paired._start_siphon()
-        log.info("siphon running: %s -> %s", paired.secondary.fully_qualified_namespace, client)
+        if on_start is not None:
+            on_start()
         deadline = None if duration is None else loop.time() + duration
         while not stop.is_set() and paired.syphon_running:
             wait = 0.5 if deadline is None else min(0.5, deadline - loop.time())

@@ -42,6 +42,7 @@ from .._core.paired import (
     to_backlog,
     undeliverable,
 )
+from .._core.redact import redact
 from .._message import ServiceBusMessage, ServiceBusReceivedMessage
 from ..exceptions import (
     InvalidArgumentError,
@@ -57,7 +58,7 @@ from ._forwarder import run_publish
 from ._paired_tasks import Background
 from ._receiver import ServiceBusReceiver
 from ._sender import ServiceBusSender
-from ._transport import Transport, redact
+from ._transport import Transport
 
 if TYPE_CHECKING:
     from ._client import ServiceBusClient
