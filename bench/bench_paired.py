@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for path in (ROOT, ROOT / "bench"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 import redis  # noqa: E402
+from bench_core import machine_info  # noqa: E402
 
 from sbredis import SendAvailabilityPairedNamespaceOptions, ServiceBusClient, ServiceBusMessage  # noqa: E402
 from sbredis.management import ServiceBusAdministrationClient  # noqa: E402
@@ -76,6 +77,7 @@ def main() -> int:
             idle = [(x - b) / idle_window for x, b in zip(after, before, strict=True)]
             assert c.paired_namespace is not None
             metrics = c.paired_namespace.metrics.as_dict()
+            info = machine_info(redis.Redis.from_url(primary.url))
     finally:
         primary.stop()
         secondary.stop()
@@ -85,7 +87,8 @@ def main() -> int:
         "siphon_msgs_per_s": round(siphon_rate),
         "idle_siphon_calls_per_s": {"secondary": idle[0], "primary": idle[1]},
         "siphon_metrics": metrics,
-        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "settings": {"body_bytes": 200, "batch": 100, "backlog_queue_count": 10, "poll_interval_s": 1.0},
+        "machine": info,
     }
     print(f"backlog send: {result['backlog_send_msgs_per_s']} msgs/s (batches of 100)")
     print(f"siphon:       {result['siphon_msgs_per_s']} msgs/s")

@@ -205,6 +205,26 @@ def topics(d: Json) -> Iterator[str]:
     yield from table(["single publish", "p50 ms", "p99 ms", "n"], rows)
 
 
+def paired(d: Json) -> Iterator[str]:
+    s = d["settings"]
+    yield "## Paired namespaces"
+    yield ""
+    yield (
+        f"`bench/bench_paired.py`: {d['messages']} messages of {s['body_bytes']} B sent in batches of "
+        f"{s['batch']} to a backlog queue while the primary is down, then moved back by one siphon; the idle "
+        f"siphon watches {s['backlog_queue_count']} backlog queues every {s['poll_interval_s']:g} s."
+    )
+    yield ""
+    idle = d["idle_siphon_calls_per_s"]
+    rows = [
+        ["send to a backlog queue", rate(d["backlog_send_msgs_per_s"]) + " msgs/s"],
+        ["siphon to the primary", rate(d["siphon_msgs_per_s"]) + " msgs/s"],
+        ["idle siphon, secondary", f"{idle['secondary']:.1f} script calls/s"],
+        ["idle siphon, primary", f"{idle['primary']:.1f} script calls/s"],
+    ]
+    yield from table(["operation", "rate"], rows)
+
+
 def workers(d: Json) -> Iterator[str]:
     yield "## Workers"
     yield ""
@@ -264,6 +284,7 @@ SECTIONS: dict[str, Callable[[Json], Iterator[str]]] = {
     "cluster.json": cluster,
     "latency.json": latency,
     "topics.json": topics,
+    "paired.json": paired,
     "workers.json": workers,
     "spark.json": spark,
 }
