@@ -255,6 +255,20 @@ def spark(d: Json) -> Iterator[str]:
     yield from table(["run", "messages", "seconds", "msgs/s", "vs the client"], rows)
 
 
+def observability(d: Json) -> Iterator[str]:
+    yield "## Observability"
+    yield ""
+    st = d["settings"]
+    yield (
+        f"`bench/bench_observability.py`: client CPU per message, {st['single']} single round trips "
+        f"(send, receive, complete) and {st['batches']} batches of {st['batch']}, medians of {st['rounds']} "
+        f"rounds; the disabled seam costs {d['noop_seam_ns_per_operation']} ns per operation (timeit)."
+    )
+    yield ""
+    rows = [[r["mode"], f"{r['single_cpu_us_per_msg']:.1f}", f"{r['batch_cpu_us_per_msg']:.2f}"] for r in d["rows"]]
+    yield from table(["mode", "single (µs CPU/msg)", "batch (µs CPU/msg)"], rows)
+
+
 def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
     if isinstance(value, dict):
         for k, v in value.items():
@@ -287,6 +301,7 @@ SECTIONS: dict[str, Callable[[Json], Iterator[str]]] = {
     "paired.json": paired,
     "workers.json": workers,
     "spark.json": spark,
+    "observability.json": observability,
 }
 
 INTRO = """# Benchmarks

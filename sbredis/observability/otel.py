@@ -11,7 +11,8 @@ follow the OpenTelemetry messaging semantic conventions with ``messaging.system=
 * ``receive <queue>`` (CLIENT), for receive calls that returned messages or failed (empty polls
   make no span), linked to the creation context of every message received.
 * ``complete|abandon|defer|dead_letter <queue>`` (CLIENT, ``messaging.operation.type=settle``,
-  ``messaging.servicebus.disposition_status``), linked to the messages' creation contexts.
+  ``messaging.servicebus.disposition_status``); the current span is their parent (in the worker:
+  the process span).
 * ``process <queue>`` (CONSUMER), in the worker (sbredis.worker): the handler and its
   settlement; its parent is the message's creation context (linked as well), and it is the
   current span while the handler runs (also on the worker's threads).
@@ -28,7 +29,6 @@ from typing import Any
 
 from opentelemetry import context, trace
 from opentelemetry.trace import Link, Span, SpanKind, StatusCode
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from .. import __version__
 from .._core import instrument
@@ -45,7 +45,6 @@ KINDS = {
     "process": SpanKind.CONSUMER,
     "": SpanKind.CLIENT,
 }
-_W3C = TraceContextTextMapPropagator()
 
 
 def destination(entity: str) -> dict[str, str]:
@@ -57,18 +56,28 @@ def destination(entity: str) -> dict[str, str]:
 
 
 def creation_context(message: Any) -> trace.SpanContext | None:
-    """The span context a message carries in its application properties (W3C, or Diagnostic-Id)."""
+    """The span context a message carries in its application properties (W3C ``traceparent``, or
+    ``Diagnostic-Id``); None when it has none or it does not parse."""
     props = message.application_properties
     if not props:
         return None
     parent = props.get(TRACEPARENT) or props.get(DIAGNOSTIC_ID)
-    if not isinstance(parent, str):
+    if not isinstance(parent, str) or len(parent) < 55:
         return None
-    carrier = {TRACEPARENT: parent}
-    state = props.get(TRACESTATE)
-    if isinstance(state, str):
-        carrier[TRACESTATE] = state
-    ctx = trace.get_current_span(_W3C.extract(carrier)).get_span_context()
+    version, trace_id, span_id, flags = parent[:2], parent[3:35], parent[36:52], parent[53:55]
+    if version == "ff" or parent[2] != "-" or parent[35] != "-" or parent[52] != "-":
+        return None
+    try:
+        state = props.get(TRACESTATE)
+        ctx = trace.SpanContext(
+            int(trace_id, 16),
+            int(span_id, 16),
+            is_remote=True,
+            trace_flags=trace.TraceFlags(int(flags, 16)),
+            trace_state=trace.TraceState.from_header([state]) if isinstance(state, str) and state else None,
+        )
+    except ValueError:
+        return None
     return ctx if ctx.is_valid else None
 
 
@@ -81,10 +90,11 @@ def _inject(message: Any, span: Span) -> None:
     """Put `span`'s context in the message's application properties (unless it has one)."""
     if not span.get_span_context().is_valid or _has_context(message):
         return
-    carrier: dict[str, str] = {}
-    _W3C.inject(carrier, context=trace.set_span_in_context(span))
-    if TRACEPARENT not in carrier:
-        return
+    ctx = span.get_span_context()
+    carrier = {TRACEPARENT: f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"}
+    state = ctx.trace_state.to_header() if ctx.trace_state else ""
+    if state:
+        carrier[TRACESTATE] = state
     props = dict(message.application_properties or {})
     props[DIAGNOSTIC_ID] = carrier[TRACEPARENT]
     props.update(carrier)
@@ -157,11 +167,11 @@ class OpenTelemetrySink(instrument.Sink):
 
     def _begin_send(self, op: instrument.Operation) -> None:
         name = destination(op.entity)["messaging.destination.name"]
+        links = None
         if op.count > 1:  # each message gets its own creation context, linked from the send span
-            for m in op.messages:
-                self.created(m, op.entity)
+            links = [Link(c) for c in (self._create(m, op.entity) for m in op.messages) if c is not None]
         span = self.tracer.start_span(
-            f"{op.name} {name}", kind=SpanKind.PRODUCER, attributes=self._attributes(op), links=_links(op.messages)
+            f"{op.name} {name}", kind=SpanKind.PRODUCER, attributes=self._attributes(op), links=links
         )
         if op.count == 1:
             _inject(op.messages[0], span)
@@ -184,14 +194,18 @@ class OpenTelemetrySink(instrument.Sink):
             f"{op.name} {name}",
             kind=KINDS.get(op.type, SpanKind.CLIENT),
             attributes=self._attributes(op),
-            links=_links(op.messages),
+            links=_links(op.messages) if op.type == "receive" else None,
             start_time=op.start_ns,
         )
         self._finish(span, op)
 
     def created(self, message: Any, entity: str) -> None:
+        self._create(message, entity)
+
+    def _create(self, message: Any, entity: str) -> trace.SpanContext | None:
+        """A ``create`` span for a message without trace context; returns its creation context."""
         if _has_context(message):
-            return
+            return creation_context(message)
         name = destination(entity)["messaging.destination.name"] if entity else ""
         attrs: dict[str, Any] = {"messaging.system": SYSTEM, "messaging.operation.name": "create"}
         attrs["messaging.operation.type"] = "create"
@@ -202,6 +216,7 @@ class OpenTelemetrySink(instrument.Sink):
         span = self.tracer.start_span(f"create {name}".strip(), kind=SpanKind.PRODUCER, attributes=attrs)
         _inject(message, span)
         span.end()
+        return span.get_span_context()
 
 
 _sink: OpenTelemetrySink | None = None

@@ -22,6 +22,8 @@ worker handler's). Never a message id.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 
 from .._core import instrument
@@ -46,6 +48,7 @@ class PrometheusSink(instrument.Sink):
 
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self.registry = registry
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.duration = Histogram(
             "sbredis_client_operation_duration_seconds",
             "Duration of sbredis client operations",
@@ -69,27 +72,34 @@ class PrometheusSink(instrument.Sink):
             "sbredis_client_lock_lost", "Messages whose lock was found lost", ["entity", "operation"], registry=registry
         )
 
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """metric.labels(*labels), remembered (prometheus_client's lookup costs microseconds)."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def end(self, op: instrument.Operation) -> None:
         if op.type == "receive" and not op.messages and op.error is None:
             return  # an empty poll: its duration is the wait, not the work
         outcome = outcome_of(op.error)
-        self.duration.labels(op.name, op.entity, outcome).observe(op.duration)
+        self._child(self.duration, op.name, op.entity, outcome).observe(op.duration)
         if op.type == "send":
-            self.sent.labels(op.entity, outcome).inc(op.count)
+            self._child(self.sent, op.entity, outcome).inc(op.count)
         elif op.type == "receive":
-            if op.messages:
-                self.received.labels(op.entity).inc(op.count)
+            self._child(self.received, op.entity).inc(op.count)
         elif op.type == "settle":
             lost = len(op.error.messages) if isinstance(op.error, MessageLockLostError) else 0
             if lost:
-                self.settled.labels(op.entity, op.name, "lock_lost").inc(lost)
+                self._child(self.settled, op.entity, op.name, "lock_lost").inc(lost)
                 if op.count > lost:
-                    self.settled.labels(op.entity, op.name, "ok").inc(op.count - lost)
+                    self._child(self.settled, op.entity, op.name, "ok").inc(op.count - lost)
             else:
-                self.settled.labels(op.entity, op.name, outcome).inc(op.count)
+                self._child(self.settled, op.entity, op.name, outcome).inc(op.count)
 
     def lock_lost(self, entity: str, operation: str, count: int) -> None:
-        self.locks_lost.labels(entity, operation).inc(count)
+        self._child(self.locks_lost, entity, operation).inc(count)
 
     def unregister(self) -> None:
         for metric in (self.duration, self.sent, self.received, self.settled, self.locks_lost):

@@ -99,7 +99,7 @@ def test_send_receive_complete(traced: Traced, client: Any, make_queue: Callable
     assert attrs["messaging.operation.type"] == "settle"
     assert attrs["messaging.servicebus.disposition_status"] == "complete"
     assert attrs["messaging.message.id"] == "m-1"
-    assert links_of(complete) == {send.get_span_context().span_id}
+    assert complete.parent is None and not complete.links  # no span was current; receive spans carry the links
     assert complete.end_time is not None and receive.end_time is not None and send.start_time is not None
     assert send.start_time <= receive.start_time <= complete.start_time  # type: ignore[operator]
 
@@ -135,7 +135,7 @@ def test_batches_get_a_creation_context_per_message(
     assert dict(dead.attributes or {})["messaging.servicebus.disposition_status"] == "dead_letter"
     assert dict(dead.attributes or {})["messaging.batch.message_count"] == 2
     assert dict(abandon.attributes or {})["messaging.servicebus.disposition_status"] == "abandon"
-    assert len(links_of(abandon)) == 3
+    assert dict(abandon.attributes or {})["messaging.batch.message_count"] == 3
 
 
 def test_an_existing_traceparent_is_kept(traced: Traced, client: Any, make_queue: Callable[..., str]) -> None:
