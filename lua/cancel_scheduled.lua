@@ -1,5 +1,6 @@
 --[[
-  cancel_scheduled: remove scheduled messages before they are enqueued, all or none.
+  cancel_scheduled: remove scheduled messages before they are enqueued, all or none. A message
+  whose time has come (by the server clock) is enqueued, even before a receive moves it to ready.
   KEYS: the partition's 17 keys (includes/partition.lua)
   ARGV[1] n   ARGV[2..n+1] sequence numbers (partition-local)
   Returns: n
@@ -10,10 +11,11 @@
 local cfg = load_cfg()
 if not cfg then return fail('NOTFOUND') end
 local n = tonumber(ARGV[1])
-for i = 2, n + 1 do
-  if not redis.call('ZSCORE', K_SCHED, ARGV[i]) then return fail('NOMSG') end
-end
 local now = now_ms()
+for i = 2, n + 1 do
+  local at = redis.call('ZSCORE', K_SCHED, ARGV[i])
+  if not at or tonumber(at) <= now then return fail('NOMSG') end
+end
 for i = 2, n + 1 do
   local seq = ARGV[i]
   local f = entry(MAIN, seq)

@@ -196,6 +196,19 @@ def test_cancel_scheduled(client: Any, admin: Any, make_queue: Any) -> None:
     assert props.total_message_count == 0 and props.size_in_bytes == 0
 
 
+def test_cancel_after_the_scheduled_time_is_refused(client: Any, make_queue: Any) -> None:
+    # found by tests/reliability/test_model.py: a message whose time had come was cancelled (and
+    # lost) when no receive had moved it to the ready set yet
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        (seq,) = s.schedule_messages(ServiceBusMessage("due"), datetime.now(UTC) + timedelta(milliseconds=100))
+        time.sleep(0.25)
+        with pytest.raises(MessageNotFoundError):
+            s.cancel_scheduled_messages(seq)
+    with client.get_queue_receiver(q) as r:
+        assert [str(m) for m in r.receive_messages(1, max_wait_time=1)] == ["due"]
+
+
 def test_duplicate_detection_drops_repeats_in_window(client: Any, make_queue: Any) -> None:
     q = make_queue(
         requires_duplicate_detection=True, duplicate_detection_history_time_window=timedelta(milliseconds=500)
