@@ -1,6 +1,8 @@
 --[[
   probe: how many messages one receive could take from this partition now (available, due
-  scheduled, elapsed locks), read-only; a receive over many partitions asks this before it locks.
+  scheduled, elapsed locks; for the dead-letter group also main-queue messages whose TTL or lock
+  has passed, which its receive sweeps over), read-only; a receive over many partitions asks this
+  before it locks.
   KEYS: the partition's 17 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'
   Returns: count (0 when the entity is missing or disabled for receive: the receive reports that)
@@ -9,5 +11,9 @@
 local G = group_of(ARGV[1])
 local now = now_ms()
 local n = redis.call('ZCARD', G.ready) + redis.call('ZCOUNT', G.locked, '-inf', '(' .. now)
-if G.main then n = n + redis.call('ZCOUNT', K_SCHED, '-inf', now) end
+if G.main then
+  n = n + redis.call('ZCOUNT', K_SCHED, '-inf', now)
+else
+  n = n + redis.call('ZCOUNT', K_EXP, '-inf', now) + redis.call('ZCOUNT', MAIN.locked, '-inf', '(' .. now)
+end
 return n

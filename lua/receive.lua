@@ -1,6 +1,8 @@
 --[[
   receive: hand out up to `count` available messages of one partition, oldest first, after a
   bounded sweep (due schedules, elapsed locks, expiries). Expired messages are never handed out.
+  A dead-letter receive sweeps the main queue first, so messages whose TTL or last delivery has
+  passed are in the dead-letter group when it looks (no main-queue receive is needed).
   KEYS: the partition's 17 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete
   ARGV[3] count   ARGV[4] lock nonce   ARGV[5] sweep limit
@@ -19,6 +21,7 @@ local want = tonumber(ARGV[3])
 local nonce = ARGV[4]
 local limit = tonumber(ARGV[5])
 local now = now_ms()
+if not G.main then sweep(MAIN, cfg, now, limit) end
 sweep(G, cfg, now, limit)
 
 local untl = now + cfg.lock_ms

@@ -84,6 +84,20 @@ def test_expired_dead_lettered_when_enabled(client: Any, admin: Any, make_queue:
     assert (props.active_message_count, props.dead_letter_message_count) == (0, 1)
 
 
+def test_dead_letter_receiver_gets_expired_messages_without_a_main_receive(client: Any, make_queue: Any) -> None:
+    # found by tests/reliability/test_model.py: only a main-queue receive used to move expired
+    # messages, so a dead-letter receiver alone never saw them
+    q = make_queue(dead_lettering_on_message_expiration=True, enable_partitioning=True, partition_count=2)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"short{i}", time_to_live=100 * MS) for i in range(2)])
+    time.sleep(0.25)
+    got: list[Any] = []
+    with dlq(client, q) as d:
+        eventually(lambda: got.extend(d.receive_messages(2, max_wait_time=1)) or len(got) == 2)
+        assert sorted(str(m) for m in got) == ["short0", "short1"]
+        assert {m.dead_letter_reason for m in got} == {"TTLExpiredException"}
+
+
 def test_expiry_sweep_reaches_messages_behind_others(client: Any, make_queue: Any) -> None:
     q = make_queue(dead_lettering_on_message_expiration=True, lock_duration=timedelta(seconds=30))
     with client.get_queue_sender(q) as s:
