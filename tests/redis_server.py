@@ -39,10 +39,12 @@ def free_port() -> int:
 class RedisServer:
     """One redis-server on 127.0.0.1; `restart()` keeps its data directory and port."""
 
-    def __init__(self, *extra: str) -> None:
+    def __init__(self, *extra: str, binary: str | None = None, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="sbredis-test-")
         self.extra = list(extra)
+        self.binary = binary  # default: server_binary()
+        self.env = env  # extra environment variables for the server process (e.g. LD_PRELOAD)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -51,7 +53,7 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         args = [
-            server_binary(),
+            self.binary or server_binary(),
             "--port",
             str(self.port),
             "--bind",
@@ -66,7 +68,8 @@ class RedisServer:
             "no",
             *self.extra,
         ]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env = {**os.environ, **self.env} if self.env else None
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
