@@ -1,7 +1,8 @@
 --[[
   receive_deferred: take deferred messages by sequence number (peek-lock or receive-and-delete).
   Every number must name a deferred message of the group, else nothing changes. A deferred
-  message that expired meanwhile is expired instead of returned.
+  message that expired meanwhile is expired instead of returned. A deferred message whose lock
+  (from an earlier receive_deferred) has elapsed is deferred again first, as a sweep would.
   KEYS: the partition's 17 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' | 'D'   ARGV[3] lock nonce   ARGV[4] n
   ARGV[5..n+4] sequence numbers (partition-local)
@@ -17,10 +18,18 @@ local G = group_of(ARGV[1])
 local lock = ARGV[2] == 'L'
 local nonce = ARGV[3]
 local n = tonumber(ARGV[4])
+local now = now_ms()
+for i = 5, n + 4 do
+  local seq = ARGV[i]
+  if not redis.call('ZSCORE', G.deferred, seq) then
+    local untl = redis.call('ZSCORE', G.locked, seq)
+    local rec = untl and tonumber(untl) < now and redis.call('HGET', G.lk, seq)
+    if rec and select(2, parse_lock(rec)) == 'd' then release(G, cfg, seq, rec, now, false) end
+  end
+end
 for i = 5, n + 4 do
   if not redis.call('ZSCORE', G.deferred, ARGV[i]) then return fail('NOMSG') end
 end
-local now = now_ms()
 local untl = now + cfg.lock_ms
 local out = {now, untl}
 for i = 5, n + 4 do

@@ -250,6 +250,23 @@ def test_defer_and_receive_deferred(client: Any, admin: Any, make_queue: Any) ->
             r.receive_deferred_messages([seq])
 
 
+def test_receive_deferred_again_after_its_lock_elapsed(client: Any, make_queue: Any) -> None:
+    # a deferred message whose lock elapsed is deferred again: receive_deferred used to answer
+    # MessageNotFoundError until some receive of the partition swept the lock
+    q = make_queue(lock_duration=timedelta(milliseconds=200))
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("later"))
+    with client.get_queue_receiver(q) as r:
+        [m] = r.receive_messages(1, max_wait_time=1)
+        r.defer_message(m)
+        [locked] = r.receive_deferred_messages(m.sequence_number)
+        assert locked.delivery_count == 2
+        time.sleep(0.35)  # the lock elapses, nothing settles it
+        [again] = r.receive_deferred_messages(m.sequence_number)
+        assert str(again) == "later" and again.delivery_count == 3
+        r.complete_message(again)
+
+
 def test_settle_twice_and_foreign_messages(client: Any, make_queue: Any, admin: Any) -> None:
     q = make_queue()
     admin.create_queue(q + "-other")
