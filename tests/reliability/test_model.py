@@ -348,9 +348,11 @@ class QueueModel(RuleBasedStateMachine):
             self.handles.append(("dlq", g))
 
     @precondition(lambda self: any(m.seq for m in self.msgs.values()))
-    @rule(name=st.sampled_from(["a", "rd"]), pick=st.integers(0, 1_000))
-    def receive_deferred(self, name: str, pick: int) -> None:
+    @rule(name=st.sampled_from(["a", "rd"]), pick=st.integers(0, 1_000), deferred_only=st.booleans())
+    def receive_deferred(self, name: str, pick: int, deferred_only: bool) -> None:
         known = [m for m in self.msgs.values() if m.seq]
+        if deferred_only:  # mostly messages deferred once (deferred, or locked by receive_deferred)
+            known = [m for m in known if m.home == DEFERRED] or known
         m = known[pick % len(known)]
         if m.state != DEFERRED and not (m.place == "deferred" and m.state in (DLQ, GONE)):
             with pytest.raises(MessageNotFoundError):
