@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -61,7 +60,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 LOCK_MS = 10_000
 DEDUP_MS = 30_000
 MAX_DC = 3
-T0 = 1_900_000_000_000  # the server's clock at the start (2030-03-17)
 
 ACTIVE, SCHEDULED, LOCKED, DEFERRED, GONE = "active", "scheduled", "locked", "deferred", "gone"
 DLQ, DLQ_LOCKED, DLQ_DEFERRED = "dead-lettered", "dead-lettered+locked", "dead-lettered+deferred"
@@ -98,14 +96,6 @@ class Seen:
     nonce: str = ""
     reason: str | None = None
     place: str = ""
-
-
-@pytest.fixture(scope="module")
-def clocked() -> Iterator[tuple[RedisServer, ServerClock]]:
-    clock = ServerClock(T0)
-    server = RedisServer("--appendonly", "yes", "--appendfsync", "always", env=clock.env()).start()
-    yield server, clock
-    server.stop()
 
 
 class QueueModel(RuleBasedStateMachine):
