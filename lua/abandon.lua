@@ -2,7 +2,7 @@
   abandon: release locks at once; each message goes back to the front of its place (ready, or
   deferred when it was received as deferred), or to the dead-letter group after max_dc
   deliveries, or expires when its TTL passed while it was locked.
-  KEYS: the partition's 17 keys (includes/partition.lua)
+  KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] n   then n pairs: seq, lock nonce
   ARGV[3 + 2n] '1': release without counting the delivery (messages never handed to a user)
   Returns: {status_1, ..., status_n}   0 released, 1 lock lost

@@ -1,7 +1,7 @@
 --[[
   complete: remove messages whose locks the caller holds. Messages whose lock is lost are left as
   they are and reported.
-  KEYS: the partition's 17 keys (includes/partition.lua)
+  KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] n   then n pairs: seq, lock nonce
   Returns: {status_1, ..., status_n}   0 completed, 1 lock lost (unknown, elapsed or not ours)
   Errors:  NOTFOUND  DISABLED

@@ -1,6 +1,6 @@
 --[[
   dead_letter: move locked main-queue messages to the dead-letter group with the caller's reason.
-  KEYS: the partition's 17 keys (includes/partition.lua)
+  KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] group (must be 'm')   ARGV[2] n   then n pairs: seq, lock nonce
   ARGV[3 + 2n] reason   ARGV[4 + 2n] error description
   Returns: {status_1, ..., status_n}   0 dead-lettered, 1 lock lost

@@ -1,6 +1,6 @@
 --[[
   defer: set locked messages aside; only receive_deferred returns them again.
-  KEYS: the partition's 17 keys (includes/partition.lua)
+  KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] n   then n pairs: seq, lock nonce
   Returns: {status_1, ..., status_n}   0 deferred, 1 lock lost
   Errors:  NOTFOUND  DISABLED

@@ -3,15 +3,17 @@
   the partition keeps, per source partition, the highest outbox sequence number it accepted (a
   drain delivers each outbox prefix in order), and drops what is at or below it; duplicate
   detection applies as to a send.
-  KEYS: the partition's 17 keys (includes/partition.lua)
+  KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] source ('<path>:<p>:<incarnation>')
   ARGV[2] n, then 7 per message (the layout of publish): message_id ('' when duplicate detection
           does not apply), ttl_ms (0: the default), scheduled_ms (0: now), hop count, expires_ms
           (0: from the ttl; else an upper bound), outbox seq, blob
   Returns: {now_ms, seq_1, ..., seq_n}  seq 0: dropped (a duplicate, or forwarded before)
   Errors:  NOTFOUND  DISABLED (send)  SIZE (a message over max_msg)  QUOTA (entity full)
+           NOSESSION (the entity requires sessions and a message has no session id)
 ]]
 --@include partition
+--@include sessions
 local cfg = load_cfg()
 if not cfg then return fail('NOTFOUND') end
 if cfg.status == 'Disabled' or cfg.status == 'SendDisabled' then return fail('DISABLED') end
@@ -21,6 +23,14 @@ for i = 1, n do
   local size = #ARGV[2 + 7 * i]
   if size > cfg.max_msg then return fail('SIZE') end
   total = total + size
+end
+local sids = nil
+if cfg.sess then
+  sids = {}
+  for i = 1, n do
+    sids[i] = blob_sid(ARGV[2 + 7 * i])
+    if not sids[i] then return fail('NOSESSION') end
+  end
 end
 local stored = tonumber(redis.call('HGET', K_ST, 'size') or '0')
 if stored + total > cfg.max_size then return fail('QUOTA') end
@@ -69,9 +79,15 @@ for i = 1, n do
     local x = 0
     if ttl > 0 then x = enq + ttl end
     if xabs > 0 and (x == 0 or xabs < x) then x = xabs end
-    redis.call('XADD', MAIN.log, seq .. '-0', 'b', blob, 'e', enq, 'x', x, 'h', hop)
+    if sids then
+      redis.call('XADD', MAIN.log, seq .. '-0', 'b', blob, 'e', enq, 'x', x, 'h', hop, 's', sids[i])
+    else
+      redis.call('XADD', MAIN.log, seq .. '-0', 'b', blob, 'e', enq, 'x', x, 'h', hop)
+    end
     if enq > now then
       redis.call('ZADD', K_SCHED, enq, seq)
+    elseif sids then
+      sess_ready(SES, sids[i], seq)
     else
       redis.call('ZADD', MAIN.ready, seq, seq)
     end

@@ -4,7 +4,7 @@
   caller to deliver. Available main-queue messages go when cfg.fwd names a destination,
   dead-lettered ones when cfg.fwdl does; due schedules, elapsed locks and expiries are swept first.
   A Disabled entity moves nothing (its outbox is still returned).
-  KEYS: the partition's 17 keys, then its transfer queue's 17 (includes/keysets.lua)
+  KEYS: the partition's 23 keys, then its transfer queue's 23 (includes/keysets.lua)
   ARGV[1] most messages to move   ARGV[2] most entries to return   ARGV[3] sweep limit
   Returns: {now_ms, incarnation, then 7 per entry: outbox seq, destination, hop count,
            expires_ms, blob, dead-letter reason, dead-letter description}

@@ -1,8 +1,10 @@
 --[[
   peek: read messages from a sequence number on, oldest first, without locking or changing them.
   Expired messages not yet removed may show.
-  KEYS: the partition's 17 keys (includes/partition.lua)
+  KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] first seq (partition-local)   ARGV[3] count
+  ARGV[4] session id ('' or absent: every message): only that session's messages (the log is
+          read on until `count` of them are found or it ends)
   Returns: {now_ms, then per message: seq, delivery_count, state, blob, enqueued_ms, expires_ms
            [, dead-letter reason, dead-letter description: group 'd' only]}
            state: 0 active, 1 deferred, 2 scheduled (ServiceBusMessageState)
@@ -14,7 +16,23 @@ local cfg = load_cfg()
 if not cfg then return fail('NOTFOUND') end
 local G = group_of(ARGV[1])
 local now = now_ms()
-local r = redis.call('XRANGE', G.log, ARGV[2], '+', 'COUNT', tonumber(ARGV[3]))
+local want = tonumber(ARGV[3])
+local sid = ARGV[4] or ''
+local r
+if sid == '' or not G.main then
+  r = redis.call('XRANGE', G.log, ARGV[2], '+', 'COUNT', want)
+else
+  r = {}
+  local from = ARGV[2]
+  while #r < want do
+    local page = redis.call('XRANGE', G.log, from, '+', 'COUNT', 500)
+    for i = 1, #page do
+      if #r < want and sess_of(page[i][2]) == sid then r[#r + 1] = page[i] end
+    end
+    if #page < 500 then break end
+    from = '(' .. page[#page][1]
+  end
+end
 local out = {now}
 for i = 1, #r do
   local id = r[i][1]

@@ -2,7 +2,7 @@
   publish: fan a batch of messages out of one topic partition into the same partition of every
   subscription whose rules match: every copy of every message is stored, or none (one script,
   one hash tag: the subscriptions' keys live under the topic partition's tag).
-  KEYS: the topic partition's 17 keys, then 17 per subscription (includes/keysets.lua), in the
+  KEYS: the topic partition's 23 keys, then 23 per subscription (includes/keysets.lua), in the
         order of the names in ARGV
   ARGV[1] subv: the version of the subscription set the caller built KEYS for
   ARGV[2] k: the number of subscriptions, then their k names
@@ -16,15 +16,19 @@
            not the current version: {-1, subv, name_1, forwards_1, name_2, forwards_2, ...}
   Errors:  NOTFOUND  DISABLED (send)  SIZE (a message, or a sent batch, over max_msg)
            QUOTA (a subscription partition would exceed the topic's max_size)
+           NOSESSION (a copy for a subscription that requires sessions has no session id; nothing
+           is stored)
   Per subscription: status Disabled receives nothing; every rule is evaluated (in name order);
   one copy for all matching rules without an action, one copy per matching rule with an action
-  (the action applied to it); an evaluation error stores one copy in the subscription's
+  (the action applied to it; a copy for a session subscription goes to its session, see
+  includes/sessions.lua); an evaluation error stores one copy in the subscription's
   dead-letter subqueue (reason FilterException) when its cfg says dlf = 1, else none. TTL: the
   message's, else the topic's default, capped by the topic's and by the subscription's.
 ]]
 --@include partition
 --@include keysets
 --@include rules
+--@include sessions
 local cfg = load_cfg()
 if not cfg then return fail('NOTFOUND') end
 if cfg.status == 'Disabled' or cfg.status == 'SendDisabled' then return fail('DISABLED') end
@@ -112,7 +116,7 @@ for j = 1, k do
   -- gets copies: deleted with it, or kept if it is put back (idle.lua)
   local status = c.pre or c.status
   subs[j] = {S = S, name = ARGV[2 + j], on = status ~= nil and status ~= 'Disabled',
-             ttl = tonumber(c.ttl_ms or '0'), dlf = c.dlf == '1', rules = rules,
+             ttl = tonumber(c.ttl_ms or '0'), dlf = c.dlf == '1', rules = rules, sess = c.sess == '1',
              copies = {}, dead = {}, added = 0}
 end
 
@@ -204,6 +208,7 @@ for i = 1, n do
             sub.added = sub.added + #blob
           end
         else
+          local first = #sub.copies + 1
           if plain then
             sub.copies[#sub.copies + 1] = {blob, ttl, at, i}
             sub.added = sub.added + #blob
@@ -212,6 +217,13 @@ for i = 1, n do
             local c = acted[a]
             sub.copies[#sub.copies + 1] = {c[1], c[2], c[3], i}
             sub.added = sub.added + #c[1]
+          end
+          if sub.sess then
+            for c = first, #sub.copies do
+              local copy = sub.copies[c]
+              copy[5] = blob_sid(copy[1])
+              if not copy[5] then return fail('NOSESSION') end
+            end
           end
         end
       end
@@ -255,7 +267,9 @@ for j = 1, k do
       local xabs = tonumber(ARGV[base + 7 * i - 2])
       if xabs > 0 and (x == 0 or xabs < x) then x = xabs end
       local hop = ARGV[base + 7 * i - 3]
-      if hop == '0' then
+      if copy[5] then
+        redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x, 'h', hop, 's', copy[5])
+      elseif hop == '0' then
         redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x)
       else
         redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x, 'h', hop)
@@ -272,6 +286,8 @@ for j = 1, k do
         end
         m[#m + 1] = sub.name
         m[#m + 1] = seq
+      elseif copy[5] then
+        sess_ready(S.ses, copy[5], seq)
       else
         ready[#ready + 1] = seq
         ready[#ready + 1] = seq

@@ -3,12 +3,12 @@
   bounded sweep (due schedules, elapsed locks, expiries). Expired messages are never handed out.
   A dead-letter receive sweeps the main queue first, so messages whose TTL or last delivery has
   passed are in the dead-letter group when it looks (no main-queue receive is needed).
-  KEYS: the partition's 17 keys (includes/partition.lua)
+  KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete
   ARGV[3] count   ARGV[4] lock nonce   ARGV[5] sweep limit
   Returns: {now_ms, locked_until_ms, then per message: seq, delivery_count, blob, enqueued_ms,
            expires_ms [, dead-letter reason, dead-letter description: group 'd' only]}
-  Errors:  NOTFOUND  DISABLED (receive)
+  Errors:  NOTFOUND  DISABLED (receive)  SESSIONREQ (the entity requires sessions: session_receive)
 ]]
 --@include partition
 --@include messages
@@ -16,6 +16,7 @@ local cfg = load_cfg()
 local bad = check_receive(cfg)
 if bad then return bad end
 local G = group_of(ARGV[1])
+if cfg.sess and G.main then return fail('SESSIONREQ') end
 local lock = ARGV[2] == 'L'
 local want = tonumber(ARGV[3])
 local nonce = ARGV[4]

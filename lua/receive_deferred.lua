@@ -3,11 +3,15 @@
   Every number must name a deferred message of the group, else nothing changes. A deferred
   message that expired meanwhile is expired instead of returned. A deferred message whose lock
   (from an earlier receive_deferred) has elapsed is deferred again first, as a sweep would.
-  KEYS: the partition's 17 keys (includes/partition.lua)
+  KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' | 'D'   ARGV[3] lock nonce   ARGV[4] n
   ARGV[5..n+4] sequence numbers (partition-local)
+  ARGV[n+5] session id ('' or absent: none); on the main group of a session entity it is required,
+          the lock nonce must be the session's lock, and every message must be of that session
+          (its lock is then the session's: includes/sessions.lua)
   Returns: {now_ms, locked_until_ms, then per message as receive}
-  Errors:  NOTFOUND  DISABLED  NOMSG (a number is not a deferred message)
+  Errors:  NOTFOUND  DISABLED  NOMSG (a number is not a deferred message [of the session])
+           SESSIONREQ (a session entity without a session id)  LOST (the session lock is not held)
 ]]
 --@include partition
 --@include messages
@@ -31,6 +35,18 @@ for i = 5, n + 4 do
   if not redis.call('ZSCORE', G.deferred, ARGV[i]) then return fail('NOMSG') end
 end
 local untl = now + cfg.lock_ms
+local sid = nil
+if cfg.sess and G.main then
+  sid = ARGV[n + 5] or ''
+  if sid == '' then return fail('SESSIONREQ') end
+  local holder, until_ = sess_lock_of(SES, sid)
+  if holder ~= nonce or until_ < now then return fail('LOST') end
+  untl = until_
+  for i = 5, n + 4 do
+    local f = entry(G, ARGV[i])
+    if f and sess_of(f) ~= sid then return fail('NOMSG') end
+  end
+end
 local out = {now, untl}
 for i = 5, n + 4 do
   local seq = ARGV[i]
@@ -44,8 +60,9 @@ for i = 5, n + 4 do
     else
       local dc = tonumber(redis.call('HGET', G.dc, seq) or '0') + 1
       if lock then
-        redis.call('HSET', G.lk, seq, lock_record(nonce, 'd', x, #f[2], dc))
+        redis.call('HSET', G.lk, seq, lock_record(nonce, 'd', x, #f[2], dc, sid))
         redis.call('ZADD', G.locked, untl, seq)
+        if sid then redis.call('ZADD', SES.sk, 0, skey(sid, seq)) end
       else
         drop(G, seq, #f[2])
       end

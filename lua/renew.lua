@@ -1,6 +1,6 @@
 --[[
   renew: extend the locks the caller holds by the entity's lock duration, from now.
-  KEYS: the partition's 17 keys (includes/partition.lua)
+  KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] n   then n pairs: seq, lock nonce
   Returns: {now_ms, locked_until_ms_1, ..., locked_until_ms_n}   0: lock lost
   Errors:  NOTFOUND  DISABLED

@@ -1,11 +1,13 @@
 --[[
   send: store a batch of messages in one partition's main queue, all or none.
-  KEYS: the partition's 17 keys (includes/partition.lua)
+  KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] n   then 4 per message: message_id ('' when duplicate detection does not apply),
           ttl_ms (0: the entity default), scheduled_ms (0: now), blob
   Returns: {now_ms, seq_1, ..., seq_n}  seq 0: a duplicate, accepted and dropped
   Errors:  NOTFOUND  DISABLED (send)  SIZE (a message or the batch over max_msg)
-           QUOTA (entity full)
+           QUOTA (entity full)  NOSESSION (the entity requires sessions and a message has no
+           session id; nothing is stored)
+  On a session entity each message goes to its session (includes/sessions.lua), not to ready.
 ]]
 --@include partition
 --@include store

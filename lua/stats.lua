@@ -1,6 +1,6 @@
 --[[
   stats: the partition's message counts and size, read-only.
-  KEYS: the partition's 17 keys (includes/partition.lua)
+  KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV: none
   Returns: {ready, locked, deferred, scheduled, dlq_ready, dlq_locked, dlq_deferred, size_bytes,
             last_access_ms, last_seq, last_dlq_seq}
@@ -9,7 +9,7 @@
 --@include partition
 if redis.call('EXISTS', K_CFG) == 0 then return fail('NOTFOUND') end
 local st = redis.call('HMGET', K_ST, 'size', 'acc', 'seq', 'dseq')
-return {redis.call('ZCARD', MAIN.ready), redis.call('ZCARD', MAIN.locked),
+return {redis.call('ZCARD', MAIN.ready) + redis.call('ZCARD', SES.sr), redis.call('ZCARD', MAIN.locked),
         redis.call('ZCARD', MAIN.deferred), redis.call('ZCARD', K_SCHED),
         redis.call('ZCARD', DLQ.ready), redis.call('ZCARD', DLQ.locked),
         redis.call('ZCARD', DLQ.deferred), tonumber(st[1] or '0'), tonumber(st[2] or '0'),

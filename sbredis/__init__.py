@@ -4,12 +4,19 @@ from typing import Any
 
 from . import exceptions
 from ._core.paired import PairedNamespaceMetrics, SendAvailabilityPairedNamespaceOptions
-from ._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
+from ._enums import (
+    NEXT_AVAILABLE_SESSION,
+    ServiceBusMessageState,
+    ServiceBusReceiveMode,
+    ServiceBusSessionFilter,
+    ServiceBusSubQueue,
+)
 from ._message import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
 from ._sync._client import ServiceBusClient
 from ._sync._receiver import ServiceBusReceiver
 from ._sync._renewer import AutoLockRenewer
 from ._sync._sender import ServiceBusSender
+from ._sync._session import ServiceBusSession
 from ._sync._transaction import ServiceBusTransaction
 
 __version__ = "0.1.0"
@@ -24,6 +31,7 @@ def __getattr__(name: str) -> Any:  # lazy: sbredis.worker imports sbredis
 
 
 __all__ = [
+    "NEXT_AVAILABLE_SESSION",
     "App",
     "AutoLockRenewer",
     "PairedNamespaceMetrics",
@@ -36,6 +44,8 @@ __all__ = [
     "ServiceBusReceivedMessage",
     "ServiceBusReceiver",
     "ServiceBusSender",
+    "ServiceBusSession",
+    "ServiceBusSessionFilter",
     "ServiceBusSubQueue",
     "ServiceBusTransaction",
     "exceptions",

@@ -19,3 +19,11 @@ class ServiceBusMessageState(IntEnum):
     ACTIVE = 0
     DEFERRED = 1
     SCHEDULED = 2
+
+
+class ServiceBusSessionFilter(Enum):
+    NEXT_AVAILABLE = 0
+
+
+# get_queue_receiver(queue, session_id=NEXT_AVAILABLE_SESSION): any session no one holds.
+NEXT_AVAILABLE_SESSION = ServiceBusSessionFilter.NEXT_AVAILABLE

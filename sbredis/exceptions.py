@@ -95,6 +95,20 @@ class MessageLockLostError(ServiceBusError):
         self.messages = messages or []
 
 
+class SessionLockLostError(ServiceBusError):
+    """The session lock is gone (it elapsed, or the receiver let go of the session): the session's
+    messages cannot be settled and its state cannot be used through this receiver; another receiver
+    may take the session. ``messages`` lists the messages of a settlement that failed for it."""
+
+    def __init__(self, message: str, *, messages: list[Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.messages = messages or []
+
+
+class SessionCannotBeLockedError(ServiceBusError):
+    """Another receiver holds the session (its lock has not elapsed)."""
+
+
 class AutoLockRenewFailed(ServiceBusError):  # noqa: N818 - the Azure SDK's name
     """The AutoLockRenewer could not renew a lock (``error`` holds the cause); it stopped renewing it."""
 
@@ -140,4 +154,6 @@ __all__ = [
     "ServiceBusQuotaExceededError",
     "ServiceBusServerBusyError",
     "TransactionTimeoutError",
+    "SessionCannotBeLockedError",
+    "SessionLockLostError",
 ]

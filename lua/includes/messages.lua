@@ -1,7 +1,8 @@
 --[[
   messages: read one log entry, release a lock, expire, drop and dead-letter a message.
-  Needs includes/partition.lua first.
+  Needs includes/partition.lua first; brings includes/sessions.lua with it.
 ]]
+--@include sessions
 
 -- The log entry's field list {'b', blob, 'e', enq, 'x', exp, ...} or nil.
 local function entry(G, seq)
@@ -48,14 +49,19 @@ end
 
 -- A lock record carries the delivery count of the locked delivery: the dc hash holds a count
 -- only while a message is not locked (written back when a lock ends without completion).
-local function lock_record(nonce, home, x, size, dc)
-  return nonce .. '|' .. home .. '|' .. x .. '|' .. size .. '|' .. dc
+-- A session message's record ends with '|<session id>' (includes/sessions.lua).
+local function lock_record(nonce, home, x, size, dc, sid)
+  local r = nonce .. '|' .. home .. '|' .. x .. '|' .. size .. '|' .. dc
+  if sid then return r .. '|' .. sid end
+  return r
 end
 
--- nonce, home ('r' ready | 'd' deferred), expires ms, size bytes, delivery count
+-- nonce, home ('r' ready | 'd' deferred), expires ms, size bytes, delivery count, session id (nil
+-- for a message without a session)
 local function parse_lock(v)
-  local nonce, home, x, size, dc = string.match(v, '^([^|]*)|(%a)|(%d+)|(%d+)|(%d+)$')
-  return nonce, home, tonumber(x), tonumber(size), tonumber(dc)
+  local nonce, home, x, size, dc, sid = string.match(v, '^([^|]*)|(%a)|(%d+)|(%d+)|(%d+)|?(.*)$')
+  if sid == '' then sid = nil end
+  return nonce, home, tonumber(x), tonumber(size), tonumber(dc), sid
 end
 
 -- Remove a message from its group for good.
@@ -92,9 +98,10 @@ end
 -- dead-letter group after max_dc deliveries, or away when it expired while locked.
 -- `undo` releases a lock that was never handed to a user: its delivery is not counted.
 local function release(G, cfg, seq, rec, now, undo)
-  local _, home, x, _, dc = parse_lock(rec)
+  local _, home, x, _, dc, sid = parse_lock(rec)
   redis.call('HDEL', G.lk, seq)
   redis.call('ZREM', G.locked, seq)
+  sess_unlocked(sid, seq)
   if undo then dc = dc - 1 end
   if dc > 0 then
     redis.call('HSET', G.dc, seq, dc)
@@ -119,6 +126,8 @@ local function release(G, cfg, seq, rec, now, undo)
   end
   if home == 'd' then
     redis.call('ZADD', G.deferred, seq, seq)
+  elseif sid then
+    sess_ready(SES, sid, seq)
   else
     redis.call('ZADD', G.ready, seq, seq)
   end
@@ -128,7 +137,18 @@ end
 local function sweep(G, cfg, now, limit)
   if G.main then
     local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', now, 'LIMIT', 0, limit)
-    if #due > 0 then
+    if #due > 0 and cfg.sess then
+      call_many('ZREM', K_SCHED, due)
+      for i = 1, #due do
+        local f = entry(G, due[i])
+        local sid = f and sess_of(f)
+        if sid then
+          sess_ready(SES, sid, due[i])
+        elseif f then
+          redis.call('ZADD', G.ready, due[i], due[i])
+        end
+      end
+    elseif #due > 0 then
       call_many('ZREM', K_SCHED, due)
       local pairs_ = {}
       for i = 1, #due do
@@ -152,7 +172,14 @@ local function sweep(G, cfg, now, limit)
     for i = 1, #old do
       local seq = old[i]
       redis.call('ZREM', K_EXP, seq)
-      if redis.call('ZREM', G.ready, seq) == 1 or redis.call('ZREM', G.deferred, seq) == 1 then
+      if cfg.sess then
+        local f = entry(G, seq)
+        local sid = f and sess_of(f)
+        if f and ((sid and redis.call('ZREM', SES.sr, skey(sid, seq)) == 1)
+                  or redis.call('ZREM', G.ready, seq) == 1 or redis.call('ZREM', G.deferred, seq) == 1) then
+          expire(cfg, seq, f)
+        end
+      elseif redis.call('ZREM', G.ready, seq) == 1 or redis.call('ZREM', G.deferred, seq) == 1 then
         local f = entry(G, seq)
         if f then expire(cfg, seq, f) end
       end

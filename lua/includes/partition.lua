@@ -1,5 +1,5 @@
 --[[
-  partition: names for the 17 keys every script receives, the server clock, config and error replies.
+  partition: names for the 23 keys every script receives, the server clock, config and error replies.
 
   Every sbredis script is called with the same KEYS list: all keys of one partition, all under one
   hash tag (see sbredis/_core/keys.py for the keyspace table):
@@ -10,6 +10,7 @@
     KEYS[10] exp   zset    seq -> expires-at ms (available and deferred messages with a TTL)
     KEYS[11] dd    zset    message_id -> end of its duplicate-detection window (ms)
     KEYS[12..17]   dead-letter group:       log ready locked lk dc deferred
+    KEYS[18..23]   sessions (SES):          sr sa sl sx sk ss (includes/sessions.lua)
   A group is: log (stream, id "<seq>-0", fields b blob, e enqueued ms, x expires ms [, r, rd, os]),
   ready (zset seq -> seq: available, oldest first), locked (zset seq -> locked-until ms),
   lk (hash seq -> lock record "nonce|home|expires|size|delivery count"), dc (hash seq ->
@@ -23,6 +24,7 @@ local MAIN = {log = KEYS[3], ready = KEYS[4], locked = KEYS[5], lk = KEYS[6], dc
               deferred = KEYS[8], main = true}
 local DLQ = {log = KEYS[12], ready = KEYS[13], locked = KEYS[14], lk = KEYS[15], dc = KEYS[16],
              deferred = KEYS[17], main = false}
+local SES = {sr = KEYS[18], sa = KEYS[19], sl = KEYS[20], sx = KEYS[21], sk = KEYS[22], ss = KEYS[23]}
 
 local function group_of(sub)
   if sub == 'd' then return DLQ end
@@ -42,11 +44,11 @@ end
 -- Entity settings, or nil when the entity does not exist (in this partition).
 local function load_cfg()
   local c = redis.call('HMGET', K_CFG, 'status', 'lock_ms', 'max_dc', 'ttl_ms', 'dl_exp',
-                       'dedup_ms', 'max_msg', 'max_size')
+                       'dedup_ms', 'max_msg', 'max_size', 'sess')
   if not c[1] then return nil end
   return {status = c[1], lock_ms = tonumber(c[2]), max_dc = tonumber(c[3]), ttl_ms = tonumber(c[4]),
           dl_exp = c[5] == '1', dedup_ms = tonumber(c[6]), max_msg = tonumber(c[7]),
-          max_size = tonumber(c[8])}
+          max_size = tonumber(c[8]), sess = c[9] == '1'}
 end
 
 -- nil when receiving (and settling) is allowed, else the error reply to return.

@@ -2,6 +2,8 @@
   settle: apply a settlement to messages whose locks were checked with held() (includes/messages.lua):
   complete, defer, dead-letter and renew (abandon is messages.lua's release()). Shared by the
   single-operation scripts and tx_commit. Needs includes/partition.lua and includes/messages.lua.
+  A session message's settlement also drops it from its session's locked set (sess_unlocked); its
+  lock check is held()'s, since a session message's lock is the session lock (includes/sessions.lua).
 ]]
 
 -- Remove completed messages: seqs with their lock records recs (false entries are skipped).
@@ -11,7 +13,8 @@ local function complete_held(G, seqs, recs)
   for i = 1, #seqs do
     local rec = recs[i]
     if rec then
-      local _, _, _, sz, dc = parse_lock(rec)
+      local _, _, _, sz, dc, sid = parse_lock(rec)
+      sess_unlocked(sid, seqs[i])
       size = size + sz
       done[#done + 1] = seqs[i]
       if dc > 1 then counted[#counted + 1] = seqs[i] end
@@ -28,7 +31,8 @@ end
 
 -- Set a locked message aside (deferred), keeping its delivery count and its expiry.
 local function defer_held(G, seq, rec)
-  local _, _, x, _, dc = parse_lock(rec)
+  local _, _, x, _, dc, sid = parse_lock(rec)
+  sess_unlocked(sid, seq)
   redis.call('HSET', G.dc, seq, dc)
   redis.call('HDEL', G.lk, seq)
   redis.call('ZREM', G.locked, seq)
@@ -38,7 +42,8 @@ end
 
 -- Move a locked main-queue message (log entry f) to the dead-letter group with the caller's reason.
 local function dead_letter_held(seq, rec, f, reason, description)
-  local _, _, _, _, dc = parse_lock(rec)
+  local _, _, _, _, dc, sid = parse_lock(rec)
+  sess_unlocked(sid, seq)
   redis.call('HDEL', MAIN.lk, seq)
   redis.call('ZREM', MAIN.locked, seq)
   dead_letter(seq, f, reason, description, dc)

@@ -1,18 +1,22 @@
 --[[
   store: check and store new messages in the partition's main queue (send, tx_commit).
-  Needs includes/partition.lua first.
+  Needs includes/partition.lua first; brings includes/sessions.lua with it. On a session entity
+  every message needs a session id and goes to its session, not to ready.
 
   The messages are ARGV[b + 1 ...], 4 per message: message_id ('' when duplicate detection does
   not apply), ttl_ms (0: the entity default), scheduled_ms (0: now), blob.
 ]]
+--@include sessions
 
 -- nil when the n messages may be stored, else the error reply: SIZE (a message over max_msg, or
--- with `batch` their sum), QUOTA (the entity would be over max_size).
+-- with `batch` their sum), QUOTA (the entity would be over max_size), NOSESSION (a session entity
+-- and a message without a session id).
 local function store_check(cfg, b, n, batch)
   local total = 0
   for i = 1, n do
     local size = #ARGV[b + 4 * i]
     if size > cfg.max_msg then return fail('SIZE') end
+    if cfg.sess and not blob_sid(ARGV[b + 4 * i]) then return fail('NOSESSION') end
     total = total + size
   end
   if batch and total > cfg.max_msg then return fail('SIZE') end
@@ -68,10 +72,17 @@ local function store(cfg, now, b, n, out)
       if at > now then enq = at end
       local x = 0
       if ttl > 0 then x = enq + ttl end
-      redis.call('XADD', MAIN.log, seq .. '-0', 'b', blob, 'e', enq, 'x', x)
+      local sid = cfg.sess and blob_sid(blob)
+      if sid then
+        redis.call('XADD', MAIN.log, seq .. '-0', 'b', blob, 'e', enq, 'x', x, 's', sid)
+      else
+        redis.call('XADD', MAIN.log, seq .. '-0', 'b', blob, 'e', enq, 'x', x)
+      end
       if enq > now then
         sched[#sched + 1] = enq
         sched[#sched + 1] = seq
+      elseif sid then
+        sess_ready(SES, sid, seq)
       else
         ready[#ready + 1] = seq
         ready[#ready + 1] = seq

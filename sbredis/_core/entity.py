@@ -219,8 +219,8 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
     p.partition_count = _int("partition_count", p.partition_count or default_count, 1, MAX_PARTITIONS)
     if not p.enable_partitioning and p.partition_count != 1:
         raise InvalidOperationError("partition_count needs enable_partitioning=True")
-    if p.requires_session:
-        raise InvalidOperationError("requires_session is not supported by this sbredis version yet")
+    if p.requires_session and p.forward_to:
+        raise InvalidOperationError("requires_session with forward_to is not supported by this sbredis version yet")
     return p
 
 
@@ -240,4 +240,5 @@ def partition_config(p: QueueProperties, partition: int) -> dict[str, str | int]
         "max_size": p.max_size_in_megabytes * 1024 * 1024,
         "fwd": p.forward_to or "",
         "fwdl": p.forward_dead_lettered_messages_to or "",
+        "sess": int(p.requires_session),
     }

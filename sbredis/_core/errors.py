@@ -27,6 +27,23 @@ LUA_ERRORS: dict[str, tuple[type[ex.ServiceBusError], str]] = {
         "A sequence number does not name a message in the expected state on '{entity}'.",
     ),
     "INVALID": (ex.InvalidOperationError, "The operation is not valid on '{entity}'."),
+    "NOSESSION": (
+        ex.InvalidOperationError,
+        "'{entity}' requires sessions: every message sent to it needs a session_id (nothing was stored).",
+    ),
+    "SESSIONREQ": (
+        ex.InvalidOperationError,
+        "'{entity}' requires sessions: receive with a session receiver (session_id=<id> or NEXT_AVAILABLE_SESSION).",
+    ),
+    "NOTSESSIONFUL": (
+        ex.InvalidOperationError,
+        "'{entity}' does not require sessions: a session receiver cannot be used on it (omit session_id).",
+    ),
+    "HELD": (ex.SessionCannotBeLockedError, "Another receiver holds the session on '{entity}'."),
+    "LOST": (
+        ex.SessionLockLostError,
+        "The session lock on '{entity}' was lost (it elapsed, or another receiver took the session).",
+    ),
 }
 
 

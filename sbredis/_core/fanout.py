@@ -64,7 +64,15 @@ def meta_from_record(name: str, raw: dict[str, Any]) -> EntityMeta:
             name, t.partition_count, t.requires_duplicate_detection, t.max_message_size_in_kilobytes * 1024, "topic"
         )
     if kind == "subscription":
-        return EntityMeta(name, int(raw["_pc"]), False, int(raw["_mb"]), "subscription", bool(raw.get("forward_to")))
+        return EntityMeta(
+            name,
+            int(raw["_pc"]),
+            False,
+            int(raw["_mb"]),
+            "subscription",
+            bool(raw.get("forward_to")),
+            bool(raw.get("requires_session")),
+        )
     if kind != "queue":
         raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
     return EntityMeta.from_properties(QueueProperties.from_json(json.dumps(raw)))

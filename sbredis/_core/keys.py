@@ -1,8 +1,8 @@
 """Key names: the one place that builds them.
 
-Every partition of an entity owns 17 keys under one Redis Cluster hash tag, ``{sb:<entity>:<p>}``,
+Every partition of an entity owns 23 keys under one Redis Cluster hash tag, ``{sb:<entity>:<p>}``,
 so one script call touches one slot and partitions spread over the shards of a cluster. The
-scripts receive all 17 in this order (``lua/includes/partition.lua`` names them):
+scripts receive all 23 in this order (``lua/includes/partition.lua`` names them):
 
 ``cfg`` (hash)
     The entity's settings copied into the partition (status, lock_ms, max_dc, ttl_ms, dl_exp,
@@ -40,8 +40,22 @@ scripts receive all 17 in this order (``lua/includes/partition.lua`` names them)
 ``d:log`` ... ``d:deferred``
     The dead-letter subqueue, shaped like the main queue (log, ready, locked, lk, dc, deferred);
     its entries add ``r`` (reason), ``rd`` (description) and ``os`` (the main-queue seq).
+``sr`` ... ``ss``
+    Sessions (used only when the entity's cfg says ``sess`` = 1, i.e. ``requires_session``; see
+    ``lua/includes/sessions.lua``). session_id is the partition key, so a session lives in one
+    partition. A session message's log entry adds ``s`` (its session id) and its lock record
+    ends in ``|<session id>``. ``sr`` (sorted set, all scores 0, ordered by member) holds the
+    available messages of every session as ``<session id> NUL <seq, 13 digits>``: one
+    ZRANGEBYLEX gives one session's messages in sequence order (a session's messages never go
+    to ``ready``). ``sa`` (sorted set) holds the sessions that have available messages and no
+    lock holder, score = the seq that made them available: NEXT_AVAILABLE_SESSION takes the
+    first. ``sl`` (hash) session id -> lock ``nonce|locked-until ms``; ``sx`` (sorted set)
+    session id -> locked-until ms, so elapsed session locks are found without a scan. ``sk``
+    (sorted set, members as ``sr``) the locked messages of each session: their message locks
+    end with the session lock (renewing the session renews them; losing it releases them).
+    ``ss`` (hash) session id -> session state, kept after the session's messages are gone.
 
-Key sets shaped like a partition (the same 17 names after another prefix, all under the owner's
+Key sets shaped like a partition (the same 23 names after another prefix, all under the owner's
 hash tag, so one script can touch several of them in one slot):
 
 ``{sb:<topic>:<p>}:<name>`` (a topic partition)
@@ -112,6 +126,12 @@ PARTITION_KEY_NAMES = (
     "d:lk",
     "d:dc",
     "d:deferred",
+    "sr",
+    "sa",
+    "sl",
+    "sx",
+    "sk",
+    "ss",
 )
 NUM_PARTITION_KEYS = len(PARTITION_KEY_NAMES)
 
@@ -166,7 +186,7 @@ def transfer_keys(owner: tuple[str, ...]) -> tuple[str, ...]:
 
 @lru_cache(maxsize=8192)
 def entity_keys(path: str, partition: int) -> tuple[str, ...]:
-    """The 17 keys of a partition of an entity path: ``queue``, ``topic``,
+    """The 23 keys of a partition of an entity path: ``queue``, ``topic``,
     ``topic/Subscriptions/sub``, or any of them followed by ``/$Transfer`` (its transfer queue)."""
     if path.endswith(TRANSFER):
         return transfer_keys(entity_keys(path[: -len(TRANSFER)], partition))

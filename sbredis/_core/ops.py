@@ -44,6 +44,7 @@ class EntityMeta:
     max_message_bytes: int
     kind: str = "queue"  # or "topic", "subscription"
     forwards: bool = False  # forward_to is set: what is stored moves on (see aio/_forwarder.py)
+    sessions: bool = False  # requires_session: every message needs a session_id (see session.py)
 
     @classmethod
     def from_properties(cls, p: QueueProperties) -> EntityMeta:
@@ -55,6 +56,7 @@ class EntityMeta:
             p.max_message_size_in_kilobytes * 1024,
             "queue",
             forwards,
+            p.requires_session,
         )
 
 
@@ -118,10 +120,12 @@ def plan_send(
 
     Raises:
         MessageSizeExceededError: a message, or the messages of one partition, exceed the limit.
-        InvalidOperationError: the entity is a topic.
+        InvalidOperationError: the entity is a topic, or requires sessions and a message has no session_id.
     """
     if meta.kind != "queue":
         raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}: send to a topic with get_topic_sender")
+    if meta.sessions:
+        check_session_ids(messages, meta.name)
     groups: dict[int, list[Any]] = {}
     sizes: dict[int, int] = {}
     where: list[int] = []
@@ -151,6 +155,15 @@ def plan_send(
         args[0] = (len(args) - 1) // 4
         calls.append(call("send", meta.name, p, *args))
     return calls, where
+
+
+def check_session_ids(messages: Iterable[ServiceBusMessage], entity: str) -> None:
+    """Raises InvalidOperationError when a message for a session entity has no session_id."""
+    for m in messages:
+        if not m.session_id:
+            raise InvalidOperationError(
+                f"'{entity}' requires sessions: every message sent to it needs a session_id (nothing was stored)."
+            )
 
 
 def pack(entries: Sequence[Sequence[ServiceBusMessage]], max_bytes: int, max_count: int = 1000) -> list[list[int]]:

@@ -2,7 +2,8 @@
 
 A lock is renewed when a third of its span (the lock duration) is left, by the server's clock as the
 receiver last saw it. All due locks of one receiver renew together (one script call per
-partition). Renewal of a message ends when it is settled, its receiver closes, the renewer closes,
+partition); a registered session (``receiver.session``) renews the session lock, which covers its
+messages. Renewal of a message ends when it is settled, its receiver closes, the renewer closes,
 a renewal fails (the on_lock_renew_failure callback gets the message and an AutoLockRenewFailed),
 or its max_lock_renewal_duration passes (AutoLockRenewTimeout is set on the message's
 ``auto_renew_error``; the lock then elapses as usual, and no callback runs, as in the Azure SDK).
@@ -44,6 +45,13 @@ class Registration:
     on_failure: FailureCallback | None
 
 
+def describe(renewable: Any) -> str:
+    """How a log line names a registered message or session."""
+    if getattr(renewable, "_is_session", False):
+        return f"session {renewable.session_id}"
+    return f"message {renewable.sequence_number}"
+
+
 def server_now_ms(receiver: Any) -> int:
     offset: int = receiver._clock_offset_ms
     return int(time.time() * 1000) + offset
@@ -69,12 +77,16 @@ class Schedule:
     ) -> None:
         if self.closed:
             raise InvalidOperationError("The AutoLockRenewer is closed; it takes no new registrations.")
-        if not isinstance(message, ServiceBusReceivedMessage):
-            raise InvalidArgumentError(f"register takes a received message, not {type(message).__name__}")
+        if not isinstance(message, ServiceBusReceivedMessage) and not getattr(message, "_is_session", False):
+            raise InvalidArgumentError(
+                f"register takes a received message or a receiver's session, not {type(message).__name__}"
+            )
         if not hasattr(receiver, "_renew_each"):
             raise InvalidArgumentError("register takes the receiver the message came from")
         if not message._nonce or message._settled:
-            raise InvalidOperationError("Only an unsettled message received in PEEK_LOCK mode holds a lock to renew.")
+            raise InvalidOperationError(
+                "Only an unsettled message received in PEEK_LOCK mode, or an open session, holds a lock to renew."
+            )
         if message.entity_name != receiver.entity_name:
             raise InvalidOperationError("The message was not received by this receiver.")
         duration = self.max_duration if max_lock_renewal_duration is None else check_duration(max_lock_renewal_duration)

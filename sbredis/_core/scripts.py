@@ -30,13 +30,20 @@ class Script:
     sha: str
 
 
-def _resolve(text: str, base: Path, seen: tuple[str, ...]) -> str:
+def _resolve(text: str, base: Path, seen: tuple[str, ...], done: set[str] | None = None) -> str:
+    """Inline includes, each once per script (a later line naming one already inlined is dropped:
+    an include may bring what it needs, e.g. messages brings sessions)."""
+    done = set() if done is None else done
+
     def inline(match: re.Match[str]) -> str:
         name = match.group(1)
         if name in seen:
             raise ValueError(f"include cycle through {name}")
+        if name in done:
+            return ""
+        done.add(name)
         body = (base / "includes" / f"{name}.lua").read_text()
-        return _resolve(body, base, (*seen, name))
+        return _resolve(body, base, (*seen, name), done)
 
     return _INCLUDE.sub(inline, text)
 
@@ -70,4 +77,10 @@ SCRIPT_NAMES = (
     "idle",
     "tx_commit",
     "siphon_lease",
+    "session_lock",
+    "session_receive",
+    "session_renew",
+    "session_release",
+    "session_state",
+    "session_list",
 )

@@ -221,7 +221,7 @@ def build_subscription(
 
     Raises:
         InvalidArgumentError: an unknown keyword, a wrong type or a value out of range.
-        InvalidOperationError: a setting this version does not support (sessions).
+        InvalidOperationError: a setting this version does not support (sessions with forward_to).
     """
     check_name(topic, "topic")
     check_subscription_name(name)
@@ -250,8 +250,8 @@ def build_subscription(
     p.forward_dead_lettered_messages_to = check_forward(
         path, "forward_dead_lettered_messages_to", p.forward_dead_lettered_messages_to
     )
-    if p.requires_session:
-        raise InvalidOperationError("requires_session is not supported by this sbredis version yet")
+    if p.requires_session and p.forward_to:
+        raise InvalidOperationError("requires_session with forward_to is not supported by this sbredis version yet")
     return p
 
 
@@ -324,6 +324,7 @@ def subscription_config(topic: TopicProperties, s: SubscriptionProperties, parti
         forward_to=s.forward_to,
         forward_dead_lettered_messages_to=s.forward_dead_lettered_messages_to,
         max_message_size_in_kilobytes=topic.max_message_size_in_kilobytes,
+        requires_session=s.requires_session,
     )
     cfg = partition_config(q, partition)
     cfg["dlf"] = int(s.dead_lettering_on_filter_evaluation_exceptions)
@@ -334,7 +335,7 @@ def transfer_config(owner: dict[str, str | int]) -> dict[str, str | int]:
     """The cfg of a transfer queue: the owner's status, lock and size settings; no expiry, no
     duplicate detection, no forwarding (its dead-letter group is the transfer dead-letter subqueue)."""
     cfg = dict(owner)
-    cfg.update(name=f"{owner['name']}{keys.TRANSFER}", ttl_ms=0, dl_exp=0, dedup_ms=0, fwd="", fwdl="")
+    cfg.update(name=f"{owner['name']}{keys.TRANSFER}", ttl_ms=0, dl_exp=0, dedup_ms=0, fwd="", fwdl="", sess=0)
     return cfg
 
 

@@ -267,11 +267,14 @@ class TopicAdministration:
 
         Raises:
             MessagingEntityNotFoundError: no such topic or subscription.
+            InvalidOperationError: requires_session would change.
         """
         if not isinstance(subscription, SubscriptionProperties):
             raise InvalidArgumentError("update_subscription takes the SubscriptionProperties from get_subscription")
         t, _ = self._topic_entry(topic_name)
         _, rec = self._subscription_entry(t.name, subscription.name)
+        if bool(kwargs.get("requires_session", subscription.requires_session)) != bool(rec.get("requires_session")):
+            raise InvalidOperationError("requires_session cannot change after creation")
         s = build_subscription(t.name, subscription.name, base=subscription, **kwargs)
         now = self._server_ms()
         path = subscription_path(t.name, s.name)

@@ -12,19 +12,23 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._core import codec, instrument, ops
+from .._core import session as sess
 from .._core.transaction import joinable
-from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
+from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSessionFilter, ServiceBusSubQueue
 from .._message import PARTITION_SHIFT, ServiceBusReceivedMessage
 from ..exceptions import (
     InvalidArgumentError,
     InvalidOperationError,
     MessageAlreadySettled,
     MessageLockLostError,
+    MessageNotFoundError,
     MessagingEntityNotFoundError,
     ServiceBusConnectionError,
     ServiceBusError,
+    SessionLockLostError,
 )
 from ._coalesce import Coalescer
+from ._session import ServiceBusSession
 
 if TYPE_CHECKING:
     from ._client import ServiceBusClient
@@ -41,6 +45,10 @@ class ServiceBusReceiver:
     asked for plus prefetch_count: those extra ones are kept locked ahead for the next calls, handed
     out only while their lock holds (the AutoLockRenewer does not renew them before), and released
     uncounted on close. Concurrent settlements (asyncio) coalesce into one script call per partition.
+
+    With a session_id (an id or NEXT_AVAILABLE_SESSION) it is a session receiver: it locks that
+    session when opened and receives, peeks and receives deferred messages of that session only;
+    ``session`` is the ServiceBusSession (see _session.py).
     """
 
     def __init__(
@@ -52,6 +60,7 @@ class ServiceBusReceiver:
         max_wait_time: float | None,
         prefetch_count: int,
         auto_lock_renewer: Any = None,
+        session_id: str | ServiceBusSessionFilter | None = None,
     ) -> None:
         self._client = client
         self.entity_name = entity
@@ -68,6 +77,12 @@ class ServiceBusReceiver:
         self._closed = False
         self._renewer = auto_lock_renewer
         self._settler = Coalescer(self._settle_now, SETTLE_PENDING_LIMIT)
+        self._session = None if session_id is None else ServiceBusSession(self, session_id)
+
+    @property
+    def session(self) -> ServiceBusSession | None:
+        """The session of a session receiver (None for other receivers)."""
+        return self._session
 
     # -- receiving
     def _meta(self) -> ops.EntityMeta:
@@ -116,6 +131,10 @@ class ServiceBusReceiver:
 
     def _receive_once(self, n: int) -> list[ServiceBusReceivedMessage]:
         meta = self._meta()
+        if self._session is not None:
+            return self._receive_session(n)
+        if meta.sessions and self._group == "m":
+            raise sess.refuse_plain_receive(self.entity_name)
         count = meta.partition_count
         nonce = ops.new_nonce()
         start = self._cursor % count
@@ -140,6 +159,17 @@ class ServiceBusReceiver:
         if not got and len(unreachable) == count:  # no partition answered at all
             raise next(iter(unreachable.values()))
         return got
+
+    def _receive_session(self, n: int) -> list[ServiceBusReceivedMessage]:
+        """Up to n messages of the session, in sequence order, locked under the session lock."""
+        s = self._session
+        assert s is not None
+        s._open()
+        c = sess.receive_call(self.entity_name, s._partition, s._key(), self._mode, n, s._nonce)
+        reply = self._client._transport.run(c, self.entity_name)
+        now, msgs = ops.parse_received(reply, self.entity_name, s._partition, self._group, s._nonce, self.receive_mode)
+        self._clock_offset_ms = now - int(time.time() * 1000)
+        return msgs
 
     def receive_messages(
         self, max_message_count: int | None = 1, max_wait_time: float | None = None
@@ -183,8 +213,9 @@ class ServiceBusReceiver:
             pause = min(pause * 2, _POLL_MAX)
 
     def _hand_out(self, messages: list[ServiceBusReceivedMessage]) -> list[ServiceBusReceivedMessage]:
-        """Register handed-out locked messages with the receiver's AutoLockRenewer, if any."""
-        if self._renewer is not None:
+        """Register handed-out locked messages with the receiver's AutoLockRenewer, if any (a
+        session receiver's renewer renews the session lock, which covers its messages)."""
+        if self._renewer is not None and self._session is None:
             for m in messages:
                 if m._nonce:
                     self._renewer.register(self, m)
@@ -196,6 +227,8 @@ class ServiceBusReceiver:
         now = int(time.time() * 1000) + self._clock_offset_ms
         while self._buffer and len(out) < n:
             m = self._buffer.popleft()
+            if self._session is not None and m._locked_ms:
+                m._locked_ms = self._session._locked_ms  # renewing the session renewed it
             if m._locked_ms == 0 or m._locked_ms > now:
                 out.append(m)
         return out
@@ -221,14 +254,22 @@ class ServiceBusReceiver:
             MessageNotFoundError: a number is not a deferred message (nothing was received).
         """
         seqs = [sequence_numbers] if isinstance(sequence_numbers, int) else list(sequence_numbers)
+        self._check_open()
         meta = self._meta()
         groups: dict[int, list[int]] = {}
         for s in seqs:
             p, local = ops.split_sequence_number(s, meta.partition_count)
             groups.setdefault(p, []).append(local)
-        nonce = ops.new_nonce()
+        nonce, session_id = ops.new_nonce(), ""
+        if self._session is not None:  # the session's messages only, locked under its lock
+            self._session._open()
+            nonce, session_id = self._session._nonce, self._session._key()
+            if set(groups) - {self._session._partition}:
+                raise MessageNotFoundError("A sequence number does not name a deferred message of this session.")
+        elif meta.sessions and self._group == "m":
+            raise sess.refuse_plain_receive(self.entity_name)
         calls = [
-            ops.call("receive_deferred", self.entity_name, p, self._group, self._mode, nonce, len(v), *v)
+            ops.call("receive_deferred", self.entity_name, p, self._group, self._mode, nonce, len(v), *v, session_id)
             for p, v in groups.items()
         ]
         replies = self._client._transport.run_many(calls, self.entity_name)
@@ -266,9 +307,18 @@ class ServiceBusReceiver:
         self._client._forwarder.pull(self.entity_name)  # messages forwarded here, still upstream
         meta = self._meta()
         first_p, first_local = start >> PARTITION_SHIFT, start & ops.LOCAL_MASK
+        parts, session_id = range(first_p, meta.partition_count), ""
+        if self._session is not None:  # that session's messages: its partition only
+            self._session._open()
+            session_id = self._session._key()
+            parts = (
+                range(self._session._partition, self._session._partition + 1)
+                if first_p <= self._session._partition
+                else range(0)
+            )
         calls = [
-            ops.call("peek", self.entity_name, p, self._group, first_local if p == first_p else 1, n)
-            for p in range(first_p, meta.partition_count)
+            ops.call("peek", self.entity_name, p, self._group, first_local if p == first_p else 1, n, session_id)
+            for p in parts
         ]
         msgs: list[ServiceBusReceivedMessage] = []
         for c, reply in zip(calls, self._run_many(calls), strict=True):
@@ -339,6 +389,15 @@ class ServiceBusReceiver:
                     error = error or st
             if error is not None:
                 outcomes.append(error)
+            elif lost and self._session is not None:
+                instrument.lock_lost(self.entity_name, name, len(lost))
+                outcomes.append(
+                    SessionLockLostError(
+                        f"The session lock on '{self.entity_name}' was lost (it elapsed, or another receiver took "
+                        f"the session); {len(lost)} message(s) could not be settled.",
+                        messages=lost,
+                    )
+                )
             elif lost:
                 instrument.lock_lost(self.entity_name, name, len(lost))
                 outcomes.append(
@@ -357,6 +416,12 @@ class ServiceBusReceiver:
         AutoLockRenewer): the message, or the error."""
         if self._closed:
             return [InvalidOperationError("the receiver is closed")] * len(messages)
+        if self._session is not None:  # the renewer renews a session receiver's session
+            try:
+                self._session.renew_lock()
+            except ServiceBusError as e:
+                return [e] * len(messages)
+            return list(messages)
         return self._settle_now(("renew", ()), [[m] for m in messages])
 
     def complete_message(self, message: ServiceBusReceivedMessage, *, transaction: Any = None) -> None:
@@ -431,7 +496,10 @@ class ServiceBusReceiver:
 
         Raises:
             MessageLockLostError: the lock elapsed or is not ours.
+            InvalidOperationError: a session receiver's message (renew the session's lock instead).
         """
+        if self._session is not None:
+            raise InvalidOperationError("A session message's lock is the session lock: renew receiver.session instead.")
         self._settle("renew", [message], (), transaction)
         return codec.from_ms(message._locked_ms)
 
@@ -447,7 +515,9 @@ class ServiceBusReceiver:
         self._closed = True
         pending = [m for m in self._buffer if m._nonce and not m._settled]
         self._buffer.clear()
-        if pending:
+        if self._session is not None:
+            self._session._release([m._local_seq for m in pending])
+        elif pending:
             groups = ops.settle_groups(pending, self.entity_name, self._group, "abandon")
             calls = [
                 ops.call("abandon", self.entity_name, p, self._group, *ops.lock_args(v), "1") for p, v in groups.items()
@@ -455,6 +525,8 @@ class ServiceBusReceiver:
             self._client._transport.run_many(calls, self.entity_name)
 
     def __enter__(self) -> ServiceBusReceiver:
+        if self._session is not None:
+            self._session._open()
         return self
 
     def __exit__(
@@ -464,4 +536,6 @@ class ServiceBusReceiver:
 
     def __repr__(self) -> str:
         sub = "" if self.sub_queue is None else f", sub_queue={self.sub_queue.value!r}"
+        if self._session is not None:
+            sub += f", session_id={self._session.session_id!r}"
         return f"ServiceBusReceiver(queue={self.entity_name!r}{sub})"

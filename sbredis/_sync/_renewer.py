@@ -7,7 +7,7 @@ import threading
 from types import TracebackType
 from typing import Any
 
-from .._core.renewal import FailureCallback, Registration, Schedule
+from .._core.renewal import FailureCallback, Registration, Schedule, describe
 
 log = logging.getLogger("sbredis")
 
@@ -70,7 +70,7 @@ class AutoLockRenewer:
     def _failed(self, reg: Registration, error: BaseException) -> None:
         with self._lock:
             callback, wrapped = self._schedule.failed(reg, error)
-        log.warning("auto lock renewal of message %s stopped: %s", reg.message.sequence_number, error)
+        log.warning("auto lock renewal of %s stopped: %s", describe(reg.message), error)
         if callback is not None:
             try:
                 callback(reg.message, wrapped)

@@ -1,15 +1,23 @@
 """The asyncio API: the same names as ``sbredis``, with async methods (as azure.servicebus.aio)."""
 
 from .._core.paired import PairedNamespaceMetrics, SendAvailabilityPairedNamespaceOptions
-from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
+from .._enums import (
+    NEXT_AVAILABLE_SESSION,
+    ServiceBusMessageState,
+    ServiceBusReceiveMode,
+    ServiceBusSessionFilter,
+    ServiceBusSubQueue,
+)
 from .._message import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
 from ._client import ServiceBusClient
 from ._receiver import ServiceBusReceiver
 from ._renewer import AutoLockRenewer
 from ._sender import ServiceBusSender
+from ._session import ServiceBusSession
 from ._transaction import ServiceBusTransaction
 
 __all__ = [
+    "NEXT_AVAILABLE_SESSION",
     "AutoLockRenewer",
     "PairedNamespaceMetrics",
     "SendAvailabilityPairedNamespaceOptions",
@@ -21,6 +29,8 @@ __all__ = [
     "ServiceBusReceivedMessage",
     "ServiceBusReceiver",
     "ServiceBusSender",
+    "ServiceBusSession",
+    "ServiceBusSessionFilter",
     "ServiceBusSubQueue",
     "ServiceBusTransaction",
 ]

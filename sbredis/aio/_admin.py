@@ -85,7 +85,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         """Apply `queue`'s properties (and keyword overrides) to the existing queue.
 
         Raises:
-            InvalidOperationError: enable_partitioning or partition_count would change.
+            InvalidOperationError: enable_partitioning, partition_count or requires_session would change.
             MessagingEntityNotFoundError: no such queue.
         """
         if not isinstance(queue, QueueProperties):
@@ -96,6 +96,8 @@ class ServiceBusAdministrationClient(TopicAdministration):
             wanted.partition_count and wanted.partition_count != current.partition_count
         ):
             raise InvalidOperationError("enable_partitioning and partition_count cannot change after creation")
+        if kwargs.get("requires_session", queue.requires_session) != current.requires_session:
+            raise InvalidOperationError("requires_session cannot change after creation")
         kwargs.pop("enable_partitioning", None)
         kwargs.pop("partition_count", None)
         base = replace(queue, partition_count=current.partition_count)

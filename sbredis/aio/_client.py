@@ -13,9 +13,10 @@ from .._core.fanout import meta_from_record
 from .._core.keys import REGISTRY, TRANSFER, subscription_path
 from .._core.ops import EntityMeta, check_count, check_wait
 from .._core.retry import RetryPolicy
+from .._core.session import check_session_id, list_calls, parse_list, refuse_session_receiver
 from .._core.topic_entity import check_subscription_name
 from .._core.transaction import DEFAULT_TIMEOUT
-from .._enums import ServiceBusReceiveMode, ServiceBusSubQueue
+from .._enums import ServiceBusReceiveMode, ServiceBusSessionFilter, ServiceBusSubQueue
 from ..exceptions import InvalidArgumentError, InvalidOperationError, MessagingEntityNotFoundError, ServiceBusError
 from ._forwarder import Forwarder
 from ._paired import PairedNamespace
@@ -132,6 +133,7 @@ class ServiceBusClient:
         max_wait_time: float | None = None,
         prefetch_count: int = 0,
         auto_lock_renewer: Any = None,
+        session_id: str | ServiceBusSessionFilter | None = None,
         **kwargs: Any,
     ) -> ServiceBusReceiver:
         """A receiver for a subscription, its dead-letter or its transfer dead-letter subqueue,
@@ -144,7 +146,9 @@ class ServiceBusClient:
         check_name(topic_name, "topic")
         check_subscription_name(subscription_name)
         path = subscription_path(topic_name, subscription_name)
-        return self._receiver(path, receive_mode, sub_queue, max_wait_time, prefetch_count, auto_lock_renewer, kwargs)
+        return self._receiver(
+            path, receive_mode, sub_queue, max_wait_time, prefetch_count, auto_lock_renewer, kwargs, session_id
+        )
 
     def get_queue_receiver(
         self,
@@ -155,19 +159,24 @@ class ServiceBusClient:
         max_wait_time: float | None = None,
         prefetch_count: int = 0,
         auto_lock_renewer: Any = None,
+        session_id: str | ServiceBusSessionFilter | None = None,
         **kwargs: Any,
     ) -> ServiceBusReceiver:
         """A receiver for `queue_name`, its dead-letter or its transfer dead-letter subqueue.
 
         prefetch_count: messages to keep locked ahead of what receive calls ask for.
-        auto_lock_renewer: an AutoLockRenewer that every locked message handed out is registered with.
+        auto_lock_renewer: an AutoLockRenewer that every locked message handed out is registered with
+        (a session receiver's session instead).
+        session_id: a session receiver (a queue that requires sessions): that session, or with
+        NEXT_AVAILABLE_SESSION any session with messages that no one holds (docs/sessions.md).
 
         Raises:
-            InvalidArgumentError: a bad name, mode, subqueue or option.
+            InvalidArgumentError: a bad name, mode, subqueue, session_id or option.
+            InvalidOperationError: session_id with a subqueue (subqueues have no sessions).
         """
         check_name(queue_name)
         return self._receiver(
-            queue_name, receive_mode, sub_queue, max_wait_time, prefetch_count, auto_lock_renewer, kwargs
+            queue_name, receive_mode, sub_queue, max_wait_time, prefetch_count, auto_lock_renewer, kwargs, session_id
         )
 
     def _receiver(
@@ -179,6 +188,7 @@ class ServiceBusClient:
         prefetch_count: int,
         auto_lock_renewer: Any,
         kwargs: dict[str, Any],
+        session_id: Any = None,
     ) -> ServiceBusReceiver:
         if kwargs:
             raise InvalidArgumentError(f"unknown receiver options: {', '.join(sorted(kwargs))}")
@@ -199,7 +209,13 @@ class ServiceBusClient:
             check_count("prefetch_count", prefetch_count)
         if auto_lock_renewer is not None and not hasattr(auto_lock_renewer, "register"):
             raise InvalidArgumentError("auto_lock_renewer must be an AutoLockRenewer")
-        receiver = ServiceBusReceiver(self, path, mode, sub, max_wait_time, prefetch_count, auto_lock_renewer)
+        if session_id is not None:
+            session_id = check_session_id(session_id)
+            if sub is not None:
+                raise InvalidOperationError("subqueues have no sessions: session_id cannot be used with sub_queue")
+        receiver = ServiceBusReceiver(
+            self, path, mode, sub, max_wait_time, prefetch_count, auto_lock_renewer, session_id
+        )
         self._handlers.add(receiver)
         return receiver
 
@@ -215,6 +231,34 @@ class ServiceBusClient:
         if check_wait("timeout", timeout) == 0:
             raise InvalidArgumentError("timeout must be positive")
         return ServiceBusTransaction(self, timeout)
+
+    async def list_queue_sessions(self, queue_name: str) -> list[str]:
+        """The ids of the queue's sessions that have available messages, a lock holder or state
+        (sessions with only deferred or scheduled messages are not listed), sorted.
+
+        Raises:
+            InvalidArgumentError: a bad name.
+            InvalidOperationError: the queue does not require sessions.
+            MessagingEntityNotFoundError.
+        """
+        check_name(queue_name)
+        return await self._list_sessions(queue_name)
+
+    async def list_subscription_sessions(self, topic_name: str, subscription_name: str) -> list[str]:
+        """As list_queue_sessions, for a subscription that requires sessions."""
+        check_name(topic_name, "topic")
+        check_subscription_name(subscription_name)
+        return await self._list_sessions(subscription_path(topic_name, subscription_name))
+
+    async def _list_sessions(self, path: str) -> list[str]:
+        meta = await self._entity(path, refresh=True)
+        if not meta.sessions:
+            raise refuse_session_receiver(path)
+        replies = await self._transport.run_many(list_calls(path, meta.partition_count), path)
+        for r in replies:
+            if isinstance(r, ServiceBusError):
+                raise r
+        return parse_list(replies)
 
     async def close(self) -> None:
         """Close the senders (waiting for queued sends) and receivers made here, then the connections."""

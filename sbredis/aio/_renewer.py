@@ -8,7 +8,7 @@ import logging
 from types import TracebackType
 from typing import Any
 
-from .._core.renewal import FailureCallback, Schedule
+from .._core.renewal import FailureCallback, Schedule, describe
 
 log = logging.getLogger("sbredis")
 
@@ -70,7 +70,7 @@ class AutoLockRenewer:
 
     async def _failed(self, reg: Any, error: BaseException) -> None:
         callback, wrapped = self._schedule.failed(reg, error)
-        log.warning("auto lock renewal of message %s stopped: %s", reg.message.sequence_number, error)
+        log.warning("auto lock renewal of %s stopped: %s", describe(reg.message), error)
         if callback is not None:
             try:
                 result = callback(reg.message, wrapped)

@@ -113,7 +113,7 @@ def test_unknown_keywords_are_named() -> None:
     [
         {"partition_count": 4},
         {"enable_partitioning": False, "partition_count": 16},
-        {"requires_session": True},
+        {"requires_session": True, "forward_to": "other"},
         {"forward_to": "q"},
         {"forward_dead_lettered_messages_to": "q"},
     ],
@@ -305,6 +305,7 @@ def test_partition_config_is_what_the_scripts_enforce() -> None:
         "max_size": 2 * 1024 * 1024,
         "fwd": "",
         "fwdl": "",
+        "sess": 0,
     }
 
 

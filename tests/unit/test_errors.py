@@ -42,6 +42,11 @@ def check_error(err: ex.ServiceBusError, cls: type[ex.ServiceBusError], retryabl
         ("QUOTA", ex.ServiceBusQuotaExceededError),
         ("NOMSG", ex.MessageNotFoundError),
         ("INVALID", ex.InvalidOperationError),
+        ("NOSESSION", ex.InvalidOperationError),
+        ("SESSIONREQ", ex.InvalidOperationError),
+        ("NOTSESSIONFUL", ex.InvalidOperationError),
+        ("HELD", ex.SessionCannotBeLockedError),
+        ("LOST", ex.SessionLockLostError),
     ],
 )
 def test_lua_error_codes(code: str, cls: type[ex.ServiceBusError]) -> None:
@@ -52,7 +57,19 @@ def test_lua_error_codes(code: str, cls: type[ex.ServiceBusError]) -> None:
 
 
 def test_every_lua_code_is_tested() -> None:
-    assert set(LUA_ERRORS) == {"NOTFOUND", "DISABLED", "SIZE", "QUOTA", "NOMSG", "INVALID"}
+    assert set(LUA_ERRORS) == {
+        "NOTFOUND",
+        "DISABLED",
+        "SIZE",
+        "QUOTA",
+        "NOMSG",
+        "INVALID",
+        "NOSESSION",
+        "SESSIONREQ",
+        "NOTSESSIONFUL",
+        "HELD",
+        "LOST",
+    }
 
 
 def test_unknown_lua_code_is_a_plain_service_bus_error() -> None:

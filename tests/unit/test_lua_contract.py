@@ -5,14 +5,15 @@ What is checked, per composed script (``sbredis._core.scripts.load``):
 * the header comment names KEYS and ARGV, and documents every literal ``ARGV[n]`` and every
   ``fail('CODE')`` the script uses; every code maps to an exception in ``_core.errors``;
 * file names and ``SCRIPT_NAMES`` agree, includes resolve, nothing is left unresolved;
-* every script Python calls gets the 17 keys of one partition (one cluster slot), or for the
-  scripts that include ``keysets`` (publish, forwarding, idle) 17 more per further partition-shaped
-  key set under the same hash tag; ``includes/partition.lua`` binds ``KEYS[1..17]`` in the order of
+* every script Python calls gets the 23 keys of one partition (one cluster slot), or for the
+  scripts that include ``keysets`` (publish, forwarding, idle) 23 more per further partition-shaped
+  key set under the same hash tag; ``includes/partition.lua`` binds ``KEYS[1..23]`` in the order of
   ``keys.PARTITION_KEY_NAMES`` and ``includes/keysets.lua`` the further sets the same way;
 * no keyspace scans (KEYS, SCAN, RANDOMKEY) and no key names built in Lua. The heuristic: the
   scripts are tokenised (comments dropped, strings kept) and for every ``redis.call`` /
   ``redis.pcall`` / ``call_many`` the second argument must be exactly one named key variable
-  (``K_CFG``, ``MAIN.ready``, ``G.log``, ``S.m.log``, ``T.st``, ...), and ``KEYS`` may only appear,
+  (``K_CFG``, ``MAIN.ready``, ``G.log``, ``S.m.log``, ``T.st``, ``SES.sr``, ``Z.sa`` (a session key
+  table: SES or a key set's ``ses``), ...), and ``KEYS`` may only appear,
   indexed by an integer literal, in ``includes/partition.lua`` (or by ``b + literal`` in
   ``includes/keysets.lua``). A further key set is always bound to a variable named S or T. The
   only key-less command allowed is TIME; ``call_many``'s own body forwards its ``key`` parameter;
@@ -46,6 +47,7 @@ PY_CALLERS = [
     ROOT / "sbredis" / "_core" / "fanout.py",
     ROOT / "sbredis" / "_core" / "transaction.py",
     ROOT / "sbredis" / "_core" / "paired.py",
+    ROOT / "sbredis" / "_core" / "session.py",
 ]
 KEYSET_VARIABLES = ("S", "T")  # names a script binds a further key set (includes/keysets.lua) to
 KEYSET_SCRIPTS = {"publish", "cancel_topic_scheduled", "forward_out", "forward_ack", "idle", "tx_commit"}
@@ -204,12 +206,15 @@ def key_variables(keysets: bool = False) -> set[str]:
     """Expressions that name a partition key: the bindings, plus G.<field> for a group table; with
     `keysets`, the fields of a further key set bound to S or T (includes/keysets.lua)."""
     names = set(partition_bindings())
-    names |= {"G." + n.split(".", 1)[1] for n in names if "." in n}
+    session_fields = {n.split(".", 1)[1] for n in names if n.startswith("SES.")}
+    names |= {"G." + n.split(".", 1)[1] for n in names if n.startswith(("MAIN.", "DLQ."))}
+    names |= {"Z." + f for f in session_fields}
     if keysets:
-        fields = {n.split(".", 1)[1] for n in partition_bindings() if "." in n}
+        fields = {n.split(".", 1)[1] for n in partition_bindings() if n.startswith(("MAIN.", "DLQ."))}
         for v in KEYSET_VARIABLES:
             names |= {f"{v}.{k}" for k in ("cfg", "st", "sched", "exp", "dd")}
             names |= {f"{v}.{g}.{f}" for g in ("m", "d") for f in fields}
+            names |= {f"{v}.ses.{f}" for f in session_fields}
     return names
 
 
@@ -331,8 +336,8 @@ def test_partition_lua_binds_all_keys_in_keys_py_order() -> None:
             name = var[2:].lower()
         else:
             table, field = var.split(".")
-            assert table in ("MAIN", "DLQ"), var
-            name = field if table == "MAIN" else "d:" + field
+            assert table in ("MAIN", "DLQ", "SES"), var
+            name = "d:" + field if table == "DLQ" else field
         assert keys.PARTITION_KEY_NAMES[idx - 1] == name, (
             f"partition.lua binds {var} to KEYS[{idx}] but keys.py puts {keys.PARTITION_KEY_NAMES[idx - 1]!r} there"
         )
@@ -362,7 +367,7 @@ def test_keysets_lua_binds_each_further_set_in_keys_py_order() -> None:
     assert sorted(int(o) for _, o in pairs) == list(range(1, keys.NUM_PARTITION_KEYS + 1))
     for field, off in pairs:
         expected = keys.PARTITION_KEY_NAMES[int(off) - 1]
-        if field not in ("cfg", "st", "sched", "exp", "dd") and int(off) >= 12:
+        if field not in ("cfg", "st", "sched", "exp", "dd") and 12 <= int(off) <= 17:
             field = "d:" + field  # the dead-letter group's fields repeat the main group's names
         assert expected == field, (field, off, expected)
 
@@ -394,12 +399,13 @@ def _tx_call() -> ops.Call:
 
 @pytest.mark.parametrize(("c", "sets"), _multi_keyset_calls())
 def test_multi_keyset_calls_stay_in_one_slot(c: ops.Call, sets: int) -> None:
-    """publish/forwarding/idle calls pass 17 keys per key set, all under one partition's hash tag."""
+    """publish/forwarding/idle calls pass 23 keys per key set, all under one partition's hash tag."""
     assert len(c.keys) == sets * keys.NUM_PARTITION_KEYS
     assert len(set(c.keys)) == len(c.keys)
     assert len({key_slot(k.encode()) for k in c.keys}) == 1
     for i in range(sets):
-        chunk = c.keys[i * 17 : (i + 1) * 17]
+        n = keys.NUM_PARTITION_KEYS
+        chunk = c.keys[i * n : (i + 1) * n]
         assert [k.rsplit(":", 1)[1] for k in chunk] == [n.rsplit(":", 1)[-1] for n in keys.PARTITION_KEY_NAMES]
     if c.script.name in KEYSET_SCRIPTS:
         assert "--@include keysets" in (LUA / f"{c.script.name}.lua").read_text()
@@ -427,7 +433,7 @@ def test_called_scripts_get_the_partition_keys_in_one_slot(name: str, entity: st
     c = ops.call(name, entity, partition)
     assert c.script is scripts.load(name)
     assert c.partition == partition
-    assert len(c.keys) == keys.NUM_PARTITION_KEYS == 17
+    assert len(c.keys) == keys.NUM_PARTITION_KEYS == 23
     assert c.keys == keys.partition_keys(entity, partition)
     assert len(set(c.keys)) == len(c.keys)
     assert all(k.startswith(keys.partition_tag(entity, partition) + ":") for k in c.keys)

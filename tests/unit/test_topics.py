@@ -70,7 +70,7 @@ def test_subscription_defaults_and_validation() -> None:
         topic_entity.build_subscription("t", "s", forward_to="x/Subscriptions/y")
     assert topic_entity.build_subscription("t", "s", forward_to="q").forward_to == "q"
     with pytest.raises(InvalidOperationError):
-        topic_entity.build_subscription("t", "s", requires_session=True)
+        topic_entity.build_subscription("t", "s", requires_session=True, forward_to="q")
 
 
 def test_auto_delete_minimum_and_the_test_bound(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,7 +124,7 @@ def test_plan_publish_groups_by_partition_with_the_cached_subscription_set() -> 
     assert sorted({c.partition for c in calls}) == sorted(set(where))
     for c in calls:
         k = int(c.args[1])
-        assert len(c.keys) == 17 * (1 + k)
+        assert len(c.keys) == keys.NUM_PARTITION_KEYS * (1 + k)
         if c.partition == 1:
             assert c.args[:4] == ("7", 2, "a", "b")
         else:
@@ -141,7 +141,7 @@ def test_stale_reply_rebuilds_the_call() -> None:
     assert subs == fanout.TopicSubs("3", ("a", "b"), ("a",))
     again = fanout.rebuild(call, "t", subs)
     assert again.args[:4] == ("3", 2, "a", "b") and again.args[4:] == call.args[2:]
-    assert again.keys[17:34] == keys.subscription_keys("t", "a", 2)
+    assert again.keys[23:46] == keys.subscription_keys("t", "a", 2)
     assert fanout.stale_subs([1234, 5]) is None
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from sbredis import ServiceBusMessage
 from sbredis._core import fanout
-from sbredis._core.keys import partition_tag
+from sbredis._core.keys import NUM_PARTITION_KEYS, partition_tag
 from sbredis._core.ops import EntityMeta, partition_of
 from sbredis._core.transaction import MAX_OPERATIONS, TxBuffer, joinable
 from sbredis.exceptions import InvalidArgumentError, InvalidOperationError, MessageSizeExceededError
@@ -28,7 +28,7 @@ def test_the_first_queue_send_is_home_and_the_rest_goes_via_its_transfer_queue()
     p = partition_of("k", 4)
     assert (plan.home, plan.partition, plan.transfers) == ("q4", p, ("t2", "q1"))
     assert plan.call.keys[0] == f"{partition_tag('q4', p)}:cfg"
-    assert plan.call.keys[17] == f"{partition_tag('q4', p)}:x:cfg"
+    assert plan.call.keys[NUM_PARTITION_KEYS] == f"{partition_tag('q4', p)}:x:cfg"
     args = plan.call.args
     assert args[1:3] == (600_000, 0)  # marker time, no settlements
     assert args[3] == 2  # "a" and "c" stored in the home partition

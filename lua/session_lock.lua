@@ -1,0 +1,47 @@
+--[[
+  session_lock: lock one session of this partition for a receiver: a named one, or the first
+  session with available messages that no one holds (NEXT_AVAILABLE_SESSION). Elapsed session
+  locks are freed first; due scheduled messages become available in their sessions.
+  KEYS: the partition's 23 keys (includes/partition.lua)
+  ARGV[1] session id ('' for the next available)   ARGV[2] lock nonce   ARGV[3] sweep limit
+  Returns: {now_ms, locked_until_ms, session id}; {now_ms, 0, ''} when ARGV[1] is '' and no
+           session is available here
+  Errors:  NOTFOUND  DISABLED  NOTSESSIONFUL (the entity does not require sessions)
+           HELD (another receiver holds the named session)
+]]
+--@include partition
+--@include messages
+--@include session_locks
+local cfg = load_cfg()
+local bad = check_receive(cfg)
+if bad then return bad end
+if not cfg.sess then return fail('NOTSESSIONFUL') end
+local sid = ARGV[1]
+local nonce = ARGV[2]
+local limit = tonumber(ARGV[3])
+local now = now_ms()
+sweep(MAIN, cfg, now, limit)
+sess_sweep(cfg, now, limit)
+local untl = now + cfg.lock_ms
+touch(now)
+if sid ~= '' then
+  local holder, until_ = sess_lock_of(SES, sid)
+  if holder == nonce and until_ >= now then return {now, until_, sid} end  -- a retried call
+  if holder then
+    if until_ >= now then return fail('HELD') end
+    sess_free(cfg, sid, now, false)
+  end
+  sess_take(sid, nonce, untl)
+  return {now, untl, sid}
+end
+for _ = 1, limit do
+  local top = redis.call('ZRANGE', SES.sa, 0, 0)
+  if #top == 0 then break end
+  local cand = top[1]
+  if redis.call('HEXISTS', SES.sl, cand) == 0 and #sess_members(SES, false, cand, 1) > 0 then
+    sess_take(cand, nonce, untl)
+    return {now, untl, cand}
+  end
+  redis.call('ZREM', SES.sa, cand)
+end
+return {now, 0, ''}
