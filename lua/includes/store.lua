@@ -11,14 +11,21 @@
 -- nil when the n messages may be stored, else the error reply: SIZE (a message over max_msg, or
 -- with `batch` their sum), QUOTA (the entity would be over max_size), NOSESSION (a session entity
 -- and a message without a session id).
+local STORE_SIDS = {}  -- ARGV base -> the session ids store_check read (session entities)
+
 local function store_check(cfg, b, n, batch)
   local total = 0
+  local sids = {}
   for i = 1, n do
     local size = #ARGV[b + 4 * i]
     if size > cfg.max_msg then return fail('SIZE') end
-    if cfg.sess and not blob_sid(ARGV[b + 4 * i]) then return fail('NOSESSION') end
+    if cfg.sess then
+      sids[i] = blob_sid(ARGV[b + 4 * i])
+      if not sids[i] then return fail('NOSESSION') end
+    end
     total = total + size
   end
+  if cfg.sess then STORE_SIDS[b] = sids end
   if batch and total > cfg.max_msg then return fail('SIZE') end
   local stored = tonumber(redis.call('HGET', K_ST, 'size') or '0')
   if stored + total > cfg.max_size then return fail('QUOTA') end
@@ -58,6 +65,7 @@ local function store(cfg, now, b, n, out)
     for i = 1, n do out[o + i] = 0 end
     return
   end
+  local sids = STORE_SIDS[b] or {}
   local seq = redis.call('HINCRBY', K_ST, 'seq', fresh) - fresh
   local ready, sched, exp = {}, {}, {}
   local added = 0
@@ -72,7 +80,7 @@ local function store(cfg, now, b, n, out)
       if at > now then enq = at end
       local x = 0
       if ttl > 0 then x = enq + ttl end
-      local sid = cfg.sess and blob_sid(blob)
+      local sid = cfg.sess and (sids[i] or blob_sid(blob))
       if sid then
         redis.call('XADD', MAIN.log, seq .. '-0', 'b', blob, 'e', enq, 'x', x, 's', sid)
       else
