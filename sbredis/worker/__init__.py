@@ -9,12 +9,13 @@
 
 The same from the command line: ``sbredis worker myapp.handlers:handle --entity orders
 --concurrency 8 --prefetch 16`` (``sbredis worker --help`` lists the options and exit codes).
-Sessions and topic subscriptions are not in sbredis yet: ``session=True`` and ``subscription=``
-raise :class:`NotSupportedYetError`.
+``subscription=`` (``--subscription``) processes a topic subscription; ``session=True``
+(``--session``) processes an entity that requires sessions: up to ``concurrency`` sessions at
+once, each one message at a time in order.
 """
 
 from ._app import App, Task
 from ._middleware import Middleware
-from ._processor import DeadLetter, ExitCode, NotSupportedYetError, Worker
+from ._processor import DeadLetter, ExitCode, Worker
 
-__all__ = ["App", "DeadLetter", "ExitCode", "Middleware", "NotSupportedYetError", "Task", "Worker"]
+__all__ = ["App", "DeadLetter", "ExitCode", "Middleware", "Task", "Worker"]

@@ -12,13 +12,14 @@ from typing import Any
 from sbredis.exceptions import ServiceBusError
 
 from ._app import App
-from ._processor import ExitCode, NotSupportedYetError, Worker
+from ._processor import ExitCode, Worker
 
 EPILOG = """\
 exit codes:
   0    stopped (SIGTERM, SIGINT) and every handler in flight finished within the grace period
-  1    fatal error (the queue does not exist, Redis failed in a way retrying cannot fix)
-  2    usage: bad arguments, a TARGET that cannot be imported, --session (not supported yet)
+  1    fatal error (the entity does not exist, --session on an entity without sessions or
+       without it on one that requires them, Redis failed in a way retrying cannot fix)
+  2    usage: bad arguments, a TARGET that cannot be imported
   3    the grace period ended with handlers still running: their messages were abandoned
   130  a second SIGINT forced the stop: the messages in flight were abandoned
 """
@@ -31,15 +32,26 @@ class UsageError(Exception):
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="sbredis worker",
-        description="Run a handler on every message of a queue: success completes, an exception abandons "
-        "(or dead-letters, for --dead-letter-on types); locks are renewed while it runs.",
+        description="Run a handler on every message of a queue or subscription: success completes, an exception "
+        "abandons (or dead-letters, for --dead-letter-on types); locks are renewed while it runs.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("target", help="module:function (gets a ServiceBusReceivedMessage) or module:app (an sbredis App)")
     p.add_argument("--entity", help="the queue, or the topic with --subscription (optional for an App using one queue)")
     p.add_argument("--subscription", help="process this subscription of the topic --entity")
-    p.add_argument("--session", action="store_true", help="process sessions one at a time (not supported yet)")
+    p.add_argument(
+        "--session",
+        action="store_true",
+        help="the entity requires sessions: process up to --concurrency sessions at once, each one message "
+        "at a time in order",
+    )
+    p.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        default=1.0,
+        help="seconds without messages after which a session is let go of (default 1)",
+    )
     p.add_argument("--url", default=os.environ.get("SBREDIS_URL"), help="redis://, rediss:// or unix:// ($SBREDIS_URL)")
     p.add_argument("--concurrency", type=int, default=8, help="handlers running at once (default 8)")
     p.add_argument("--prefetch", type=int, default=16, help="messages fetched ahead (default 16)")
@@ -83,10 +95,8 @@ def build(args: argparse.Namespace) -> Worker:
     """The Worker the arguments describe.
 
     Raises:
-        UsageError, NotSupportedYetError, InvalidArgumentError.
+        UsageError, InvalidArgumentError.
     """
-    if args.session:
-        raise NotSupportedYetError("--session: sessions are not supported yet (sbredis has no session receivers)")
     target = load(args.target)
     if not args.url and not isinstance(target, App):
         raise UsageError("give --url (or set SBREDIS_URL)")
@@ -99,6 +109,7 @@ def build(args: argparse.Namespace) -> Worker:
     options: dict[str, Any] = dict(
         subscription=args.subscription,
         session=args.session,
+        session_idle_timeout=args.session_idle_timeout,
         concurrency=args.concurrency,
         prefetch=args.prefetch,
         dead_letter_on=dead_letter_on,
@@ -111,8 +122,6 @@ def build(args: argparse.Namespace) -> Worker:
             target.url = args.url
         try:
             return target.worker(args.entity, **options)
-        except NotSupportedYetError:
-            raise
         except ValueError as e:  # no single entity
             raise UsageError(str(e)) from e
     if not callable(target):

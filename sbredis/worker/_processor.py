@@ -1,5 +1,5 @@
 """Worker: runs a handler on every message of a queue or a topic subscription (the Service Bus
-processor shape).
+processor shape), or with ``session=True`` on every session of a session entity (_sessions.py).
 
 The handler gets a ServiceBusReceivedMessage. When it returns, the message is completed; when it
 raises, the message is abandoned (delivered again, counted; after the queue's max_delivery_count
@@ -43,9 +43,10 @@ from sbredis._core.keys import subscription_path
 from sbredis._core.topic_entity import check_subscription_name
 from sbredis.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver
 from sbredis.aio.management import ServiceBusAdministrationClient
-from sbredis.exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusError
+from sbredis.exceptions import InvalidArgumentError, ServiceBusError
 
 from ._middleware import Middleware
+from ._sessions import SessionSlots
 
 log = logging.getLogger("sbredis.worker")
 
@@ -58,8 +59,7 @@ class ExitCode(IntEnum):
     OK (0): stopped, and every handler in flight finished within the grace period.
     ERROR (1): a fatal error: the queue does not exist, Redis refused or failed a call in a way
         that retrying cannot fix (handlers in flight were drained first).
-    USAGE (2): bad arguments, a handler that cannot be imported, or an option that is not
-        supported yet (--session).
+    USAGE (2): bad arguments, or a handler that cannot be imported.
     GRACE_EXPIRED (3): the grace period ended with handlers still running; their messages were
         abandoned.
     FORCED (130): a second SIGINT (or stop(force=True)) ended the drain; in-flight messages were
@@ -71,10 +71,6 @@ class ExitCode(IntEnum):
     USAGE = 2
     GRACE_EXPIRED = 3
     FORCED = 130
-
-
-class NotSupportedYetError(InvalidOperationError):
-    """A worker option that sbredis cannot serve yet (session processing)."""
 
 
 class DeadLetter(Exception):  # noqa: N818 - an instruction, not an error
@@ -131,8 +127,11 @@ def _resolve(fut: asyncio.Future[Any], result: Any, error: BaseException | None)
 class Worker:
     """Processes the messages of `entity` with `handler` (see the module docstring).
 
+    With ``session=True`` the entity must require sessions: ``concurrency`` sessions are processed
+    at once, each one message at a time in order (see _sessions.py); a session is let go of after
+    ``session_idle_timeout`` seconds without messages.
+
     Raises:
-        NotSupportedYetError: `session` (session processing is not in the worker yet).
         InvalidArgumentError: a bad entity or subscription name, concurrency, prefetch or duration.
     """
 
@@ -151,10 +150,9 @@ class Worker:
         max_lock_renewal_duration: float = 300.0,
         middleware: Iterable[Middleware] = (),
         poll_interval: float = 1.0,
+        session_idle_timeout: float = 1.0,
         **client_options: Any,
     ) -> None:
-        if session:
-            raise NotSupportedYetError("sessions are not supported yet: sbredis has no session receivers")
         if not callable(handler):
             raise InvalidArgumentError("handler must be callable")
         check_name(entity, "topic" if subscription is not None else "queue")
@@ -167,6 +165,7 @@ class Worker:
             ("grace_period", grace_period),
             ("max_lock_renewal_duration", max_lock_renewal_duration),
             ("poll_interval", poll_interval),
+            ("session_idle_timeout", session_idle_timeout),
         ):
             if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
                 raise InvalidArgumentError(f"{name} must be a non-negative number of seconds")
@@ -175,6 +174,8 @@ class Worker:
         self.entity = entity
         self.subscription = subscription
         self.path = entity if subscription is None else subscription_path(entity, subscription)
+        self.session = bool(session)
+        self.session_idle_timeout = float(session_idle_timeout)
         self.concurrency = concurrency
         self.prefetch = prefetch
         self.dead_letter_on = (dead_letter_on,) if isinstance(dead_letter_on, type) else tuple(dead_letter_on)
@@ -193,7 +194,7 @@ class Worker:
         self._forced = False
         self._room: asyncio.Event | None = None
         self._force_event: asyncio.Event | None = None
-        self._inflight: dict[asyncio.Task[None], ServiceBusReceivedMessage] = {}
+        self._inflight: dict[asyncio.Task[str | None], tuple[ServiceBusReceiver, ServiceBusReceivedMessage]] = {}
         self._released: set[int] = set()
 
     # -- control
@@ -256,50 +257,69 @@ class Worker:
         try:
             async with ServiceBusAdministrationClient.from_connection_string(self.url, **self.client_options) as admin:
                 if self.subscription is None:
-                    await admin.get_queue(self.entity)
+                    props: Any = await admin.get_queue(self.entity)
                 else:
-                    await admin.get_subscription(self.entity, self.subscription)
+                    props = await admin.get_subscription(self.entity, self.subscription)
         except ServiceBusError as e:
             log.error("cannot start a worker on %r: %s", self.path, e.message)
+            return ExitCode.ERROR
+        if bool(props.requires_session) != self.session:
+            log.error(
+                "cannot start a worker on %r: it %s sessions; %s",
+                self.path,
+                "requires" if props.requires_session else "does not require",
+                "use --session (session=True)" if props.requires_session else "omit --session (session=False)",
+            )
             return ExitCode.ERROR
         client = ServiceBusClient.from_connection_string(self.url, **self.client_options)
         renewer = AutoLockRenewer(
             max_lock_renewal_duration=self.max_lock_renewal_duration, on_lock_renew_failure=self._renew_failed
         )
-        options: dict[str, Any] = dict(prefetch_count=self.prefetch, auto_lock_renewer=renewer)
-        if self.subscription is None:
-            receiver = client.get_queue_receiver(self.entity, **options)
-        else:
-            receiver = client.get_subscription_receiver(self.entity, self.subscription, **options)
         log.info(
-            "worker on %r: concurrency %d, prefetch %d, %s handler",
+            "worker on %r: %sconcurrency %d, prefetch %d, %s handler",
             self.path,
+            "sessions, " if self.session else "",
             self.concurrency,
             self.prefetch,
             "async" if self._is_async else "thread",
         )
         code = ExitCode.OK
+        receiver: ServiceBusReceiver | None = None
+        sessions = SessionSlots(self, client, renewer)
         try:
             try:
-                await self._receive_loop(receiver)
+                if self.session:
+                    await sessions.run()
+                else:
+                    receiver = self._receiver(client, prefetch_count=self.prefetch, auto_lock_renewer=renewer)
+                    await self._receive_loop(receiver)
             except ServiceBusError as e:
                 log.error("worker on %r stops: %s", self.path, e.message)
                 code = ExitCode.ERROR
-            drained = await self._drain(receiver)
+            drained = await self._drain()
             if code is ExitCode.OK:
                 code = drained
         finally:
-            for closing in (receiver.close, renewer.close, client.close):
+            await sessions.close()
+            closing = [renewer.close, client.close]
+            if receiver is not None:
+                closing.insert(0, receiver.close)
+            for close in closing:
                 try:
-                    await closing()
+                    await close()
                 except Exception:
                     log.debug("closing failed", exc_info=True)
             self._pool.shutdown()
         log.info("worker on %r stopped (%s): %s", self.path, code.name, self.stats)
         return int(code)
 
+    def _receiver(self, client: ServiceBusClient, **options: Any) -> ServiceBusReceiver:
+        if self.subscription is None:
+            return client.get_queue_receiver(self.entity, **options)
+        return client.get_subscription_receiver(self.entity, self.subscription, **options)
+
     async def _receive_loop(self, receiver: ServiceBusReceiver) -> None:
-        assert self._room is not None and self._loop is not None
+        assert self._room is not None
         pause = 0.0
         while not self._stopping:
             free = self.concurrency - len(self._inflight)
@@ -311,32 +331,49 @@ class Worker:
             try:
                 messages = await receiver.receive_messages(max_message_count=free, max_wait_time=self.poll_interval)
             except ServiceBusError as e:
-                if not e.retryable:
-                    raise
-                pause = min(max(pause * 2, 0.1), 5.0)
-                log.warning("receive from %r failed (retrying in %.1f s): %s", self.path, pause, e.message)
-                await asyncio.sleep(pause)
+                pause = await self._back_off(e, pause, "receive from")
                 continue
             pause = 0.0
             await self._hook("after_receive", messages)
             self.stats["received"] += len(messages)
             for m in messages:
-                task = self._loop.create_task(self._process(receiver, m))
-                self._inflight[task] = m
-                task.add_done_callback(self._finished)
+                self._start(receiver, m)
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
+    async def _back_off(self, error: ServiceBusError, pause: float, what: str) -> float:
+        """Sleep before retrying after `error` (doubling `pause`, 0.1 to 5 s); returns the pause slept.
+
+        Raises:
+            ServiceBusError: `error`, when retrying cannot fix it.
+        """
+        if not error.retryable:
+            raise error
+        pause = min(max(pause * 2, 0.1), 5.0)
+        log.warning("%s %r failed (retrying in %.1f s): %s", what, self.path, pause, error.message)
+        await asyncio.sleep(pause)
+        return pause
+
+    def _start(self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage) -> asyncio.Task[str | None]:
+        """Run the handler on `m` and settle it, as a task counted in flight."""
+        assert self._loop is not None
+        task = self._loop.create_task(self._process(receiver, m))
+        self._inflight[task] = (receiver, m)
+        task.add_done_callback(self._finished)
+        return task
+
+    def _finished(self, task: asyncio.Task[str | None]) -> None:
         self._inflight.pop(task, None)
         if self._room is not None:
             self._room.set()
         if not task.cancelled() and task.exception() is not None:
             log.error("worker task failed", exc_info=task.exception())
 
-    async def _process(self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage) -> None:
+    async def _process(self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage) -> str | None:
+        """Handle and settle `m`; the settlement done ('complete', 'abandon', 'dead_letter'), or None
+        when it failed or the drain abandoned the message already."""
         with instrument.operation("process", self.entity, (m,)) as op:  # the handler and the settlement
-            await self._process_traced(receiver, m, op)
+            return await self._process_traced(receiver, m, op)
 
-    async def _process_traced(self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage, op: Op) -> None:
+    async def _process_traced(self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage, op: Op) -> str | None:
         error: BaseException | None = None
         try:
             await self._hook("before_process", m, strict=True)
@@ -350,17 +387,16 @@ class Worker:
         op.fail(error)
         await self._hook("after_process", m, error, reverse=True)
         if id(m) in self._released:
-            return  # abandoned by the drain already
+            return None  # abandoned by the drain already
         if error is None:
-            await self._settle(receiver, m, "complete")
-        elif isinstance(error, DeadLetter):
-            await self._settle(receiver, m, "dead_letter", error.reason, error.description)
-        elif self.dead_letter_on and isinstance(error, self.dead_letter_on):
+            return await self._settle(receiver, m, "complete")
+        if isinstance(error, DeadLetter):
+            return await self._settle(receiver, m, "dead_letter", error.reason, error.description)
+        if self.dead_letter_on and isinstance(error, self.dead_letter_on):
             log.warning("handler failed on %r, dead-lettering it: %r", m, error)
-            await self._settle(receiver, m, "dead_letter", type(error).__name__, str(error)[:4096])
-        else:
-            log.warning("handler failed on %r, abandoning it: %r", m, error, exc_info=error)
-            await self._settle(receiver, m, "abandon")
+            return await self._settle(receiver, m, "dead_letter", type(error).__name__, str(error)[:4096])
+        log.warning("handler failed on %r, abandoning it: %r", m, error, exc_info=error)
+        return await self._settle(receiver, m, "abandon")
 
     def _call(self, m: ServiceBusReceivedMessage) -> Awaitable[Any]:
         if self._is_async:
@@ -376,7 +412,7 @@ class Worker:
         action: str,
         reason: str | None = None,
         description: str | None = None,
-    ) -> None:
+    ) -> str | None:
         await self._hook("before_settle", m, action)
         error: ServiceBusError | None = None
         try:
@@ -394,8 +430,9 @@ class Worker:
             self.stats["failed_settlements"] += 1
             log.warning("could not %s %r: %s", action.replace("_", "-"), m, e.message)
         await self._hook("after_settle", m, action, error, reverse=True)
+        return action if error is None else None
 
-    async def _drain(self, receiver: ServiceBusReceiver) -> ExitCode:
+    async def _drain(self) -> ExitCode:
         assert self._force_event is not None
         pending: set[asyncio.Task[Any]] = set(self._inflight)
         if pending and not self._forced:
@@ -412,14 +449,19 @@ class Worker:
             finally:
                 forced.cancel()
         if pending:
-            messages = [self._inflight[t] for t in pending if t in self._inflight]
-            self._released.update(id(m) for m in messages)
-            try:
-                await receiver.abandon_messages(messages)
-                self.stats["abandoned"] += len(messages)
-            except ServiceBusError as e:
-                log.warning("could not abandon %d message(s) in flight: %s", len(messages), e.message)
-            log.warning("abandoned %d message(s) whose handlers were still running", len(messages))
+            by_receiver: dict[ServiceBusReceiver, list[ServiceBusReceivedMessage]] = {}
+            for t in pending:
+                if t in self._inflight:
+                    receiver, m = self._inflight[t]
+                    by_receiver.setdefault(receiver, []).append(m)
+                    self._released.add(id(m))
+            for receiver, messages in by_receiver.items():
+                try:
+                    await receiver.abandon_messages(messages)
+                    self.stats["abandoned"] += len(messages)
+                except ServiceBusError as e:
+                    log.warning("could not abandon %d message(s) in flight: %s", len(messages), e.message)
+            log.warning("abandoned %d message(s) whose handlers were still running", len(pending))
             for t in pending:
                 t.cancel()
             await asyncio.wait(pending, timeout=1.0)

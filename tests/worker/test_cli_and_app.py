@@ -131,18 +131,48 @@ def test_cli_grace_period_expiry(cli: Any, url: str, make_queue: Any, client: An
     assert finish(proc)[0] == ExitCode.GRACE_EXPIRED
 
 
-def test_cli_usage_errors(cli: Any, url: str) -> None:
+def test_cli_usage_errors(cli: Any, url: str, make_queue: Any) -> None:
     for args in (
-        ("tests.worker.handlers:handle", "--entity", "q", "--session", "--url", url),
         ("tests.worker.no_such_module:handle", "--entity", "q", "--url", url),
         ("tests.worker.handlers:handle", "--url", url),
+        ("tests.worker.handlers:handle", "--entity", "q", "--session-idle-timeout", "-1", "--url", url),
     ):
         code, out = finish(cli(*args))
         assert code == ExitCode.USAGE, out
-    code, out = finish(cli("tests.worker.handlers:handle", "--entity", "q", "--session", "--url", url))
-    assert "not supported yet" in out
     code, out = finish(cli("tests.worker.handlers:handle", "--entity", "no-such-queue", "--url", url))
     assert code == ExitCode.ERROR and "no-such-queue" in out
+    q = make_queue()
+    code, out = finish(cli("tests.worker.handlers:handle", "--entity", q, "--session", "--url", url))
+    assert code == ExitCode.ERROR and "does not require sessions; omit --session" in out
+    help_text = subprocess.run(
+        [sys.executable, "-m", "sbredis", "worker", "--help"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert "--session " in help_text and "not supported yet" not in help_text
+
+
+def test_cli_session_worker_keeps_each_session_in_order(
+    cli: Any, url: str, make_queue: Any, client: Any, admin: Any, records: Any
+) -> None:
+    q = make_queue(requires_session=True, enable_partitioning=True)
+    sessions = ("a", "b", "c")
+    with client.get_queue_sender(q) as s:
+        for i in range(5):
+            s.send_messages([ServiceBusMessage(f"{sid}-{i}", session_id=sid) for sid in sessions])
+    proc = cli(
+        "tests.worker.handlers:handle", "--entity", q, "--session", "--url", url, "--concurrency", "2",
+        "--session-idle-timeout", "0.3",
+    )  # fmt: skip
+    eventually(lambda: sum(r.startswith("done") for r in records()) == 15, timeout=30)
+    proc.send_signal(signal.SIGTERM)
+    code, out = finish(proc)
+    assert code == ExitCode.OK, out
+    for sid in sessions:  # each session's handlers ran one after another, in send order
+        mine = [r for r in records() if r.split()[1].startswith(sid + "-")]
+        expected = []
+        for i in range(5):
+            expected += [f"start {sid}-{i} 1", f"done {sid}-{i}"]
+        assert mine == expected
+    assert admin.get_queue_runtime_properties(q).active_message_count == 0
 
 
 def test_cli_runs_an_app(cli: Any, url: str, make_queue: Any, records: Any) -> None:

@@ -5,52 +5,16 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from sbredis import ServiceBusMessage, ServiceBusSubQueue
 from sbredis.exceptions import InvalidArgumentError
-from sbredis.worker import DeadLetter, ExitCode, Middleware, NotSupportedYetError, Worker
+from sbredis.worker import DeadLetter, ExitCode, Middleware, Worker
 from tests.conftest import eventually
 
 pytestmark = pytest.mark.integration
-
-
-class Running:
-    """A worker on a thread (its own event loop), stopped in teardown."""
-
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-        self.code: int | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        self.code = self.worker.run(handle_signals=False)
-
-    def stop(self, force: bool = False, timeout: float = 15.0) -> int | None:
-        self.worker.stop(force)
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "the worker did not stop"
-        return self.code
-
-
-@pytest.fixture()
-def start(url: str) -> Iterator[Callable[..., Running]]:
-    running: list[Running] = []
-
-    def make(handler: Any, entity: str, **options: Any) -> Running:
-        options.setdefault("poll_interval", 0.2)
-        r = Running(Worker(url, handler, entity=entity, **options))
-        running.append(r)
-        return r
-
-    yield make
-    for r in running:
-        if r.thread.is_alive():
-            r.stop(force=True)
 
 
 def send(client: Any, queue: str, *bodies: str) -> None:
@@ -241,15 +205,15 @@ def test_grace_period_expiry_abandons_and_force_stops(start: Any, make_queue: An
     assert w2.stop(force=True) == ExitCode.FORCED  # ...then force
 
 
-def test_unsupported_and_bad_options(url: str, make_queue: Any) -> None:
-    with pytest.raises(NotSupportedYetError, match="sessions"):
-        Worker(url, print, entity="orders", session=True)
+def test_bad_options(url: str, make_queue: Any) -> None:
     with pytest.raises(InvalidArgumentError, match="invalid subscription name"):
         Worker(url, print, entity="orders", subscription="bad name!")
     with pytest.raises(InvalidArgumentError):
         Worker(url, print, entity="orders", concurrency=0)
     with pytest.raises(InvalidArgumentError):
         Worker(url, print, entity="bad:name")
+    with pytest.raises(InvalidArgumentError, match="session_idle_timeout"):
+        Worker(url, print, entity="orders", session=True, session_idle_timeout=-1)
     assert Worker(url, print, entity="no-such-queue").run(handle_signals=False) == ExitCode.ERROR
 
 
