@@ -144,19 +144,25 @@ def _text(value: Any) -> str:
 class MetricsServer:
     """A running exporter (see :func:`serve_metrics`); ``close()`` stops it."""
 
-    def __init__(self, httpd: Any, thread: threading.Thread, collector: EntityCollector, registry: Any) -> None:
+    def __init__(
+        self, httpd: Any, thread: threading.Thread, collector: EntityCollector, registry: Any, own_sink: bool
+    ) -> None:
         self.httpd = httpd
         self.thread = thread
         self.collector = collector
         self.registry = registry
         self.port: int = httpd.server_port
+        self._own_sink = own_sink
 
     def close(self) -> None:
+        """Stop serving; the client metrics stop too unless they were enabled before."""
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(5)
         self.registry.unregister(self.collector)
         self.collector.transport.close()
+        if self._own_sink:
+            prometheus.disable()
 
 
 def serve_metrics(
@@ -179,6 +185,7 @@ def serve_metrics(
     registry = REGISTRY if registry is None else registry
     transport = Transport(url, retry_policy=RetryPolicy(retry_total=1, retry_backoff_factor=0.2), socket_timeout=5.0)
     collector = EntityCollector(transport, entities, max_age)
+    own_sink = prometheus.installed_for() is not registry
     prometheus.enable(registry)
     registry.register(collector)
     try:
@@ -186,8 +193,10 @@ def serve_metrics(
     except BaseException:
         registry.unregister(collector)
         transport.close()
+        if own_sink:
+            prometheus.disable()
         raise
-    return MetricsServer(httpd, thread, collector, registry)
+    return MetricsServer(httpd, thread, collector, registry, own_sink)
 
 
 def serve_until_stopped(

@@ -123,6 +123,11 @@ def enable(registry: CollectorRegistry | None = None) -> PrometheusSink:
     return _sink
 
 
+def installed_for() -> CollectorRegistry | None:
+    """The registry the client metrics are counted in (None while disabled)."""
+    return None if _sink is None else _sink.registry
+
+
 def disable() -> None:
     """Stop counting and remove the client metrics from their registry."""
     global _sink

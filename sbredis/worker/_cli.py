@@ -67,6 +67,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-lock-renewal", type=float, default=300.0, help="seconds a message's lock is renewed at most (300)"
     )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve this worker's client metrics for Prometheus on 127.0.0.1:PORT (sbredis[prometheus])",
+    )
+    p.add_argument(
+        "--otel",
+        action="store_true",
+        help="trace with the global OpenTelemetry tracer provider (sbredis[otel]; configure the SDK, "
+        "e.g. with opentelemetry-instrument)",
+    )
     p.add_argument("--loglevel", default="INFO")
     return p
 
@@ -140,8 +152,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         worker = build(args)
+        observe(args)
     except (UsageError, ServiceBusError) as e:
         message = e.message if isinstance(e, ServiceBusError) else str(e)
         print(f"sbredis worker: {message}", file=sys.stderr)
         return ExitCode.USAGE
+    except OSError as e:
+        print(f"sbredis worker: cannot serve metrics on 127.0.0.1:{args.metrics_port}: {e.strerror}", file=sys.stderr)
+        return ExitCode.ERROR
     return worker.run()
+
+
+def observe(args: argparse.Namespace) -> None:
+    """--otel and --metrics-port (docs/observability.md).
+
+    Raises:
+        UsageError: the extra is not installed, or a bad port.  OSError: the port cannot be bound.
+    """
+    try:
+        if args.otel:
+            from sbredis.observability import otel
+
+            otel.enable()
+        if args.metrics_port is not None:
+            if not 0 <= args.metrics_port <= 65535:
+                raise UsageError("--metrics-port must be between 0 and 65535")
+            import prometheus_client
+
+            from sbredis.observability import prometheus
+
+            prometheus.enable()
+            prometheus_client.start_http_server(args.metrics_port, addr="127.0.0.1")
+    except ImportError as e:
+        raise UsageError(f"{e.name} is not installed (pip install 'sbredis[otel,prometheus]')") from e

@@ -260,3 +260,42 @@ def test_metrics_command_usage_errors(url: str, capsys: pytest.CaptureFixture[st
         assert main(["metrics", "--port", str(port), "--url", "redis://u:s3cret@127.0.0.1:1/0"]) == 1
     err = capsys.readouterr().err
     assert f"cannot listen on 127.0.0.1:{port}" in err and "s3cret" not in err
+
+
+def test_worker_serves_its_client_metrics(url: str, client: Any, make_queue: Callable[..., str]) -> None:
+    q = make_queue(max_delivery_count=1)  # the failing message is abandoned once, then dead-lettered
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SBREDIS_TEST_REDIS": url,
+        "SBREDIS_TEST_KEY": f"obs-{q}",
+    }
+    cmd = [sys.executable, "-m", "sbredis", "worker", "tests.worker.handlers:handle", "--entity", q, "--url", url]
+    proc = subprocess.Popen([*cmd, "--metrics-port", str(port)], env=env, cwd=ROOT, stderr=subprocess.PIPE)
+    try:
+        with client.get_queue_sender(q) as sender:
+            sender.send_messages([ServiceBusMessage("a"), ServiceBusMessage("b"), ServiceBusMessage("fail")])
+        process = ("sbredis_client_operation_duration_seconds_count", (("entity", q), ("operation", "process")))
+
+        def processed() -> dict[str, float] | None:
+            samples = try_scrape(port) or {}
+            found = {
+                dict(labels)["outcome"]: v
+                for (name, labels), v in samples.items()
+                if (name, tuple(x for x in labels if x[0] != "outcome")) == process
+            }
+            return found if found == {"ok": 2.0, "error": 1.0} else None
+
+        eventually(processed, timeout=20)
+        samples = scrape(port)
+        settled = "sbredis_client_settled_messages_total"
+        key = (("disposition", "complete"), ("entity", q), ("outcome", "ok"))
+        assert samples[(settled, key)] == 2
+        assert samples[(settled, (("disposition", "abandon"), ("entity", q), ("outcome", "ok")))] == 1
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(20)
+        if proc.stderr is not None:
+            proc.stderr.close()
+    assert code == 0  # drained and stopped on SIGTERM
