@@ -103,11 +103,13 @@ class _DaemonPool:
         while (job := self._jobs.get()) is not None:
             loop, fut, fn, args = job
             try:
-                result = fn(*args)
+                result, error = fn(*args), None
             except BaseException as e:
-                loop.call_soon_threadsafe(_resolve, fut, None, e)
-            else:
-                loop.call_soon_threadsafe(_resolve, fut, result, None)
+                result, error = None, e
+            try:
+                loop.call_soon_threadsafe(_resolve, fut, result, error)
+            except RuntimeError:  # a handler left behind after the worker stopped: its loop is closed
+                pass
 
     def shutdown(self) -> None:
         for _ in self._threads:
