@@ -5,8 +5,8 @@ installs a sink on the instrumentation seam (sbredis/_core/instrument.py). Serve
 ``prometheus_client.start_http_server(port)`` or ``sbredis metrics`` (sbredis/observability/exporter.py,
 which adds per-entity gauges). Labels are low-cardinality: entity (a queue, topic or
 ``<topic>/Subscriptions/<subscription>`` path), operation, disposition and outcome (``ok``,
-``lock_lost``, or the sbredis exception's class name; ``error`` for other exceptions, such as a
-worker handler's). Never a message id.
+``lock_lost`` for a lost message or session lock, or the sbredis exception's class name;
+``error`` for other exceptions, such as a worker handler's). Never a message id.
 
 * ``sbredis_client_operation_duration_seconds{operation,entity,outcome}`` histogram: send, schedule,
   receive (calls that returned messages or failed; empty polls are not observed), complete, abandon,
@@ -27,7 +27,9 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 
 from .._core import instrument
-from ..exceptions import MessageLockLostError, ServiceBusError
+from ..exceptions import MessageLockLostError, ServiceBusError, SessionLockLostError
+
+LOCK_LOST = (MessageLockLostError, SessionLockLostError)
 
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -36,7 +38,7 @@ def outcome_of(error: BaseException | None) -> str:
     """A low-cardinality outcome label for an operation's error."""
     if error is None:
         return "ok"
-    if isinstance(error, MessageLockLostError):
+    if isinstance(error, LOCK_LOST):
         return "lock_lost"
     if isinstance(error, ServiceBusError):
         return type(error).__name__
@@ -90,7 +92,7 @@ class PrometheusSink(instrument.Sink):
         elif op.type == "receive":
             self._child(self.received, op.entity).inc(op.count)
         elif op.type == "settle":
-            lost = len(op.error.messages) if isinstance(op.error, MessageLockLostError) else 0
+            lost = len(op.error.messages) if isinstance(op.error, LOCK_LOST) else 0
             if lost:
                 self._child(self.settled, op.entity, op.name, "lock_lost").inc(lost)
                 if op.count > lost:

@@ -372,7 +372,7 @@ class Worker:
     async def _process(self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage) -> str | None:
         """Handle and settle `m`; the settlement done ('complete', 'abandon', 'dead_letter'), or None
         when it failed or the drain abandoned the message already."""
-        with instrument.operation("process", self.entity, (m,)) as op:  # the handler and the settlement
+        with instrument.operation("process", self.path, (m,)) as op:  # the handler and the settlement
             return await self._process_traced(receiver, m, op)
 
     async def _process_traced(self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage, op: Op) -> str | None:

@@ -278,3 +278,32 @@ def test_disabled_means_no_spans(client: Any, make_queue: Callable[..., str]) ->
     with client.get_queue_sender(q) as sender:
         sender.send_messages(ServiceBusMessage("x"))
     assert t.spans() == [] and not instrument.enabled
+
+
+def test_worker_on_a_subscription_names_topic_and_subscription(
+    traced: Traced, url: str, client: Any, admin: Any
+) -> None:
+    admin.create_topic("otel-wt")
+    try:
+        admin.create_subscription("otel-wt", "jobs")
+        with client.get_topic_sender("otel-wt") as sender:
+            sender.send_messages(ServiceBusMessage("x"))
+
+        async def handle(message: Any) -> None:
+            return None
+
+        worker = Worker(url, handle, entity="otel-wt", subscription="jobs", poll_interval=0.2)
+        thread = threading.Thread(target=worker.run, kwargs={"handle_signals": False}, daemon=True)
+        thread.start()
+        try:
+            eventually(lambda: traced.spans("process otel-wt"), timeout=10)
+        finally:
+            worker.stop()
+            thread.join(10)
+    finally:
+        admin.delete_topic("otel-wt")
+    (process,) = traced.spans("process otel-wt")
+    attrs = dict(process.attributes or {})
+    assert attrs["messaging.destination.name"] == "otel-wt"
+    assert attrs["messaging.destination.subscription.name"] == "jobs"
+    assert process.parent is not None and process.parent.span_id == traced.one("send otel-wt").context.span_id
