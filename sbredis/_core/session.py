@@ -84,6 +84,11 @@ def get_state_call(entity: str, partition: int, session_id: str, nonce: str) -> 
     return call("session_state", entity, partition, "get", session_id, nonce)
 
 
+def count_call(entity: str, partition: int, session_id: str, nonce: str) -> Call:
+    """The number of the session's available messages (the caller holds the session)."""
+    return call("session_state", entity, partition, "count", session_id, nonce)
+
+
 def set_state_call(entity: str, partition: int, session_id: str, nonce: str, state: bytes | None) -> Call:
     if state is None:
         return call("session_state", entity, partition, "del", session_id, nonce)

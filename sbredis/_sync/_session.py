@@ -131,6 +131,12 @@ class ServiceBusSession:
         self._open()
         self._run(sess.set_state_call(self.entity_name, self._partition, self._key(), self._nonce, value))
 
+    def _available_count(self) -> int:
+        """How many of the session's messages are available (not locked, deferred or scheduled);
+        sbredis's own (`sbredis sessions show`), not the Azure SDK's."""
+        self._open()
+        return int(self._run(sess.count_call(self.entity_name, self._partition, self._key(), self._nonce)))
+
     def renew_lock(self, *, timeout: float | None = None) -> datetime:
         """Extend the session lock (and the locks of its messages) by the lock duration from now;
         returns the new locked_until_utc."""

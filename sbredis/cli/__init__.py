@@ -36,7 +36,7 @@ from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
 from ._registry import ExitCode, Main, Registry, UsageError
 from .output import Output, masked
 
-COMMANDS = ("entities", "messages", "dlq", "stats", "siphon", "demo", "worker", "metrics")
+COMMANDS = ("entities", "messages", "dlq", "sessions", "stats", "siphon", "demo", "worker", "metrics")
 
 EPILOG = """\
 exit codes:
