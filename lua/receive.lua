@@ -26,60 +26,67 @@ if not G.main then sweep(MAIN, cfg, now, limit) end
 sweep(G, cfg, now, limit)
 
 local untl = now + cfg.lock_ms
-local got = {}
+local seqs, fields, xs = {}, {}, {}  -- the messages handed out: seq, log entry, expires ms
+local n = 0
 local budget = want + limit
-while #got < want and budget > 0 do
-  local popped = redis.call('ZPOPMIN', G.ready, math.min(want - #got, budget))
+while n < want and budget > 0 do
+  local popped = redis.call('ZPOPMIN', G.ready, math.min(want - n, budget))
   if #popped == 0 then break end
-  local seqs = {}
-  for i = 1, #popped, 2 do seqs[#seqs + 1] = popped[i] end
-  budget = budget - #seqs
-  local fs = entries(G, seqs)
-  for i = 1, #seqs do
-    local seq = seqs[i]
+  local batch, k = {}, 0
+  for i = 1, #popped, 2 do
+    k = k + 1
+    batch[k] = popped[i]
+  end
+  budget = budget - k
+  local fs = entries(G, batch)
+  for i = 1, k do
+    local seq = batch[i]
     local f = fs[seq]
     if f then
       local x = tonumber(f[6])
       if G.main and x > 0 and x <= now then
         expire(cfg, seq, f)
       else
-        got[#got + 1] = {seq, f, x}
+        n = n + 1
+        seqs[n], fields[n], xs[n] = seq, f, x
       end
     end
   end
 end
 
 local out = {now, untl}
-if #got == 0 then
+if n == 0 then
   touch(now)
   return out
 end
-local seqs = {}
-for i = 1, #got do seqs[i] = got[i][1] end
 local dcs = redis.call('HMGET', G.dc, unpack(seqs))
 local expiring = {}
-for i = 1, #got do
+local e = 0
+for i = 1, n do
   local dc = tonumber(dcs[i] or '0') + 1
   dcs[i] = dc
-  if got[i][3] > 0 then expiring[#expiring + 1] = seqs[i] end
+  if xs[i] > 0 then
+    e = e + 1
+    expiring[e] = seqs[i]
+  end
   out[#out + 1] = seqs[i]
   out[#out + 1] = dc
-  put(out, G, got[i][2])
+  put(out, G, fields[i])
 end
-if #expiring > 0 and G.main then call_many('ZREM', K_EXP, expiring) end
+if e > 0 and G.main then call_many('ZREM', K_EXP, expiring) end
 if lock then
   local locks, recs = {}, {}
-  for i = 1, #got do
-    locks[#locks + 1] = untl
-    locks[#locks + 1] = seqs[i]
-    recs[#recs + 1] = seqs[i]
-    recs[#recs + 1] = lock_record(nonce, 'r', got[i][3], #got[i][2][2], dcs[i])
+  local untl_s = tostring(untl)  -- a number is formatted (sprintf) at every use: strings here
+  for i = 1, n do
+    locks[2 * i - 1], locks[2 * i] = untl_s, seqs[i]
+    recs[2 * i - 1] = seqs[i]
+    recs[2 * i] = lock_record(nonce, 'r', fields[i][6], int_str(#fields[i][2]), int_str(dcs[i]))
   end
   call_many('HSET', G.lk, recs)
   call_many('ZADD', G.locked, locks)
 else
   local size = 0
-  for i = 1, #got do size = size + #got[i][2][2] end
+  for i = 1, n do size = size + #fields[i][2] end
   call_many('XDEL', G.log, seqs)
   call_many('HDEL', G.dc, seqs)
   redis.call('HINCRBY', K_ST, 'size', -size)

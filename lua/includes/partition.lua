@@ -58,17 +58,44 @@ local function check_receive(cfg)
   return nil
 end
 
+-- tostring for integers that repeat within a call (sizes, counts): Lua formats a number with
+-- sprintf at each use, a table lookup is cheaper.
+local INT_STR = {}
+local function int_str(n)
+  local s = INT_STR[n]
+  if not s then
+    s = tostring(n)
+    INT_STR[n] = s
+  end
+  return s
+end
+
 local function touch(now)
   redis.call('HSET', K_ST, 'acc', now)
 end
 
+-- Small hashes and sorted sets are kept as one packed list (ziplist / listpack) in which every
+-- insert, lookup and removal scans the list: k pairs written into such a key cost O(k^2). Before a
+-- large HSET or ZADD batch the key is turned into its hashtable / skiplist form (Redis converts when
+-- a member is longer than hash- / zset-max-ziplist-value, 64 by default; that member is removed
+-- again at once), so each pair costs O(1) / O(log n) now and in the calls that follow.
+local WIDE = string.rep('~', 65)
+local WIDE_ITEMS = 32
+local WIDE_PAD = {HSET = {WIDE, '', 'HDEL'}, ZADD = {0, WIDE, 'ZREM'}}  -- pad pair, its removal
+
 -- Redis caps the arguments one Lua call can unpack; large batches go in slices.
 local function call_many(cmd, key, items)
   local n = #items
+  local pad = n >= WIDE_ITEMS and WIDE_PAD[cmd]
+  if pad then redis.call(cmd, key, pad[1], pad[2]) end
   local i = 1
   while i <= n do
     local j = math.min(i + 3999, n)
     redis.call(cmd, key, unpack(items, i, j))
     i = j + 1
+  end
+  if pad then
+    cmd = pad[3]
+    redis.call(cmd, key, WIDE)
   end
 end

@@ -67,6 +67,7 @@ local function store(cfg, now, b, n, out)
   end
   local sids = STORE_SIDS[b] or {}
   local seq = redis.call('HINCRBY', K_ST, 'seq', fresh) - fresh
+  local now_s = tostring(now)  -- numbers are formatted (sprintf) at every use: once each here
   local ready, sched, exp = {}, {}, {}
   local added = 0
   for i = 1, n do
@@ -80,24 +81,27 @@ local function store(cfg, now, b, n, out)
       if at > now then enq = at end
       local x = 0
       if ttl > 0 then x = enq + ttl end
+      local id, e, xs = tostring(seq), now_s, '0'
+      if enq > now then e = tostring(enq) end
+      if x > 0 then xs = tostring(x) end
       local sid = cfg.sess and (sids[i] or blob_sid(blob))
-      if sid then
-        redis.call('XADD', MAIN.log, seq .. '-0', 'b', blob, 'e', enq, 'x', x, 's', sid)
+      if sid then  -- entry id <seq> is <seq>-0
+        redis.call('XADD', MAIN.log, id, 'b', blob, 'e', e, 'x', xs, 's', sid)
       else
-        redis.call('XADD', MAIN.log, seq .. '-0', 'b', blob, 'e', enq, 'x', x)
+        redis.call('XADD', MAIN.log, id, 'b', blob, 'e', e, 'x', xs)
       end
       if enq > now then
-        sched[#sched + 1] = enq
-        sched[#sched + 1] = seq
+        sched[#sched + 1] = e
+        sched[#sched + 1] = id
       elseif sid then
-        sess_ready(SES, sid, seq)
+        sess_ready(SES, sid, id)
       else
-        ready[#ready + 1] = seq
-        ready[#ready + 1] = seq
+        ready[#ready + 1] = id
+        ready[#ready + 1] = id
       end
       if x > 0 then
-        exp[#exp + 1] = x
-        exp[#exp + 1] = seq
+        exp[#exp + 1] = xs
+        exp[#exp + 1] = id
       end
       added = added + #blob
       out[o + i] = seq

@@ -13,6 +13,7 @@ import base64
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 VERSION = b"\x01"
@@ -32,11 +33,23 @@ FIELDS = {
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+def _unsupported(value: Any) -> Any:
+    raise TypeError(type(value).__name__)  # encode_properties leaves only JSON types
+
+
+# CPython's C encoder, made once (JSONEncoder.encode builds one per call, the larger part of its
+# cost). No circular-reference markers: a header holds scalars and the flat dicts encode_properties
+# makes.
+_C_JSON = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(None, _unsupported, encode_basestring, None, ":", ",", False, False, True)
+)
+_PY_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def encode(header: dict[str, Any], body: bytes) -> bytes:
-    h = _json(header).encode()
+    h = ("".join(_C_JSON(header, 0)) if _C_JSON is not None else _PY_JSON(header)).encode()
     return b"".join((VERSION, len(h).to_bytes(4, "big"), h, body))
 
 
