@@ -34,6 +34,7 @@ from ..exceptions import (
     InvalidOperationError,
     MessageLockLostError,
     MessageSizeExceededError,
+    SessionLockLostError,
 )
 from . import fanout, scripts
 from .keys import TRANSFER
@@ -89,6 +90,7 @@ class TxBuffer:
         self.session: str | None = None
         self.settle_home: tuple[str, int] | None = None
         self.settle_session: str | None = None  # the session of the settled messages
+        self.session_locked = False  # the settled messages are held by a session lock (session entity)
         self._settling: set[int] = set()
 
     def __len__(self) -> int:
@@ -152,17 +154,29 @@ class TxBuffer:
         self.key, self.session = key, session
 
     def add_settle(
-        self, action: str, messages: Sequence[ServiceBusReceivedMessage], reason: str = "", description: str = ""
+        self,
+        action: str,
+        messages: Sequence[ServiceBusReceivedMessage],
+        reason: str = "",
+        description: str = "",
+        sessions: bool = False,
     ) -> None:
         """Buffer settlements of received messages (already checked by the receiver: locked,
-        unsettled, from its entity).
+        unsettled, from its entity). `sessions`: the entity requires sessions, so its messages
+        (not its dead letters) are held by their session's lock.
 
         Raises:
             InvalidOperationError: messages of two entities, partitions or sessions, a message with
-                an operation in this transaction already, a transfer-queue message, a full transaction.
+                an operation in this transaction already, a transfer-queue message, a full
+                transaction, or renewing a session message (renew its session instead).
         """
         if action not in ACTIONS:
             raise InvalidOperationError(f"unknown settlement {action!r}")
+        session_locked = sessions and any(m._group == "m" for m in messages)
+        if action == "renew" and session_locked:
+            raise InvalidOperationError(
+                "A session message's lock is the session lock: renew receiver.session (outside the transaction)."
+            )
         self._room(len(messages))
         home, session = self.settle_home, self.settle_session
         seen = set(self._settling)
@@ -197,6 +211,7 @@ class TxBuffer:
         self.settles += [TxSettle(action, m, reason, description) for m in messages]
         self._settling = seen
         self.settle_home, self.settle_session = home, session
+        self.session_locked = self.session_locked or session_locked
 
     def plan(self) -> Commit | None:
         """The commit for the buffered operations (None when there are none).
@@ -251,10 +266,18 @@ class TxBuffer:
         """Record a tx_commit reply (committed now, or before: a retry) on the settled messages.
 
         Raises:
+            SessionLockLostError: the settled messages are a session's, and its lock was lost
+                before commit; nothing was applied.
             MessageLockLostError: a lock was lost before commit; nothing was applied.
         """
         if int(reply[0]) == 0:
             lost = [self.settles[int(i) - 1].message for i in reply[1:]]
+            if self.session_locked:
+                raise SessionLockLostError(
+                    f"The session lock on '{entity}' was lost before the transaction committed (it elapsed, or "
+                    "another receiver took the session); the transaction was discarded and nothing was applied.",
+                    messages=lost,
+                )
             raise MessageLockLostError(
                 f"The lock on {len(lost)} message(s) of '{entity}' was lost before the transaction committed "
                 "(elapsed, not held, or the message is gone); the transaction was discarded and nothing was applied.",

@@ -94,7 +94,8 @@ class ServiceBusTransaction:
     ) -> None:
         """Buffer a settlement (ServiceBusReceiver's settle methods with transaction=)."""
         self._check(receiver)
-        self._buffer.add_settle(action, messages, reason, description)
+        meta = receiver._meta()
+        self._buffer.add_settle(action, messages, reason, description, sessions=meta.sessions)
 
     def commit(self) -> None:
         """Apply every operation, or none.
@@ -102,6 +103,7 @@ class ServiceBusTransaction:
         Raises:
             MessageLockLostError: a settled message's lock was lost before commit (``messages``
                 names them); nothing was applied, the transaction is discarded.
+            SessionLockLostError: the same for a session's messages: the session lock was lost.
             TransactionTimeoutError: not committed within the timeout; nothing was applied.
             InvalidOperationError: the transaction is not active, or sends only to several topics.
             MessagingEntityNotFoundError, MessagingEntityDisabledError, MessageSizeExceededError,

@@ -340,7 +340,7 @@ class ServiceBusReceiver:
         self._check_open()
         ops.settle_groups(messages, self.entity_name, self._group, name)
         if transaction is not None:
-            joinable(transaction)._settle(self, name, messages, *(extra if name == "dead_letter" else ()))
+            await joinable(transaction)._settle(self, name, messages, *(extra if name == "dead_letter" else ()))
             return []
         if not messages:
             return []

@@ -83,7 +83,7 @@ class ServiceBusTransaction:
             raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}, not a {want}")
         self._buffer.add_send(meta, messages)
 
-    def _settle(
+    async def _settle(
         self,
         receiver: Any,
         action: str,
@@ -93,7 +93,8 @@ class ServiceBusTransaction:
     ) -> None:
         """Buffer a settlement (ServiceBusReceiver's settle methods with transaction=)."""
         self._check(receiver)
-        self._buffer.add_settle(action, messages, reason, description)
+        meta = await receiver._meta()
+        self._buffer.add_settle(action, messages, reason, description, sessions=meta.sessions)
 
     async def commit(self) -> None:
         """Apply every operation, or none.
@@ -101,6 +102,7 @@ class ServiceBusTransaction:
         Raises:
             MessageLockLostError: a settled message's lock was lost before commit (``messages``
                 names them); nothing was applied, the transaction is discarded.
+            SessionLockLostError: the same for a session's messages: the session lock was lost.
             TransactionTimeoutError: not committed within the timeout; nothing was applied.
             InvalidOperationError: the transaction is not active, or sends only to several topics.
             MessagingEntityNotFoundError, MessagingEntityDisabledError, MessageSizeExceededError,

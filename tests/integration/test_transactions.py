@@ -28,6 +28,8 @@ from sbredis.exceptions import (
     InvalidOperationError,
     MessageAlreadySettled,
     MessageLockLostError,
+    SessionCannotBeLockedError,
+    SessionLockLostError,
     TransactionTimeoutError,
 )
 from tests.conftest import eventually
@@ -146,6 +148,56 @@ def test_a_lost_lock_fails_the_whole_transaction(admin: Any, client: Any) -> Non
     assert take_all(client, dst) == []
     assert take_all(client, q) == ["lose"]  # only the message whose lock elapsed, back again
     assert admin.get_queue_runtime_properties(q).transfer_message_count == 0
+
+
+def test_a_lost_session_lock_fails_the_commit_with_session_lock_lost(admin: Any, client: Any) -> None:
+    q, dst = name(), name("dst")
+    admin.create_queue(q, requires_session=True, lock_duration=timedelta(seconds=1))
+    admin.create_queue(dst)
+    client.get_queue_sender(q).send_messages([ServiceBusMessage(f"m{i}", session_id="s1") for i in range(2)])
+    r = client.get_queue_receiver(q, session_id="s1")
+    got = r.receive_messages(2, max_wait_time=2)
+    tx = client.transaction()
+    r.complete_messages(got, transaction=tx)
+    client.get_queue_sender(dst).send_messages(ServiceBusMessage("via"), transaction=tx)
+
+    def take() -> Any:  # another receiver takes the session once its lock elapsed
+        try:
+            return client.get_queue_receiver(q, session_id="s1", max_wait_time=1).__enter__()
+        except SessionCannotBeLockedError:
+            return None
+
+    other = eventually(take, timeout=5, interval=0.1)
+    with pytest.raises(SessionLockLostError) as e:
+        tx.commit()
+    assert not isinstance(e.value, MessageLockLostError)
+    assert sorted(str(m) for m in e.value.messages) == ["m0", "m1"]
+    assert tx.state == "discarded"
+    # nothing applied: the session's messages are the other receiver's now, nothing was sent
+    again = other.receive_messages(2, max_wait_time=2)
+    assert [(str(m), m.delivery_count) for m in again] == [("m0", 2), ("m1", 2)]
+    other.complete_messages(again)
+    other.close()
+    r.close()
+    assert take_all(client, dst) == []
+
+
+def test_renewing_a_session_message_in_a_transaction_is_refused(admin: Any, client: Any) -> None:
+    q = name()
+    admin.create_queue(q, requires_session=True)
+    client.get_queue_sender(q).send_messages(ServiceBusMessage("m", session_id="s1"))
+    with client.get_queue_receiver(q, session_id="s1") as r:
+        [m] = r.receive_messages(1, max_wait_time=2)
+        tx = client.transaction()
+        with pytest.raises(InvalidOperationError, match="session lock"):
+            r.renew_message_lock(m, transaction=tx)
+        with pytest.raises(InvalidOperationError, match="session lock"):  # not through another receiver either
+            client.get_queue_receiver(q).renew_message_lock(m, transaction=tx)
+        assert tx.state == "active" and repr(tx) == "ServiceBusTransaction(active, 0 operations)"
+        r.complete_message(m, transaction=tx)  # the transaction is still usable
+        tx.commit()
+        assert m._settled
+    assert admin.get_queue_runtime_properties(q).active_message_count == 0
 
 
 def test_a_transaction_not_committed_in_time_is_discarded(admin: Any, client: Any) -> None:
