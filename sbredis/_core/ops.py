@@ -9,6 +9,7 @@ import os
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from .._enums import ServiceBusMessageState, ServiceBusReceiveMode
@@ -129,22 +130,26 @@ def plan_send(
     groups: dict[int, list[Any]] = {}
     sizes: dict[int, int] = {}
     where: list[int] = []
+    count, dedup, limit = meta.partition_count, meta.dedup, meta.max_message_bytes
     for m in messages:
-        key = message_key(m, meta)
-        p = round_robin if key is None else partition_of(key, meta.partition_count)
+        p = round_robin
+        if count > 1:
+            key = message_key(m, meta)
+            if key is not None:
+                p = partition_of(key, count)
         where.append(p)
         blob = m._encoded()
         size = len(blob)
-        if size > meta.max_message_bytes:
+        if size > limit:
             raise MessageSizeExceededError(
-                f"A message of {size} bytes exceeds the maximum of {meta.max_message_bytes} bytes on '{meta.name}'."
+                f"A message of {size} bytes exceeds the maximum of {limit} bytes on '{meta.name}'."
             )
-        sizes[p] = sizes.get(p, 0) + size
-        args = groups.setdefault(p, [0])
-        args.append(m.message_id if meta.dedup else "")
-        args.append(m._ttl_ms)
-        args.append(sched_ms or m._sched_ms)
-        args.append(blob)
+        args = groups.get(p)
+        if args is None:
+            args = groups[p] = [0]
+            sizes[p] = 0
+        sizes[p] += size
+        args += (m.message_id if dedup else "", m._ttl_ms, sched_ms or m._sched_ms, blob)
     calls = []
     for p, args in groups.items():
         if sizes[p] > meta.max_message_bytes:
@@ -202,6 +207,8 @@ def entry_outcome(
     n: int, partitions: Iterator[int], seqs: dict[int, Iterator[int]], errors: dict[int, Any]
 ) -> list[int] | Exception:
     """One caller's outcome: its `n` messages' sequence numbers, or the first error among its partitions."""
+    if not errors:
+        return [next(seqs[p]) for p in islice(partitions, n)]
     out: list[int] = []
     error = None
     for _ in range(n):

@@ -352,34 +352,39 @@ class ServiceBusReceiver:
         """Settle entries (each one caller's messages) together; one outcome per entry: the
         messages, the first partition error, or MessageLockLostError naming the lost ones."""
         name, extra = key
-        msgs = [m for entry in entries for m in entry]
-        first: dict[int, int] = {}  # the same message from two callers is sent once
-        unique: list[ServiceBusReceivedMessage] = []
-        for m in msgs:
-            if id(m) not in first:
-                first[id(m)] = len(unique)
-                unique.append(m)
+        unique: list[ServiceBusReceivedMessage] = entries[0]  # one caller: settle_groups refused repeats
+        if len(entries) > 1:
+            unique, sent = [], set[int]()  # the same message from two callers is sent once
+            for entry in entries:
+                for m in entry:
+                    if id(m) not in sent:
+                        sent.add(id(m))
+                        unique.append(m)
         by_partition: dict[int, list[ServiceBusReceivedMessage]] = {}
         for m in unique:
             by_partition.setdefault(m.partition_id, []).append(m)
         groups = [(p, chunk) for p, part in by_partition.items() for chunk in ops.chunks(part)]
         calls = [ops.call(name, self.entity_name, p, self._group, *ops.lock_args(c), *extra) for p, c in groups]
         replies = await self._client._transport.run_many(calls, self.entity_name)
-        status: dict[int, Any] = {}  # id(message) -> None (done), LOCK_LOST, or the partition's error
+        status: dict[int, Any] = {}  # id(message) -> LOCK_LOST or the partition's error; absent: done
         for (_, chunk), reply in zip(groups, replies, strict=True):
             if isinstance(reply, ServiceBusError):
                 for m in chunk:
                     status[id(m)] = reply
                 continue
             for m, code in zip(chunk, reply[1:] if name == "renew" else reply, strict=True):
-                status[id(m)] = ops.apply_settled(m, name, int(code))
+                st = ops.apply_settled(m, name, int(code))
+                if st is not None:
+                    status[id(m)] = st
+        if len(entries) == 1 and not status:
+            return [entries[0]]
         outcomes: list[Any] = []
         seen: set[int] = set()
         for entry in entries:
             lost = []
             error: ServiceBusError | None = None
             for m in entry:
-                st = status[id(m)]
+                st = status.get(id(m))
                 if id(m) in seen and name != "renew" and st is None:
                     st = MessageAlreadySettled("The message was settled by a concurrent call.")
                 seen.add(id(m))
