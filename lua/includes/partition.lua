@@ -79,7 +79,8 @@ end
 -- large HSET or ZADD batch the key is turned into its hashtable / skiplist form (Redis converts when
 -- a member is longer than hash- / zset-max-ziplist-value, 64 by default; that member is removed
 -- again at once), so each pair costs O(1) / O(log n) now and in the calls that follow.
-local WIDE = string.rep('~', 65)
+-- (byte 255 never occurs in UTF-8, so no message id, session id or seq can be this member)
+local WIDE = string.char(255) .. string.rep('~', 64)
 local WIDE_ITEMS = 32
 local WIDE_PAD = {HSET = {WIDE, '', 'HDEL'}, ZADD = {0, WIDE, 'ZREM'}}  -- pad pair, its removal
 

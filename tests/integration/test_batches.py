@@ -1,0 +1,70 @@
+"""Large batches: the paths where the scripts write many lock records, deadlines, ready entries,
+expiries and duplicate-detection marks in one call (lua/includes/partition.lua's call_many turns
+such keys into their hashtable / skiplist form first). What a user sees must not change."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from sbredis import ServiceBusMessage
+from sbredis.exceptions import MessageAlreadySettled
+from tests.conftest import eventually
+
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
+
+N = 150  # over Redis's 128-entry ziplist limit, and over call_many's threshold
+
+
+def test_large_batch_lock_abandon_complete(client: Any, admin: Any, make_queue: Any) -> None:
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"m{i}") for i in range(N)])
+    with client.get_queue_receiver(q) as r:
+        got = r.receive_messages(N, max_wait_time=1)
+        assert [str(m) for m in got] == [f"m{i}" for i in range(N)]
+        assert all(m.delivery_count == 1 for m in got)
+        r.abandon_messages(got[::2])
+        r.complete_messages(got[1::2])
+        with pytest.raises(MessageAlreadySettled):
+            r.complete_messages(got[1:2])
+        again = r.receive_messages(N, max_wait_time=1)
+        assert [str(m) for m in again] == [f"m{i}" for i in range(0, N, 2)]
+        assert all(m.delivery_count == 2 for m in again)
+        r.complete_messages(again)
+        assert r.receive_messages(N, max_wait_time=0) == []
+    props = admin.get_queue_runtime_properties(q)
+    assert props.total_message_count == 0 and props.size_in_bytes == 0
+
+
+def test_large_batch_duplicates_and_expiry(client: Any, admin: Any, make_queue: Any) -> None:
+    q = make_queue(
+        requires_duplicate_detection=True,
+        duplicate_detection_history_time_window=timedelta(minutes=1),
+        max_delivery_count=1000,  # the polling below abandons what it sees
+    )
+    ids = [f"id-{i}" for i in range(N)]
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"m{i}", message_id=ids[i]) for i in range(N)])
+        s.send_messages([ServiceBusMessage(f"again{i}", message_id=ids[i]) for i in range(N)])  # all dropped
+        assert admin.get_queue_runtime_properties(q).total_message_count == N
+        s.send_messages(
+            [
+                ServiceBusMessage(f"short{i}", message_id=f"x-{i}", time_to_live=timedelta(milliseconds=200))
+                for i in range(N)
+            ]
+        )
+    with client.get_queue_receiver(q) as r:
+
+        def only_the_first_batch_is_left() -> list[str] | None:
+            got = r.receive_messages(2 * N, max_wait_time=0.2)
+            bodies = [str(m) for m in got]
+            if bodies and not bodies[0].startswith("m"):
+                return None
+            r.abandon_messages(got)
+            return bodies if len(bodies) == N else None
+
+        # the expiring messages go away; the duplicates never showed up
+        assert eventually(only_the_first_batch_is_left, timeout=5) == [f"m{i}" for i in range(N)]
