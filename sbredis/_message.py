@@ -50,6 +50,25 @@ def duration_ms(name: str, value: Any) -> int:
     return max(1, round(seconds * 1000))
 
 
+NEVER_MS = 36500 * 86_400_000  # a time to live of 100 years or more means "never expires", as for entities
+LAST_SCHEDULE_MS = 32_503_680_000_000  # 3000-01-01: every server time stays below 1e14 ms, which Lua
+# numbers print exactly (larger ones print in exponent form and would corrupt stored times)
+
+
+def schedule_ms(name: str, value: Any) -> int:
+    """A schedule time (datetime) as Unix ms, at least 1.
+
+    Raises:
+        InvalidArgumentError: not a datetime, or after the year 2999.
+    """
+    if not isinstance(value, datetime):
+        raise InvalidArgumentError(f"{name} must be a datetime")
+    ms = codec.to_ms(value)
+    if ms >= LAST_SCHEDULE_MS:
+        raise InvalidArgumentError(f"{name} must be before the year 3000")
+    return max(1, ms)
+
+
 def _check_properties(props: Any) -> dict[str, Any] | None:
     if props is None:
         return None
@@ -202,7 +221,8 @@ class ServiceBusMessage:
 
     @time_to_live.setter
     def time_to_live(self, value: timedelta | float | None) -> None:
-        self._ttl_ms = 0 if value is None else duration_ms("time_to_live", value)
+        ms = 0 if value is None else duration_ms("time_to_live", value)
+        self._ttl_ms = 0 if ms >= NEVER_MS else ms
         self._set("ttl", self._ttl_ms or None)
 
     @property
@@ -212,9 +232,7 @@ class ServiceBusMessage:
 
     @scheduled_enqueue_time_utc.setter
     def scheduled_enqueue_time_utc(self, value: datetime | None) -> None:
-        if value is not None and not isinstance(value, datetime):
-            raise InvalidArgumentError("scheduled_enqueue_time_utc must be a datetime")
-        self._sched_ms = 0 if value is None else max(1, codec.to_ms(value))
+        self._sched_ms = 0 if value is None else schedule_ms("scheduled_enqueue_time_utc", value)
         self._set("se", self._sched_ms or None)
 
     # -- encoding

@@ -9,9 +9,9 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .._core import codec, instrument, ops
+from .._core import instrument, ops
 from .._core.transaction import joinable
-from .._message import ServiceBusMessage, ServiceBusMessageBatch
+from .._message import ServiceBusMessage, ServiceBusMessageBatch, schedule_ms
 from ..exceptions import (
     InvalidArgumentError,
     MessageSizeExceededError,
@@ -169,16 +169,16 @@ class ServiceBusSender:
         """Store messages to be enqueued at `schedule_time_utc`; returns their sequence numbers.
 
         Raises:
-            InvalidArgumentError: bad messages or a schedule time that is not a datetime.
+            InvalidArgumentError: bad messages, or a schedule time that is not a datetime or is
+                after the year 2999.
             As send_messages otherwise.
         """
-        if not isinstance(schedule_time_utc, datetime):
-            raise InvalidArgumentError("schedule_time_utc must be a datetime")
+        at = schedule_ms("schedule_time_utc", schedule_time_utc)
         batch = ops.as_messages(messages)
         if not batch:
             return []
         with instrument.operation("schedule", self.entity_name, batch) as op:
-            seqs: list[int] = self._pipe.submit(max(1, codec.to_ms(schedule_time_utc)), batch)
+            seqs: list[int] = self._pipe.submit(at, batch)
             op.done(seqs)
         return seqs
 
@@ -191,7 +191,7 @@ class ServiceBusSender:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
-        seqs = [sequence_numbers] if isinstance(sequence_numbers, int) else list(sequence_numbers)
+        seqs = ops.sequence_numbers(sequence_numbers)
         meta = self._client._entity(self.entity_name)
         groups: dict[int, list[int]] = {}
         for s in seqs:

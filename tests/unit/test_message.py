@@ -379,3 +379,19 @@ def test_batch_size_never_exceeds_its_limit(bodies: list[bytes], limit: int) -> 
         assert batch.size_in_bytes <= limit
     assert len(batch) == accepted
     assert batch.size_in_bytes == sum(len(m._encoded()) for m in batch)
+
+
+def test_time_to_live_of_a_century_or_more_never_expires() -> None:
+    # found by tests/reliability/test_hostile.py: an expiry past 1e14 ms printed in exponent form
+    # in the scripts and broke the stored times
+    m = ServiceBusMessage("x", time_to_live=timedelta(days=36500))
+    assert m.time_to_live is None and m._ttl_ms == 0
+    assert ServiceBusMessage("x", time_to_live=timedelta(days=36499))._ttl_ms == 36499 * 86_400_000
+
+
+def test_schedule_times_after_the_year_2999_are_refused() -> None:
+    m = ServiceBusMessage("x")
+    with pytest.raises(InvalidArgumentError):
+        m.scheduled_enqueue_time_utc = datetime(3000, 1, 1, tzinfo=UTC)
+    m.scheduled_enqueue_time_utc = datetime(2999, 12, 31, tzinfo=UTC)
+    assert m.scheduled_enqueue_time_utc == datetime(2999, 12, 31, tzinfo=UTC)
