@@ -359,6 +359,19 @@ def _text(v: Any) -> str | None:
     return text or None
 
 
+def sequence_numbers(value: Any) -> list[int]:
+    """One sequence number or an iterable of them, as a list (each checked by split_sequence_number).
+
+    Raises:
+        InvalidArgumentError: neither an int nor an iterable.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise InvalidArgumentError(f"sequence numbers must be an int or iterable of ints, not {type(value).__name__}")
+    return list(value)
+
+
 def split_sequence_number(seq: Any, partitions: int) -> tuple[int, int]:
     """(partition, local seq) of a global sequence number."""
     if isinstance(seq, bool) or not isinstance(seq, int) or seq <= 0:

@@ -253,7 +253,7 @@ class ServiceBusReceiver:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a deferred message (nothing was received).
         """
-        seqs = [sequence_numbers] if isinstance(sequence_numbers, int) else list(sequence_numbers)
+        seqs = ops.sequence_numbers(sequence_numbers)
         self._check_open()
         meta = await self._meta()
         groups: dict[int, list[int]] = {}

@@ -67,7 +67,7 @@ class ServiceBusTopicSender(ServiceBusSender):
             InvalidArgumentError: not sequence numbers of this topic.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
-        seqs = [sequence_numbers] if isinstance(sequence_numbers, int) else list(sequence_numbers)
+        seqs = ops.sequence_numbers(sequence_numbers)
         meta = await self._topic()
         groups: dict[int, list[int]] = {}
         for s in seqs:
