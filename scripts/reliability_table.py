@@ -22,6 +22,8 @@ def render() -> str:
     for path in sorted((ROOT / "bench" / "results" / "reliability").glob("*.full.json")):
         r = json.loads(path.read_text())
         setup = r.get("redis", "")
+        if "wait_for_replicas" in r:
+            setup += f", wait_for_replicas={r['wait_for_replicas']}"
         if "workers" in r:
             setup = f"{r['workers']} workers x {r['concurrency']}, prefetch {r['prefetch']}"
             setup += f", lock {r['lock_duration_s']} s"

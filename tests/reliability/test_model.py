@@ -16,7 +16,7 @@ every sorted set and hash points only at stored messages, the stored-bytes count
 stored blobs, and the runtime counts match the keyspace. A locked message is never handed to
 another receiver (a receive may only return messages the model holds available).
 
-``SBREDIS_MODEL_EXAMPLES`` (default 150) and ``SBREDIS_MODEL_STEPS`` (default 40) size the run;
+``SBREDIS_MODEL_EXAMPLES`` (default 300) and ``SBREDIS_MODEL_STEPS`` (default 40) size the run;
 docs/reliability.md gives the longer run.
 """
 
@@ -587,7 +587,7 @@ def test_queue_against_the_model(clocked: tuple[RedisServer, ServerClock]) -> No
     run_state_machine_as_test(
         lambda: QueueModel(server, clock),
         settings=settings(
-            max_examples=int(os.environ.get("SBREDIS_MODEL_EXAMPLES", "150")),
+            max_examples=int(os.environ.get("SBREDIS_MODEL_EXAMPLES", "300")),
             stateful_step_count=int(os.environ.get("SBREDIS_MODEL_STEPS", "40")),
             deadline=None,
             suppress_health_check=list(HealthCheck),
