@@ -46,6 +46,12 @@ LUA_ERRORS: dict[str, tuple[type[ex.ServiceBusError], str]] = {
     ),
 }
 
+# Added to a connection error that came from the TLS layer (a refused or unverifiable certificate).
+TLS_HINT = (
+    " (TLS: check ssl_ca_certs and the host name in the server's certificate; a server that asks for a "
+    "client certificate needs ssl_certfile and ssl_keyfile)"
+)
+
 
 def map_error(err: Exception, entity: str = "") -> ex.ServiceBusError:
     """Turn an exception raised by redis-py into a ServiceBusError (never a raw Redis error)."""
@@ -77,7 +83,8 @@ def map_error(err: Exception, entity: str = "") -> ex.ServiceBusError:
     if isinstance(err, rx.BusyLoadingError) or text.startswith(("BUSY", "LOADING", "TRYAGAIN")):
         return ex.ServiceBusServerBusyError("Redis is busy: " + _first_line(text), error=type(err))
     if isinstance(err, (rx.ConnectionError, ConnectionError, OSError)):
-        return ex.ServiceBusConnectionError("Could not talk to Redis: " + _first_line(text), error=type(err))
+        hint = TLS_HINT if any(m in text for m in ("SSL", "_ssl.c", "TLS")) else ""
+        return ex.ServiceBusConnectionError("Could not talk to Redis: " + _first_line(text) + hint, error=type(err))
     if isinstance(err, rx.ReadOnlyError) or text.startswith(("READONLY", "MASTERDOWN")):
         return ex.ServiceBusConnectionError("Redis cannot take writes now: " + _first_line(text), error=type(err))
     if text.startswith("OOM"):

@@ -178,6 +178,22 @@ def test_tracking_ids_are_unique_and_can_be_given() -> None:
     assert ex.ServiceBusError("m", retryable=True).retryable is True
 
 
+@pytest.mark.parametrize(
+    ("text", "tls"),
+    [
+        # as redis-py words TLS failures (a refused client certificate, an unverifiable server)
+        ("Error while reading from h:1 : (1, '[SSL: TLSV13_ALERT_CERTIFICATE_REQUIRED] tlsv13 alert')", True),
+        ("Error 1 connecting to h:1. [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed", True),
+        ("Error 8 while writing to socket. EOF occurred in violation of protocol (_ssl.c:2427).", True),
+        ("Error 111 connecting to localhost:6379. Connection refused.", False),
+    ],
+)
+def test_tls_failures_say_which_options_to_check(text: str, tls: bool) -> None:
+    err = map_error(rx.ConnectionError(text))
+    assert isinstance(err, ex.ServiceBusConnectionError)
+    assert ("ssl_ca_certs" in err.message and "ssl_certfile" in err.message) is tls
+
+
 def test_only_the_first_line_of_a_redis_message_is_kept() -> None:
     err = map_error(rx.ResponseError("ERR first line\nsecond line " + "x" * 500))
     assert "first line" in str(err) and "second line" not in str(err)
