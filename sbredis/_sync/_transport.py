@@ -21,6 +21,7 @@ either no visible entity or one a later create cleans up.
 
 from __future__ import annotations
 
+import ssl
 import uuid
 from typing import Any
 
@@ -94,6 +95,10 @@ class Transport:
             "retry": Retry(NoBackoff(), 0),
             **options,
         }
+        if scheme.startswith("rediss") and "ssl_check_hostname" not in options:
+            # redis-py < 6 leaves host name checks off by default: sbredis turns them on (unless the
+            # caller turned certificate checks off, which host name checks cannot go without)
+            self._options["ssl_check_hostname"] = options.get("ssl_cert_reqs") not in ("none", ssl.CERT_NONE)
         self.cluster: ClusterUrl | None = None
         self.closed = False
         self.faulted: ServiceBusError | None = None  # set by fault(): every call raises it (paired namespaces)
