@@ -30,13 +30,11 @@ local seqs, fields, xs = {}, {}, {}  -- the messages handed out: seq, log entry,
 local n = 0
 local budget = want + limit
 while n < want and budget > 0 do
-  local popped = redis.call('ZPOPMIN', G.ready, math.min(want - n, budget))
-  if #popped == 0 then break end
-  local batch, k = {}, 0
-  for i = 1, #popped, 2 do
-    k = k + 1
-    batch[k] = popped[i]
-  end
+  -- ZRANGE + ZREMRANGEBYRANK: ZPOPMIN's reply would carry every score, formatted as a double
+  local batch = redis.call('ZRANGE', G.ready, 0, math.min(want - n, budget) - 1)
+  local k = #batch
+  if k == 0 then break end
+  redis.call('ZREMRANGEBYRANK', G.ready, 0, k - 1)
   budget = budget - k
   local fs = entries(G, batch)
   for i = 1, k do
@@ -61,17 +59,17 @@ if n == 0 then
 end
 local dcs = redis.call('HMGET', G.dc, unpack(seqs))
 local expiring = {}
-local e = 0
+local e, o = 0, 2
 for i = 1, n do
-  local dc = tonumber(dcs[i] or '0') + 1
+  local dc = dcs[i]
+  if dc then dc = dc + 1 else dc = 1 end
   dcs[i] = dc
   if xs[i] > 0 then
     e = e + 1
     expiring[e] = seqs[i]
   end
-  out[#out + 1] = seqs[i]
-  out[#out + 1] = dc
-  put(out, G, fields[i])
+  out[o + 1], out[o + 2] = seqs[i], dc
+  o = put(out, G, fields[i], o + 2)
 end
 if e > 0 and G.main then call_many('ZREM', K_EXP, expiring) end
 if lock then

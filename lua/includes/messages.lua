@@ -37,14 +37,13 @@ local function entries(G, seqs)
 end
 
 -- Append a message to a reply, flat: blob, enqueued ms, expires ms [, reason, description].
-local function put(out, G, f)
-  out[#out + 1] = f[2]
-  out[#out + 1] = f[4]
-  out[#out + 1] = f[6]
-  if not G.main then
-    out[#out + 1] = f[8]
-    out[#out + 1] = f[10]
-  end
+-- `o`: the reply's length (counted by the caller: # is a search); returns the new length.
+local function put(out, G, f, o)
+  o = o or #out
+  out[o + 1], out[o + 2], out[o + 3] = f[2], f[4], f[6]
+  if G.main then return o + 3 end
+  out[o + 4], out[o + 5] = f[8], f[10]
+  return o + 5
 end
 
 -- A lock record carries the delivery count of the locked delivery: the dc hash holds a count
@@ -189,14 +188,24 @@ end
 
 -- The lock records of the pairs (seqs[i], nonces[i]) that still hold an unexpired lock with that
 -- nonce, by the server clock `now` (false for the others): what every settlement checks first.
+-- A lock record and its locked-until are written and removed together, so when no lock of the
+-- group has elapsed (the common case: one ZRANGEBYSCORE) a record alone says the lock holds.
 local function held(G, seqs, nonces, now)
   local recs = redis.call('HMGET', G.lk, unpack(seqs))
-  local untl = redis.call('ZMSCORE', G.locked, unpack(seqs))
+  local untl = false
+  if #redis.call('ZRANGEBYSCORE', G.locked, '-inf', '(' .. now, 'LIMIT', 0, 1) > 0 then
+    untl = redis.call('ZMSCORE', G.locked, unpack(seqs))
+  end
   local out = {}
+  local pfx = {}  -- nonce -> 'nonce|' (a batch mostly repeats one nonce)
   for i = 1, #seqs do
     local rec, nonce = recs[i], nonces[i]
-    if rec and untl[i] and tonumber(untl[i]) >= now
-       and string.sub(rec, 1, #nonce + 1) == nonce .. '|' then
+    local p = pfx[nonce]
+    if not p then
+      p = nonce .. '|'
+      pfx[nonce] = p
+    end
+    if rec and string.sub(rec, 1, #p) == p and (not untl or (untl[i] and tonumber(untl[i]) >= now)) then
       out[i] = rec
     else
       out[i] = false

@@ -6,25 +6,27 @@
   lock check is held()'s, since a session message's lock is the session lock (includes/sessions.lua).
 ]]
 
--- Remove completed messages: seqs with their lock records recs (false entries are skipped).
+-- Remove completed messages: seqs with their lock records recs (false entries are skipped). Only
+-- the size and the session id of a record are read (its delivery count lives in the record while
+-- the lock holds; a count in the dc hash from an earlier delivery is removed with HDEL).
 local function complete_held(G, seqs, recs)
-  local done, counted = {}, {}
+  local done, k = {}, 0
   local size = 0
   for i = 1, #seqs do
     local rec = recs[i]
     if rec then
-      local _, _, _, sz, dc, sid = parse_lock(rec)
-      sess_unlocked(sid, seqs[i])
+      local sz, tail = string.match(rec, '|%a|%d+|(%d+)|%d+()')
+      if tail <= #rec then sess_unlocked(string.sub(rec, tail + 1), seqs[i]) end
       size = size + sz
-      done[#done + 1] = seqs[i]
-      if dc > 1 then counted[#counted + 1] = seqs[i] end
+      k = k + 1
+      done[k] = seqs[i]
     end
   end
-  if #done > 0 then
+  if k > 0 then
     call_many('XDEL', G.log, done)
     call_many('HDEL', G.lk, done)
     call_many('ZREM', G.locked, done)
-    if #counted > 0 then call_many('HDEL', G.dc, counted) end
+    call_many('HDEL', G.dc, done)
     redis.call('HINCRBY', K_ST, 'size', -size)
   end
 end
