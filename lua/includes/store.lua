@@ -69,6 +69,7 @@ local function store(cfg, now, b, n, out)
   local seq = redis.call('HINCRBY', K_ST, 'seq', fresh) - fresh
   local now_s = tostring(now)  -- numbers are formatted (sprintf) at every use: once each here
   local ready, sched, exp = {}, {}, {}
+  local nr, ns, nx = 0, 0, 0  -- their lengths (# is a search)
   local added = 0
   for i = 1, n do
     if keep[i] then
@@ -81,7 +82,7 @@ local function store(cfg, now, b, n, out)
       if at > now then enq = at end
       local x = 0
       if ttl > 0 then x = enq + ttl end
-      local id, e, xs = tostring(seq), now_s, '0'
+      local id, e, xs = seq, now_s, '0'  -- redis.call formats a number faster than tostring
       if enq > now then e = tostring(enq) end
       if x > 0 then xs = tostring(x) end
       local sid = cfg.sess and (sids[i] or blob_sid(blob))
@@ -91,17 +92,17 @@ local function store(cfg, now, b, n, out)
         redis.call('XADD', MAIN.log, id, 'b', blob, 'e', e, 'x', xs)
       end
       if enq > now then
-        sched[#sched + 1] = e
-        sched[#sched + 1] = id
+        sched[ns + 1], sched[ns + 2] = e, id
+        ns = ns + 2
       elseif sid then
         sess_ready(SES, sid, id)
       else
-        ready[#ready + 1] = id
-        ready[#ready + 1] = id
+        ready[nr + 1], ready[nr + 2] = id, id
+        nr = nr + 2
       end
       if x > 0 then
-        exp[#exp + 1] = xs
-        exp[#exp + 1] = id
+        exp[nx + 1], exp[nx + 2] = xs, id
+        nx = nx + 2
       end
       added = added + #blob
       out[o + i] = seq
@@ -109,8 +110,8 @@ local function store(cfg, now, b, n, out)
       out[o + i] = 0
     end
   end
-  if #ready > 0 then call_many('ZADD', MAIN.ready, ready) end
-  if #sched > 0 then call_many('ZADD', K_SCHED, sched) end
-  if #exp > 0 then call_many('ZADD', K_EXP, exp) end
+  if nr > 0 then call_many('ZADD', MAIN.ready, ready) end
+  if ns > 0 then call_many('ZADD', K_SCHED, sched) end
+  if nx > 0 then call_many('ZADD', K_EXP, exp) end
   redis.call('HINCRBY', K_ST, 'size', added)
 end
