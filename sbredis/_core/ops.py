@@ -302,10 +302,13 @@ def parse_received(
         nonce = ""
     dlq = group == "d"
     stride = 7 if dlq else 5
-    make = ServiceBusReceivedMessage._make
+    cls = ServiceBusReceivedMessage
+    new, fill = cls.__new__, cls._fill  # _make without its call frame: this runs per message
     out = []
     for i in range(2, len(reply), stride):
-        m = make(
+        m = new(cls)
+        fill(
+            m,
             reply[i + 2],
             entity,
             partition,
