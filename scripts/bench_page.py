@@ -119,6 +119,23 @@ def core(d: Json) -> Iterator[str]:
     yield ""
 
 
+def floors(d: Json) -> Iterator[str]:
+    yield "## Floors: how close a script-based broker can come to raw"
+    yield ""
+    yield (
+        f"`bench/bench_floors.py`: one process, {d['body_bytes']} B bodies, batches of {d['batch']}, medians of "
+        f"{d['rounds']} rounds, all variants alternating in each round. Between raw and sbredis: scripts that do "
+        "only the unavoidable part of each operation (see the script's docstring), so the distance to raw of "
+        "any broker built on Lua, streams and sorted sets is measured."
+    )
+    yield ""
+    rows = [
+        [r["kind"], r["variant"], rate(r["msgs_per_s"]), ratio(r["ratio_to_raw"]), f"{r['server_us_per_msg']:.2f}"]
+        for r in d["rows"]
+    ]
+    yield from table(["operation", "variant", "msgs/s", "vs raw", "server µs/msg"], rows)
+
+
 def peers(d: Json) -> Iterator[str]:
     yield "## Against other Redis queues"
     yield ""
@@ -294,6 +311,7 @@ def generic(name: str) -> Callable[[Json], Iterator[str]]:
 
 SECTIONS: dict[str, Callable[[Json], Iterator[str]]] = {
     "core.json": core,
+    "floors.json": floors,
     "peers.json": peers,
     "cluster.json": cluster,
     "latency.json": latency,
