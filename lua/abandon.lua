@@ -3,8 +3,10 @@
   deferred when it was received as deferred), or to the dead-letter group after max_dc
   deliveries, or expires when its TTL passed while it was locked.
   KEYS: the partition's 23 keys (includes/partition.lua)
-  ARGV[1] group 'm' | 'd'   ARGV[2] n   then n pairs: seq, lock nonce
-  ARGV[3 + 2n] '1': release without counting the delivery (messages never handed to a user)
+  ARGV[1] group 'm' | 'd'   ARGV[2] n
+  ARGV[3] the lock nonce of all n messages, then n seqs; or '' then n pairs: seq, lock nonce
+          (held_args, includes/messages.lua)
+  then '1': release without counting the delivery (messages never handed to a user)
   Returns: {status_1, ..., status_n}   0 released, 1 lock lost
   Errors:  NOTFOUND  DISABLED
 ]]
@@ -14,12 +16,11 @@ local cfg = load_cfg()
 local bad = check_receive(cfg)
 if bad then return bad end
 local G = group_of(ARGV[1])
-local n = tonumber(ARGV[2])
-local undo = ARGV[3 + 2 * n] == '1'
 local now = now_ms()
-local seqs, recs = held_all(G, n, 3, now)
+local seqs, recs, after = held_args(G, now)
+local undo = ARGV[after] == '1'
 local out = {}
-for i = 1, n do
+for i = 1, #seqs do
   local seq, rec = seqs[i], recs[i]
   if rec then
     release(G, cfg, seq, rec, now, undo)

@@ -2,7 +2,9 @@
   complete: remove messages whose locks the caller holds. Messages whose lock is lost are left as
   they are and reported.
   KEYS: the partition's 23 keys (includes/partition.lua)
-  ARGV[1] group 'm' | 'd'   ARGV[2] n   then n pairs: seq, lock nonce
+  ARGV[1] group 'm' | 'd'   ARGV[2] n
+  ARGV[3] the lock nonce of all n messages, then n seqs; or '' then n pairs: seq, lock nonce
+          (held_args, includes/messages.lua)
   Returns: {status_1, ..., status_n}   0 completed, 1 lock lost (unknown, elapsed or not ours)
   Errors:  NOTFOUND  DISABLED
 ]]
@@ -13,12 +15,11 @@ local cfg = load_cfg()
 local bad = check_receive(cfg)
 if bad then return bad end
 local G = group_of(ARGV[1])
-local n = tonumber(ARGV[2])
 local now = now_ms()
-local seqs, recs = held_all(G, n, 3, now)
+local seqs, recs = held_args(G, now)
 complete_held(G, seqs, recs)
 local out = {}
-for i = 1, n do
+for i = 1, #seqs do
   if recs[i] then out[i] = 0 else out[i] = 1 end
 end
 touch(now)

@@ -1,8 +1,10 @@
 --[[
   dead_letter: move locked main-queue messages to the dead-letter group with the caller's reason.
   KEYS: the partition's 23 keys (includes/partition.lua)
-  ARGV[1] group (must be 'm')   ARGV[2] n   then n pairs: seq, lock nonce
-  ARGV[3 + 2n] reason   ARGV[4 + 2n] error description
+  ARGV[1] group (must be 'm')   ARGV[2] n
+  ARGV[3] the lock nonce of all n messages, then n seqs; or '' then n pairs: seq, lock nonce
+          (held_args, includes/messages.lua)
+  then the reason and the error description
   Returns: {status_1, ..., status_n}   0 dead-lettered, 1 lock lost
   Errors:  NOTFOUND  DISABLED  INVALID (group is not the main queue)
 ]]
@@ -13,12 +15,11 @@ local cfg = load_cfg()
 local bad = check_receive(cfg)
 if bad then return bad end
 if ARGV[1] ~= 'm' then return fail('INVALID') end
-local n = tonumber(ARGV[2])
-local reason, description = ARGV[3 + 2 * n], ARGV[4 + 2 * n]
 local now = now_ms()
-local seqs, recs = held_all(MAIN, n, 3, now)
+local seqs, recs, after = held_args(MAIN, now)
+local reason, description = ARGV[after], ARGV[after + 1]
 local out = {}
-for i = 1, n do
+for i = 1, #seqs do
   local seq = seqs[i]
   local f = recs[i] and entry(MAIN, seq)
   if f then

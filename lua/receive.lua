@@ -8,6 +8,7 @@
   ARGV[3] count   ARGV[4] lock nonce   ARGV[5] sweep limit
   Returns: {now_ms, locked_until_ms, then per message: seq, delivery_count, blob, enqueued_ms,
            expires_ms [, dead-letter reason, dead-letter description: group 'd' only]}
+           (numbers as integer replies)
   Errors:  NOTFOUND  DISABLED (receive)  SESSIONREQ (the entity requires sessions: session_receive)
 ]]
 --@include partition
@@ -57,7 +58,9 @@ if n == 0 then
   touch(now)
   return out
 end
-local dcs = redis.call('HMGET', G.dc, unpack(seqs))
+-- the counts of earlier deliveries (the dc hash is empty unless a lock ended without completion)
+local counted = redis.call('HLEN', G.dc) > 0
+local dcs = counted and redis.call('HMGET', G.dc, unpack(seqs)) or {}
 local expiring = {}
 local e, o = 0, 2
 for i = 1, n do
@@ -68,7 +71,7 @@ for i = 1, n do
     e = e + 1
     expiring[e] = seqs[i]
   end
-  out[o + 1], out[o + 2] = seqs[i], dc
+  out[o + 1], out[o + 2] = tonumber(seqs[i]), dc
   o = put(out, G, fields[i], o + 2)
 end
 if e > 0 and G.main then call_many('ZREM', K_EXP, expiring) end
@@ -86,7 +89,7 @@ else
   local size = 0
   for i = 1, n do size = size + #fields[i][2] end
   call_many('XDEL', G.log, seqs)
-  call_many('HDEL', G.dc, seqs)
+  if counted then call_many('HDEL', G.dc, seqs) end
   redis.call('HINCRBY', K_ST, 'size', -size)
 end
 touch(now)

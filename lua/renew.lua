@@ -1,7 +1,9 @@
 --[[
   renew: extend the locks the caller holds by the entity's lock duration, from now.
   KEYS: the partition's 23 keys (includes/partition.lua)
-  ARGV[1] group 'm' | 'd'   ARGV[2] n   then n pairs: seq, lock nonce
+  ARGV[1] group 'm' | 'd'   ARGV[2] n
+  ARGV[3] the lock nonce of all n messages, then n seqs; or '' then n pairs: seq, lock nonce
+          (held_args, includes/messages.lua)
   Returns: {now_ms, locked_until_ms_1, ..., locked_until_ms_n}   0: lock lost
   Errors:  NOTFOUND  DISABLED
 ]]
@@ -12,13 +14,12 @@ local cfg = load_cfg()
 local bad = check_receive(cfg)
 if bad then return bad end
 local G = group_of(ARGV[1])
-local n = tonumber(ARGV[2])
 local now = now_ms()
 local untl = now + cfg.lock_ms
-local seqs, recs = held_all(G, n, 3, now)
+local seqs, recs = held_args(G, now)
 renew_held(G, seqs, recs, untl)
 local out = {now}
-for i = 1, n do
+for i = 1, #seqs do
   if recs[i] then out[i + 1] = untl else out[i + 1] = 0 end
 end
 touch(now)

@@ -36,11 +36,12 @@ local function entries(G, seqs)
   return out
 end
 
--- Append a message to a reply, flat: blob, enqueued ms, expires ms [, reason, description].
+-- Append a message to a reply, flat: blob, enqueued ms, expires ms [, reason, description]; the
+-- times as integer replies (the client need not parse them).
 -- `o`: the reply's length (counted by the caller: # is a search); returns the new length.
 local function put(out, G, f, o)
   o = o or #out
-  out[o + 1], out[o + 2], out[o + 3] = f[2], f[4], f[6]
+  out[o + 1], out[o + 2], out[o + 3] = f[2], tonumber(f[4]), tonumber(f[6])
   if G.main then return o + 3 end
   out[o + 4], out[o + 5] = f[8], f[10]
   return o + 5
@@ -186,8 +187,9 @@ local function sweep(G, cfg, now, limit)
   end
 end
 
--- The lock records of the pairs (seqs[i], nonces[i]) that still hold an unexpired lock with that
--- nonce, by the server clock `now` (false for the others): what every settlement checks first.
+-- The lock records of seqs that still hold an unexpired lock with their nonce (nonces[i], or
+-- `nonces` itself when it is one string shared by all), by the server clock `now` (false for the
+-- others): what every settlement checks first.
 -- A lock record and its locked-until are written and removed together, so when no lock of the
 -- group has elapsed (the common case: one ZRANGEBYSCORE) a record alone says the lock holds.
 local function held(G, seqs, nonces, now)
@@ -197,13 +199,17 @@ local function held(G, seqs, nonces, now)
     untl = redis.call('ZMSCORE', G.locked, unpack(seqs))
   end
   local out = {}
-  local pfx = {}  -- nonce -> 'nonce|' (a batch mostly repeats one nonce)
+  local shared = type(nonces) == 'string' and nonces .. '|'
+  local pfx = {}  -- nonce -> 'nonce|' (a mixed batch mostly repeats one nonce)
   for i = 1, #seqs do
-    local rec, nonce = recs[i], nonces[i]
-    local p = pfx[nonce]
+    local rec, p = recs[i], shared
     if not p then
-      p = nonce .. '|'
-      pfx[nonce] = p
+      local nonce = nonces[i]
+      p = pfx[nonce]
+      if not p then
+        p = nonce .. '|'
+        pfx[nonce] = p
+      end
     end
     if rec and string.sub(rec, 1, #p) == p and (not untl or (untl[i] and tonumber(untl[i]) >= now)) then
       out[i] = rec
@@ -214,12 +220,21 @@ local function held(G, seqs, nonces, now)
   return out
 end
 
--- held() for n ARGV pairs (seq, nonce) from ARGV[first] on: the seqs and their lock records.
-local function held_all(G, n, first, now)
-  local seqs, nonces = {}, {}
-  for i = 1, n do
-    seqs[i] = ARGV[first + 2 * (i - 1)]
-    nonces[i] = ARGV[first + 2 * i - 1]
+-- held() for the messages a settlement script names from ARGV[2] on: n, then the lock nonce they
+-- all share followed by n seqs, or '' followed by n pairs (seq, nonce). Returns the seqs, their
+-- lock records and the index of the first ARGV after them.
+local function held_args(G, now)
+  local n = tonumber(ARGV[2])
+  local nonce = ARGV[3]
+  local seqs = {}
+  if nonce ~= '' then
+    for i = 1, n do seqs[i] = ARGV[3 + i] end
+    return seqs, held(G, seqs, nonce, now), 4 + n
   end
-  return seqs, held(G, seqs, nonces, now)
+  local nonces = {}
+  for i = 1, n do
+    seqs[i] = ARGV[2 + 2 * i]
+    nonces[i] = ARGV[3 + 2 * i]
+  end
+  return seqs, held(G, seqs, nonces, now), 4 + 2 * n
 end

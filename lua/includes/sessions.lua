@@ -13,7 +13,7 @@
     Z.sx  zset            sid -> locked-until ms (elapsed session locks are found by score)
     Z.sk  zset, scores 0  the locked messages of each session (members as sr); a session
                           message's lock has the session lock's nonce and locked-until, so the
-                          message-lock checks of every settlement (held_all) cover the session lock
+                          message-lock checks of every settlement (held_args) cover the session lock
     Z.ss  hash            sid -> session state
   A session message's log entry has the field s = sid; its lock record ends with '|<sid>'.
   Functions for settlement code (complete, defer, dead-letter here and in tx_commit):

@@ -7,26 +7,32 @@
 ]]
 
 -- Remove completed messages: seqs with their lock records recs (false entries are skipped). Only
--- the size and the session id of a record are read (its delivery count lives in the record while
--- the lock holds; a count in the dc hash from an earlier delivery is removed with HDEL).
+-- the size, the delivery count and the session id of a record are read. The dc hash holds a count
+-- for a message only after a lock on it ended without completion (release, defer_held), and the
+-- next lock's record counts one more: a record with delivery count 1 has no dc entry to remove.
 local function complete_held(G, seqs, recs)
   local done, k = {}, 0
+  local counted, c = {}, 0
   local size = 0
   for i = 1, #seqs do
     local rec = recs[i]
     if rec then
-      local sz, tail = string.match(rec, '|%a|%d+|(%d+)|%d+()')
+      local sz, dc, tail = string.match(rec, '|%a|%d+|(%d+)|(%d+)()')
       if tail <= #rec then sess_unlocked(string.sub(rec, tail + 1), seqs[i]) end
       size = size + sz
       k = k + 1
       done[k] = seqs[i]
+      if dc ~= '1' then
+        c = c + 1
+        counted[c] = seqs[i]
+      end
     end
   end
   if k > 0 then
     call_many('XDEL', G.log, done)
     call_many('HDEL', G.lk, done)
     call_many('ZREM', G.locked, done)
-    call_many('HDEL', G.dc, done)
+    if c > 0 then call_many('HDEL', G.dc, counted) end
     redis.call('HINCRBY', K_ST, 'size', -size)
   end
 end

@@ -10,7 +10,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import Any, NoReturn
 
 from .._enums import ServiceBusMessageState, ServiceBusReceiveMode
 from .._message import (
@@ -295,36 +295,28 @@ def parse_received(
     mode: ServiceBusReceiveMode,
     state: ServiceBusMessageState = ServiceBusMessageState.ACTIVE,
 ) -> tuple[int, list[ServiceBusReceivedMessage]]:
-    """(server now ms, messages) from a receive or receive_deferred reply."""
+    """(server now ms, messages) from a receive, receive_deferred or session_receive reply (its
+    numbers are integer replies already)."""
     now = int(reply[0])
     locked = int(reply[1]) if mode is ServiceBusReceiveMode.PEEK_LOCK else 0
     if not locked:
         nonce = ""
-    dlq = group == "d"
-    stride = 7 if dlq else 5
     cls = ServiceBusReceivedMessage
     new, fill = cls.__new__, cls._fill  # _make without its call frame: this runs per message
     out = []
-    for i in range(2, len(reply), stride):
+    fields = iter(reply)
+    next(fields), next(fields)
+    if group != "d":
+        for seq, dc, blob, enq, exp in zip(fields, fields, fields, fields, fields, strict=True):
+            m = new(cls)
+            fill(m, blob, entity, partition, group, seq, dc, enq, exp, locked, nonce, mode, state)
+            out.append(m)
+        return now, out
+    for seq, dc, blob, enq, exp, reason, description in zip(*[fields] * 7, strict=True):
         m = new(cls)
-        fill(
-            m,
-            reply[i + 2],
-            entity,
-            partition,
-            group,
-            int(reply[i]),
-            int(reply[i + 1]),
-            int(reply[i + 3]),
-            int(reply[i + 4]),
-            locked,
-            nonce,
-            mode,
-            state,
-        )
-        if dlq:
-            m.dead_letter_reason = _text(reply[i + 5])
-            m.dead_letter_error_description = _text(reply[i + 6])
+        fill(m, blob, entity, partition, group, seq, dc, enq, exp, locked, nonce, mode, state)
+        m.dead_letter_reason = _text(reason)
+        m.dead_letter_error_description = _text(description)
         out.append(m)
     return now, out
 
@@ -386,7 +378,7 @@ def split_sequence_number(seq: Any, partitions: int) -> tuple[int, int]:
 
 
 def settle_groups(
-    messages: Iterable[Any], entity: str, group: str, what: str
+    messages: Sequence[Any], entity: str, group: str, what: str
 ) -> dict[int, list[ServiceBusReceivedMessage]]:
     """Check messages can be settled by this receiver and group them by partition.
 
@@ -396,6 +388,24 @@ def settle_groups(
         MessageAlreadySettled: settled before, or received in RECEIVE_AND_DELETE mode.
     """
     out: dict[int, list[ServiceBusReceivedMessage]] = {}
+    count = 0
+    cls = ServiceBusReceivedMessage
+    for m in messages:
+        if not isinstance(m, cls) or m.entity_name != entity or m._group != group or m._settled:
+            _refuse_settle(messages, entity, group, what)
+        part = out.get(m.partition_id)
+        if part is None:
+            out[m.partition_id] = [m]
+        else:
+            part.append(m)
+        count += 1
+    if len({id(m) for part in out.values() for m in part}) != count:
+        _refuse_settle(messages, entity, group, what)
+    return out
+
+
+def _refuse_settle(messages: Sequence[Any], entity: str, group: str, what: str) -> NoReturn:
+    """settle_groups found a message it refuses: raise the error for the first one, in order."""
     seen: set[int] = set()
     for m in messages:
         if not isinstance(m, ServiceBusReceivedMessage):
@@ -414,8 +424,7 @@ def settle_groups(
         if id(m) in seen:
             raise InvalidArgumentError("the same message appears twice")
         seen.add(id(m))
-        out.setdefault(m.partition_id, []).append(m)
-    return out
+    raise AssertionError("unreachable: settle_groups refused nothing")
 
 
 SETTLE_CHUNK = 1000  # messages per settlement script call (Lua unpacks at most ~8000 arguments)
@@ -428,24 +437,34 @@ def chunks(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Sequence[ServiceBu
 LOCK_LOST = object()  # a settlement status: the lock elapsed, is not ours, or the message is gone
 
 
-def apply_settled(m: ServiceBusReceivedMessage, name: str, code: int) -> object | None:
-    """Record a settlement script's per-message status on the message: None when done, else LOCK_LOST.
-
-    A renew status is the new locked-until (0: lost); the others are 0 for done.
-    """
+def apply_settled(
+    name: str, msgs: Sequence[ServiceBusReceivedMessage], reply: list[Any], status: dict[int, Any]
+) -> None:
+    """Record a settlement script's reply on its messages; the lost ones go into `status`
+    (id(message) -> LOCK_LOST). A renew reply is {now, then per message the new locked-until
+    (0: lost)}; the others are a status per message, 0 for done."""
     if name == "renew":
+        for m, code in zip(msgs, reply[1:], strict=True):
+            if code:
+                m._locked_ms = code
+            else:
+                status[id(m)] = LOCK_LOST
+        return
+    for m, code in zip(msgs, reply, strict=True):
         if code:
-            m._locked_ms = code
-            return None
-        return LOCK_LOST
-    if code == 0:
-        m._settled = True
-        return None
-    return LOCK_LOST
+            status[id(m)] = LOCK_LOST
+        else:
+            m._settled = True
 
 
 def lock_args(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Any]:
-    args: list[Any] = [len(msgs)]
+    """A settlement script's arguments after the group: n, then the lock nonce all n messages
+    share and their seqs (the usual case: one receive call), else '' and n pairs (seq, nonce)."""
+    nonce = msgs[0]._nonce
+    seqs = [m._local_seq for m in msgs]
+    if all(m._nonce == nonce for m in msgs):
+        return [len(msgs), nonce, *seqs]
+    args: list[Any] = [len(msgs), ""]
     for m in msgs:
         args.append(m._local_seq)
         args.append(m._nonce)

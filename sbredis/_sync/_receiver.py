@@ -372,10 +372,7 @@ class ServiceBusReceiver:
                 for m in chunk:
                     status[id(m)] = reply
                 continue
-            for m, code in zip(chunk, reply[1:] if name == "renew" else reply, strict=True):
-                st = ops.apply_settled(m, name, int(code))
-                if st is not None:
-                    status[id(m)] = st
+            ops.apply_settled(name, chunk, reply, status)
         if len(entries) == 1 and not status:
             return [entries[0]]
         outcomes: list[Any] = []

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from sbredis import ServiceBusMessage
+from sbredis._core.keys import partition_keys
 from sbredis.exceptions import MessageAlreadySettled
 from tests.conftest import eventually
 
@@ -68,3 +69,33 @@ def test_large_batch_duplicates_and_expiry(client: Any, admin: Any, make_queue: 
 
         # the expiring messages go away; the duplicates never showed up
         assert eventually(only_the_first_batch_is_left, timeout=5) == [f"m{i}" for i in range(N)]
+
+
+def test_one_call_settles_locks_of_several_receives(client: Any, make_queue: Any, raw_redis: Any) -> None:
+    """A settlement call naming locks from different receive calls (different lock nonces) settles
+    each one; delivery counts survive abandon and defer, and completing leaves no count behind."""
+    q = make_queue(max_delivery_count=10)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"m{i}") for i in range(8)])
+    with client.get_queue_receiver(q) as r:
+        first = r.receive_messages(4, max_wait_time=1)
+        second = r.receive_messages(4, max_wait_time=1)
+        assert first[0]._nonce != second[0]._nonce
+        r.abandon_messages([first[0], second[0], first[1], second[1]])
+        r.defer_messages([first[2], second[2]])
+        r.dead_letter_messages([first[3], second[3]], reason="r")
+        again = r.receive_messages(8, max_wait_time=1)
+        assert sorted(str(m) for m in again) == ["m0", "m1", "m4", "m5"]
+        assert all(m.delivery_count == 2 for m in again)
+        deferred = r.receive_deferred_messages([first[2].sequence_number, second[2].sequence_number])
+        assert [m.delivery_count for m in deferred] == [2, 2]
+        r.complete_messages([*again[:2], deferred[0], *again[2:], deferred[1]])
+        with pytest.raises(MessageAlreadySettled):
+            r.complete_messages([again[0]])
+    with client.get_queue_receiver(q, sub_queue="deadletter") as d:
+        dead = d.receive_messages(4, max_wait_time=1)
+        assert sorted(str(m) for m in dead) == ["m3", "m7"]
+        assert [m.delivery_count for m in dead] == [2, 2]
+        d.complete_messages(dead)
+    dc_keys = [k for k in partition_keys(q, 0) if k.endswith(":dc")]
+    assert dc_keys and all(raw_redis.hlen(k) == 0 for k in dc_keys)

@@ -302,7 +302,8 @@ def test_parse_received_builds_messages() -> None:
     m = ServiceBusMessage("hello", application_properties={"k": 1}, subject="s")
     blob = m._encoded()
     # receive.lua's reply: now, locked-until, then seq, delivery count, blob, enqueued, expires
-    reply = [5000, 65000, b"3", 2, blob, 4000, 9000, b"4", 1, blob, 4100, 0]
+    # (numbers as integer replies)
+    reply = [5000, 65000, 3, 2, blob, 4000, 9000, 4, 1, blob, 4100, 0]
     now, msgs = ops.parse_received(reply, "q", 2, "m", "ab" * 8, ServiceBusReceiveMode.PEEK_LOCK)
     assert now == 5000
     first, second = msgs
@@ -322,7 +323,7 @@ def test_parse_received_builds_messages() -> None:
 
 def test_parse_received_dead_letter_group_reads_reason() -> None:
     blob = ServiceBusMessage("x")._encoded()
-    reply = [5000, 65000, b"1", 3, blob, 4000, 0, b"why", b"details", b"2", 1, blob, 4000, 0, b"", b""]
+    reply = [5000, 65000, 1, 3, blob, 4000, 0, b"why", b"details", 2, 1, blob, 4000, 0, b"", b""]
     _, (first, second) = ops.parse_received(reply, "q", 0, "d", "ab" * 8, ServiceBusReceiveMode.PEEK_LOCK)
     assert (first.dead_letter_reason, first.dead_letter_error_description) == ("why", "details")
     assert (second.dead_letter_reason, second.dead_letter_error_description) == (None, None)
@@ -364,8 +365,12 @@ def test_settle_groups_and_lock_args() -> None:
     a, b, c = _received(0, 1), _received(3, 2), _received(0, 5)
     groups = ops.settle_groups([a, b, c], "q", "m", "complete")
     assert groups == {0: [a, c], 3: [b]}
-    # complete.lua: ARGV[1] group, ARGV[2] n, then n pairs (seq, nonce); the group comes first
-    assert ops.lock_args(groups[0]) == [2, 1, "00" * 8, 5, "00" * 8]
+    # complete.lua: ARGV[1] group (comes first), ARGV[2] n, ARGV[3] the shared nonce, then n seqs
+    assert ops.lock_args(groups[0]) == [2, "00" * 8, 1, 5]
+    # locks from different receive calls: '' and then n pairs (seq, nonce)
+    d = _received(0, 7)
+    d._nonce = "11" * 8
+    assert ops.lock_args([a, d, c]) == [3, "", 1, "00" * 8, 7, "11" * 8, 5, "00" * 8]
 
 
 @pytest.mark.parametrize(
