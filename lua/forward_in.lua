@@ -65,6 +65,7 @@ if top > mark then redis.call('HSET', K_ST, mark_field, top) end
 
 local out = {now}
 local added = 0
+if not sids then cursor_init() end
 for i = 1, n do
   if keep[i] then
     local seq = redis.call('HINCRBY', K_ST, 'seq', 1)
@@ -88,9 +89,7 @@ for i = 1, n do
       redis.call('ZADD', K_SCHED, enq, seq)
     elseif sids then
       sess_ready(SES, sids[i], seq)
-    else
-      redis.call('ZADD', MAIN.ready, seq, seq)
-    end
+    end  -- else available past the cursor (includes/messages.lua's cursor_of): no ready entry
     if x > 0 then redis.call('ZADD', K_EXP, x, seq) end
     added = added + #blob
     out[i + 1] = seq

@@ -29,35 +29,23 @@ local dest = redis.call('HMGET', K_CFG, 'fwd', 'fwdl')
 
 local function move(G, to)
   sweep(G, cfg, now, limit)
-  local popped = redis.call('ZPOPMIN', G.ready, move_max)
-  if #popped == 0 then return end
-  local seqs = {}
-  for i = 1, #popped, 2 do seqs[#seqs + 1] = popped[i] end
-  local fs = entries(G, seqs)
+  local seqs, fs, xs, n = take(G, cfg, now, move_max, limit)  -- expired ones are expired there
   local moved = 0
-  for i = 1, #seqs do
-    local seq = seqs[i]
-    local f = fs[seq]
-    if f then
-      local x = tonumber(f[6])
-      if G.main and x > 0 and x <= now then
-        expire(cfg, seq, f)
-      else
-        local tseq = redis.call('HINCRBY', T.st, 'seq', 1)
-        local hop = field_of(f, 'h') or '0'
-        if G.main then
-          redis.call('XADD', T.m.log, tseq .. '-0', 'b', f[2], 'e', now, 'x', x, 'h', hop, 't', to)
-          redis.call('ZREM', K_EXP, seq)
-        else
-          redis.call('XADD', T.m.log, tseq .. '-0', 'b', f[2], 'e', now, 'x', '0', 'h', hop, 't', to,
-                     'r', f[8], 'rd', f[10])
-        end
-        redis.call('ZADD', T.m.ready, tseq, tseq)
-        redis.call('XDEL', G.log, seq)
-        redis.call('HDEL', G.dc, seq)
-        moved = moved + #f[2]
-      end
+  for i = 1, n do
+    local seq, f, x = seqs[i], fs[i], xs[i]
+    local tseq = redis.call('HINCRBY', T.st, 'seq', 1)
+    local hop = field_of(f, 'h') or '0'
+    if G.main then
+      redis.call('XADD', T.m.log, tseq .. '-0', 'b', f[2], 'e', now, 'x', x, 'h', hop, 't', to)
+      redis.call('ZREM', K_EXP, seq)
+    else
+      redis.call('XADD', T.m.log, tseq .. '-0', 'b', f[2], 'e', now, 'x', '0', 'h', hop, 't', to,
+                 'r', f[8], 'rd', f[10])
     end
+    redis.call('ZADD', T.m.ready, tseq, tseq)
+    redis.call('XDEL', G.log, seq)
+    redis.call('HDEL', G.dc, seq)
+    moved = moved + #f[2]
   end
   if moved > 0 then
     redis.call('HINCRBY', K_ST, 'size', -moved)

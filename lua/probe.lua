@@ -13,6 +13,10 @@ local now = now_ms()
 local n = redis.call('ZCARD', G.ready) + redis.call('ZCOUNT', G.locked, '-inf', '(' .. now)
 if G.main then
   n = n + redis.call('ZCOUNT', K_SCHED, '-inf', now)
+  if redis.call('HGET', K_CFG, 'sess') ~= '1' then  -- past the cursor (includes/messages.lua)
+    local c = redis.call('HMGET', K_ST, 'cur', 'seq')
+    if c[1] then n = n + tonumber(c[2]) - tonumber(c[1]) end  -- at most: some may be schedules
+  end
 else
   n = n + redis.call('ZCOUNT', K_EXP, '-inf', now) + redis.call('ZCOUNT', MAIN.locked, '-inf', '(' .. now)
 end

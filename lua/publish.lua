@@ -251,6 +251,9 @@ for j = 1, k do
   local S = sub.S
   local nc = #sub.copies
   if nc > 0 then
+    if not sub.sess and redis.call('HEXISTS', S.st, 'cur') == 0 then  -- partition.lua's cursor_init
+      redis.call('HSET', S.st, 'cur', redis.call('HGET', S.st, 'seq') or '0')
+    end  -- available copies go past the subscription's cursor, unindexed
     local seq = redis.call('HINCRBY', S.st, 'seq', nc) - nc
     local ready, sched, exp = {}, {}, {}
     for c = 1, nc do
@@ -288,7 +291,7 @@ for j = 1, k do
         m[#m + 1] = seq
       elseif copy[5] then
         sess_ready(S.ses, copy[5], seq)
-      else
+      elseif sub.sess then  -- (not reached: a copy without a session id is refused, NOSESSION)
         ready[#ready + 1] = seq
         ready[#ready + 1] = seq
       end

@@ -1,6 +1,7 @@
 --[[
-  receive: hand out up to `count` available messages of one partition, oldest first, after a
-  bounded sweep (due schedules, elapsed locks, expiries). Expired messages are never handed out.
+  receive: hand out up to `count` available messages of one partition, oldest first (ready, then
+  the main log past its cursor: includes/messages.lua's take), after a bounded sweep (due
+  schedules, elapsed locks, expiries). Expired messages are never handed out.
   A dead-letter receive sweeps the main queue first, so messages whose TTL or last delivery has
   passed are in the dead-letter group when it looks (no main-queue receive is needed).
   KEYS: the partition's 23 keys (includes/partition.lua)
@@ -27,40 +28,18 @@ if not G.main then sweep(MAIN, cfg, now, limit) end
 sweep(G, cfg, now, limit)
 
 local untl = now + cfg.lock_ms
-local seqs, fields, xs = {}, {}, {}  -- the messages handed out: seq, log entry, expires ms
-local n = 0
-local budget = want + limit
-while n < want and budget > 0 do
-  -- ZRANGE + ZREMRANGEBYRANK: ZPOPMIN's reply would carry every score, formatted as a double
-  local batch = redis.call('ZRANGE', G.ready, 0, math.min(want - n, budget) - 1)
-  local k = #batch
-  if k == 0 then break end
-  redis.call('ZREMRANGEBYRANK', G.ready, 0, k - 1)
-  budget = budget - k
-  local fs = entries(G, batch)
-  for i = 1, k do
-    local seq = batch[i]
-    local f = fs[seq]
-    if f then
-      local x = tonumber(f[6])
-      if G.main and x > 0 and x <= now then
-        expire(cfg, seq, f)
-      else
-        n = n + 1
-        seqs[n], fields[n], xs[n] = seq, f, x
-      end
-    end
-  end
-end
+local seqs, fields, xs, n, from_ready = take(G, cfg, now, want, limit)
 
 local out = {now, untl}
 if n == 0 then
   touch(now)
   return out
 end
--- the counts of earlier deliveries (the dc hash is empty unless a lock ended without completion)
-local counted = redis.call('HLEN', G.dc) > 0
-local dcs = counted and redis.call('HMGET', G.dc, unpack(seqs)) or {}
+-- the counts of earlier deliveries: only messages from ready can have one (those read past the
+-- cursor were never delivered), and only while the dc hash is not empty (a lock ended without
+-- completion)
+local dcs = from_ready > 0 and redis.call('HLEN', G.dc) > 0
+            and redis.call('HMGET', G.dc, unpack(seqs, 1, from_ready)) or {}
 local expiring = {}
 local e, o = 0, 2
 for i = 1, n do

@@ -12,7 +12,7 @@
   ARGV[3] n settlements, then 6 per settlement: action ('complete' | 'abandon' | 'defer' |
           'dead_letter' | 'renew'), group ('m' | 'd'), seq, lock nonce, dead-letter reason,
           dead-letter description ('' unless dead_letter)
-  ARGV[4 + 6n] m sends to this partition, then 4 per message (includes/store.lua's layout)
+  ARGV[4 + 6n] m sends to this partition, then 4 per message (includes/store.lua's layout, w = 4)
   ARGV[5 + 6n + 4m] v transfers, then 2 per transfer: destination path, blob
   Returns: {1, now_ms, locked_until_ms (of renewed locks), seq_1, ..., seq_m}  seq 0: a duplicate
            {2, now_ms, locked_until_ms}  committed before (this is a retry): nothing applied now
@@ -48,7 +48,7 @@ if n > 0 then
 end
 if m > 0 then
   if cfg.status == 'Disabled' or cfg.status == 'SendDisabled' then return fail('DISABLED') end
-  local bad = store_check(cfg, sb, m, false)
+  local bad = store_check(cfg, sb, m, 4, false)
   if bad then return bad end
 end
 local T = keyset(1)
@@ -116,7 +116,7 @@ for _, name in ipairs({'m', 'd'}) do
   if #c[1] > 0 then complete_held(group_of(name), c[1], c[2]) end
 end
 local out = {1, now, untl}
-if m > 0 then store(cfg, now, sb, m, out) end
+if m > 0 then store(cfg, now, sb, m, 4, out) end
 if v > 0 then
   local tseq = redis.call('HINCRBY', T.st, 'seq', v) - v
   local added = 0

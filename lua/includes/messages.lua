@@ -47,6 +47,18 @@ local function put(out, G, f, o)
   return o + 5
 end
 
+-- The main queue's cursor (st field 'cur'): a message of the main log past it that is not a
+-- pending schedule is available with no ready entry (a send writes no index); ready holds the
+-- available messages at or below it (returned by an abandon or an elapsed lock, due schedules).
+-- A partition last written before cursors existed has every message indexed in ready: its cursor
+-- is its last seq (includes/partition.lua's cursor_init). nil for a group without a cursor: the
+-- dead-letter group, and a session entity's main queue (its messages wait in their sessions).
+local function cursor_of(G, cfg)
+  if not G.main or cfg.sess then return nil end
+  local c = redis.call('HMGET', K_ST, 'cur', 'seq')
+  return tonumber(c[1] or c[2] or '0')
+end
+
 -- A lock record carries the delivery count of the locked delivery: the dc hash holds a count
 -- only while a message is not locked (written back when a lock ends without completion).
 -- A session message's record ends with '|<session id>' (includes/sessions.lua).
@@ -150,12 +162,15 @@ local function sweep(G, cfg, now, limit)
       end
     elseif #due > 0 then
       call_many('ZREM', K_SCHED, due)
+      local cur = cursor_of(G, cfg)
       local pairs_ = {}
       for i = 1, #due do
-        pairs_[#pairs_ + 1] = due[i]
-        pairs_[#pairs_ + 1] = due[i]
+        if not cur or tonumber(due[i]) <= cur then  -- past the cursor, the cursor hands it out
+          pairs_[#pairs_ + 1] = due[i]
+          pairs_[#pairs_ + 1] = due[i]
+        end
       end
-      call_many('ZADD', G.ready, pairs_)
+      if #pairs_ > 0 then call_many('ZADD', G.ready, pairs_) end
     end
   end
   local gone = redis.call('ZRANGEBYSCORE', G.locked, '-inf', '(' .. now, 'LIMIT', 0, limit)
@@ -169,6 +184,7 @@ local function sweep(G, cfg, now, limit)
   end
   if G.main then
     local old = redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, limit)
+    local cur = #old > 0 and cursor_of(G, cfg)
     for i = 1, #old do
       local seq = old[i]
       redis.call('ZREM', K_EXP, seq)
@@ -179,12 +195,77 @@ local function sweep(G, cfg, now, limit)
                   or redis.call('ZREM', G.ready, seq) == 1 or redis.call('ZREM', G.deferred, seq) == 1) then
           expire(cfg, seq, f)
         end
-      elseif redis.call('ZREM', G.ready, seq) == 1 or redis.call('ZREM', G.deferred, seq) == 1 then
+      elseif (cur and tonumber(seq) > cur) or redis.call('ZREM', G.ready, seq) == 1
+             or redis.call('ZREM', G.deferred, seq) == 1 then  -- available or deferred, not locked
         local f = entry(G, seq)
         if f then expire(cfg, seq, f) end
       end
     end
   end
+end
+
+-- Up to `want` available messages of G, oldest first: ready, then the main log past the cursor
+-- (which moves on over what it reads). At most want + limit are read: expired ones met on the way
+-- are expired (never handed out), pending schedules past the cursor are passed over (the sweep
+-- puts them in ready when due). Returns seqs, log entries, expires ms, their count n, and how many
+-- of them came from ready (only those can have a delivery count: the rest were never delivered).
+local function take(G, cfg, now, want, limit)
+  local seqs, fields, xs = {}, {}, {}
+  local n = 0
+  local budget = want + limit
+  while n < want and budget > 0 do
+    -- ZRANGE + ZREMRANGEBYRANK: ZPOPMIN's reply would carry every score, formatted as a double
+    local batch = redis.call('ZRANGE', G.ready, 0, math.min(want - n, budget) - 1)
+    local k = #batch
+    if k == 0 then break end
+    redis.call('ZREMRANGEBYRANK', G.ready, 0, k - 1)
+    budget = budget - k
+    local fs = entries(G, batch)
+    for i = 1, k do
+      local seq = batch[i]
+      local f = fs[seq]
+      if f then
+        local x = tonumber(f[6])
+        if G.main and x > 0 and x <= now then
+          expire(cfg, seq, f)
+        else
+          n = n + 1
+          seqs[n], fields[n], xs[n] = seq, f, x
+        end
+      end
+    end
+  end
+  local from_ready = n
+  local cur = n < want and budget > 0 and cursor_of(G, cfg)
+  if not cur then return seqs, fields, xs, n, from_ready end
+  local start = cur
+  local passed, np = {}, 0  -- seqs read past the cursor (a due schedule among them may still be in sched)
+  while n < want and budget > 0 do
+    local r = redis.call('XRANGE', G.log, cur + 1, '+', 'COUNT', math.min(want - n, budget))
+    local k = #r
+    if k == 0 then break end
+    budget = budget - k
+    for i = 1, k do
+      local id, f = r[i][1], r[i][2]
+      local seq = string.sub(id, 1, #id - 2)
+      cur = tonumber(seq)
+      -- a pending schedule has its enqueue time ahead (the sched check guards a clock step back)
+      if not (tonumber(f[4]) > now and redis.call('ZSCORE', K_SCHED, seq)) then
+        np = np + 1
+        passed[np] = seq
+        local x = tonumber(f[6])
+        if x > 0 and x <= now then
+          expire(cfg, seq, f)
+        else
+          n = n + 1
+          seqs[n], fields[n], xs[n] = seq, f, x
+        end
+      end
+    end
+  end
+  if cur ~= start then redis.call('HSET', K_ST, 'cur', cur) end
+  if np > 0 and redis.call('ZCARD', K_SCHED) > 0 then call_many('ZREM', K_SCHED, passed) end
+  return seqs, fields, xs, n, from_ready
 end
 
 -- The lock records of seqs that still hold an unexpired lock with their nonce (nonces[i], or

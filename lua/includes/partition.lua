@@ -4,7 +4,8 @@
   Every sbredis script is called with the same KEYS list: all keys of one partition, all under one
   hash tag (see sbredis/_core/keys.py for the keyspace table):
     KEYS[1] cfg    hash    entity settings copied into the partition
-    KEYS[2] st     hash    seq, dseq (last sequence numbers), size (bytes stored), acc (last use, ms)
+    KEYS[2] st     hash    seq, dseq (last sequence numbers), size (bytes stored), acc (last use, ms),
+                           cur (the main queue's cursor: includes/messages.lua's cursor_of)
     KEYS[3..8]     main queue group:        log ready locked lk dc deferred
     KEYS[9] sched  zset    seq -> scheduled enqueue ms
     KEYS[10] exp   zset    seq -> expires-at ms (available and deferred messages with a TTL)
@@ -12,7 +13,8 @@
     KEYS[12..17]   dead-letter group:       log ready locked lk dc deferred
     KEYS[18..23]   sessions (SES):          sr sa sl sx sk ss (includes/sessions.lua)
   A group is: log (stream, id "<seq>-0", fields b blob, e enqueued ms, x expires ms [, r, rd, os]),
-  ready (zset seq -> seq: available, oldest first), locked (zset seq -> locked-until ms),
+  ready (zset seq -> seq: available, oldest first; in the main queue of a non-session entity only
+  those at or below the cursor, the rest are available with no index), locked (zset seq -> locked-until ms),
   lk (hash seq -> lock record "nonce|home|expires|size|delivery count"), dc (hash seq ->
   delivery count of a message not locked now: a lock carries the count in its record),
   deferred (zset seq -> seq).
@@ -68,6 +70,15 @@ local function int_str(n)
     INT_STR[n] = s
   end
   return s
+end
+
+-- Before a writer gives out new main-queue seqs in a partition of a non-session entity: give the
+-- partition its cursor (includes/messages.lua's cursor_of) if it has none, at its last seq, so the
+-- messages stored from now on need no ready entry. (publish.lua does the same for a subscription.)
+local function cursor_init()
+  if redis.call('HEXISTS', K_ST, 'cur') == 0 then
+    redis.call('HSET', K_ST, 'cur', redis.call('HGET', K_ST, 'seq') or '0')
+  end
 end
 
 local function touch(now)

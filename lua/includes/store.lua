@@ -1,10 +1,13 @@
 --[[
   store: check and store new messages in the partition's main queue (send, tx_commit).
   Needs includes/partition.lua first; brings includes/sessions.lua with it. On a session entity
-  every message needs a session id and goes to its session, not to ready.
+  every message needs a session id and goes to its session; elsewhere an available message goes
+  past the main queue's cursor and needs no ready entry (includes/messages.lua's cursor_of).
 
-  The messages are ARGV[b + 1 ...], 4 per message: message_id ('' when duplicate detection does
-  not apply), ttl_ms (0: the entity default), scheduled_ms (0: now), blob.
+  The messages are ARGV[b + 1 ...], w per message. w = 4: message_id ('' when duplicate detection
+  does not apply), ttl_ms (0: the entity default), scheduled_ms (0: now), blob. w = 1: the blob
+  alone, for a message with all three defaults (the common send: a quarter of the arguments, each
+  of which costs a string conversion on both sides).
 ]]
 --@include sessions
 
@@ -13,14 +16,14 @@
 -- and a message without a session id).
 local STORE_SIDS = {}  -- ARGV base -> the session ids store_check read (session entities)
 
-local function store_check(cfg, b, n, batch)
+local function store_check(cfg, b, n, w, batch)
   local total = 0
   local sids = {}
   for i = 1, n do
-    local size = #ARGV[b + 4 * i]
+    local size = #ARGV[b + w * i]
     if size > cfg.max_msg then return fail('SIZE') end
     if cfg.sess then
-      sids[i] = blob_sid(ARGV[b + 4 * i])
+      sids[i] = blob_sid(ARGV[b + w * i])
       if not sids[i] then return fail('NOSESSION') end
     end
     total = total + size
@@ -33,11 +36,12 @@ local function store_check(cfg, b, n, batch)
 end
 
 -- Store the n messages (checked with store_check) at server time `now`, duplicates dropped
--- within the entity's window. Appends each message's seq (0: a duplicate) to `out`.
-local function store(cfg, now, b, n, out)
+-- within the entity's window. Appends each message's seq (0: a duplicate) to `out`; returns how
+-- many were stored (n: none was a duplicate, and their seqs are consecutive).
+local function store(cfg, now, b, n, w, out)
   local keep = {}
   local fresh = 0
-  if cfg.dedup_ms > 0 then
+  if cfg.dedup_ms > 0 and w == 4 then
     redis.call('ZREMRANGEBYSCORE', K_DD, '-inf', now)
     local seen = {}
     local marks = {}
@@ -63,9 +67,10 @@ local function store(cfg, now, b, n, out)
   local o = #out
   if fresh == 0 then
     for i = 1, n do out[o + i] = 0 end
-    return
+    return 0
   end
   local sids = STORE_SIDS[b] or {}
+  if not cfg.sess then cursor_init() end  -- available messages go past the cursor, unindexed
   local seq = redis.call('HINCRBY', K_ST, 'seq', fresh) - fresh
   local now_s = tostring(now)  -- numbers are formatted (sprintf) at every use: once each here
   local ready, sched, exp = {}, {}, {}
@@ -74,9 +79,12 @@ local function store(cfg, now, b, n, out)
   for i = 1, n do
     if keep[i] then
       seq = seq + 1
-      local ttl = tonumber(ARGV[b + 4 * i - 2])
-      local at = tonumber(ARGV[b + 4 * i - 1])
-      local blob = ARGV[b + 4 * i]
+      local ttl, at = 0, 0
+      if w == 4 then
+        ttl = tonumber(ARGV[b + 4 * i - 2])
+        at = tonumber(ARGV[b + 4 * i - 1])
+      end
+      local blob = ARGV[b + w * i]
       if ttl == 0 or (cfg.ttl_ms > 0 and ttl > cfg.ttl_ms) then ttl = cfg.ttl_ms end
       local enq = now
       if at > now then enq = at end
@@ -96,7 +104,7 @@ local function store(cfg, now, b, n, out)
         ns = ns + 2
       elseif sid then
         sess_ready(SES, sid, id)
-      else
+      elseif cfg.sess then  -- (not reached: store_check refuses a message without a session id)
         ready[nr + 1], ready[nr + 2] = id, id
         nr = nr + 2
       end
@@ -114,4 +122,5 @@ local function store(cfg, now, b, n, out)
   if ns > 0 then call_many('ZADD', K_SCHED, sched) end
   if nx > 0 then call_many('ZADD', K_EXP, exp) end
   redis.call('HINCRBY', K_ST, 'size', added)
+  return fresh
 end

@@ -127,10 +127,11 @@ def plan_send(
         raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}: send to a topic with get_topic_sender")
     if meta.sessions:
         check_session_ids(messages, meta.name)
-    groups: dict[int, list[Any]] = {}
-    sizes: dict[int, int] = {}
+    groups: dict[int, list[ServiceBusMessage]] = {}
+    blobs: dict[int, list[bytes]] = {}
     where: list[int] = []
     count, dedup, limit = meta.partition_count, meta.dedup, meta.max_message_bytes
+    full = dedup or sched_ms > 0  # send.lua's w: 4 arguments per message, or the blob alone (1)
     for m in messages:
         p = round_robin
         if count > 1:
@@ -139,25 +140,32 @@ def plan_send(
                 p = partition_of(key, count)
         where.append(p)
         blob = m._encoded()
-        size = len(blob)
+        if len(blob) > limit:
+            raise MessageSizeExceededError(
+                f"A message of {len(blob)} bytes exceeds the maximum of {limit} bytes on '{meta.name}'."
+            )
+        if m._ttl_ms or m._sched_ms:
+            full = True
+        b = blobs.get(p)
+        if b is None:
+            groups[p], blobs[p] = [m], [blob]
+        else:
+            groups[p].append(m)
+            b.append(blob)
+    calls = []
+    for p, b in blobs.items():
+        size = sum(map(len, b))
         if size > limit:
             raise MessageSizeExceededError(
-                f"A message of {size} bytes exceeds the maximum of {limit} bytes on '{meta.name}'."
+                f"The messages for one partition ({size} bytes) exceed the maximum batch size of "
+                f"{limit} bytes on '{meta.name}'."
             )
-        args = groups.get(p)
-        if args is None:
-            args = groups[p] = [0]
-            sizes[p] = 0
-        sizes[p] += size
-        args += (m.message_id if dedup else "", m._ttl_ms, sched_ms or m._sched_ms, blob)
-    calls = []
-    for p, args in groups.items():
-        if sizes[p] > meta.max_message_bytes:
-            raise MessageSizeExceededError(
-                f"The messages for one partition ({sizes[p]} bytes) exceed the maximum batch size of "
-                f"{meta.max_message_bytes} bytes on '{meta.name}'."
-            )
-        args[0] = (len(args) - 1) // 4
+        if full:
+            args: list[Any] = [len(b), 4]
+            for m, blob in zip(groups[p], b, strict=True):
+                args += (m.message_id if dedup else "", m._ttl_ms, sched_ms or m._sched_ms, blob)
+        else:
+            args = [len(b), 1, *b]
         calls.append(call("send", meta.name, p, *args))
     return calls, where
 
@@ -221,8 +229,13 @@ def entry_outcome(
 
 
 def send_result(c: Call, reply: list[Any]) -> list[int]:
-    """Global sequence numbers of a send reply (0 for duplicates that were dropped)."""
+    """Global sequence numbers of a send reply (0 for duplicates that were dropped). A reply of
+    {now, first} for n > 1 messages means none was a duplicate: first, first + 1, ... (send.lua)."""
     base = c.partition << PARTITION_SHIFT
+    n = c.args[0]
+    if n > 1 and len(reply) == 2:
+        first = base | int(reply[1])
+        return list(range(first, first + n))
     return [base | int(s) if int(s) else 0 for s in reply[1:]]
 
 

@@ -285,7 +285,7 @@ def ping_calls(meta: ops.EntityMeta) -> list[ops.Call]:
             fanout.publish_call(meta.name, p, meta.subs.get(p) or fanout.TopicSubs(), "", [])
             for p in range(meta.partition_count)
         ]
-    return [ops.call("send", meta.name, p, 0) for p in range(meta.partition_count)]
+    return [ops.call("send", meta.name, p, 0, 1) for p in range(meta.partition_count)]
 
 
 def ping_message() -> ServiceBusMessage:

@@ -97,12 +97,12 @@ def test_plan_send_groups_by_partition_and_keeps_order() -> None:
     assert where == [14, 2, 6, 14]
     by_p = {c.partition: c for c in calls}
     assert set(by_p) == {14, 2, 6}
-    assert by_p[14].args[0] == 2
-    assert [a for a in by_p[14].args[4::4]] == [msgs[0]._encoded(), msgs[3]._encoded()]
+    assert by_p[14].args == (2, 1, msgs[0]._encoded(), msgs[3]._encoded())
 
 
 def test_plan_send_arguments_match_send_lua() -> None:
-    """send.lua: ARGV[1] n, then per message message_id ('' without dedup), ttl_ms, scheduled_ms, blob."""
+    """send.lua: ARGV[1] n, ARGV[2] w, then per message (w = 4) message_id ('' without dedup),
+    ttl_ms, scheduled_ms, blob, or (w = 1, every message with the defaults) the blob alone."""
     m1 = ServiceBusMessage("a", message_id="m1", time_to_live=2.5)
     m2 = ServiceBusMessage("b", message_id="m2")
     for dedup in (False, True):
@@ -113,20 +113,29 @@ def test_plan_send_arguments_match_send_lua() -> None:
         assert c.keys == keys.partition_keys("q", 0)
         assert len(c.keys) == keys.NUM_PARTITION_KEYS
         ids = ("m1", "m2") if dedup else ("", "")
-        assert c.args == (2, ids[0], 2500, 0, m1._encoded(), ids[1], 0, 0, m2._encoded())
+        assert c.args == (2, 4, ids[0], 2500, 0, m1._encoded(), ids[1], 0, 0, m2._encoded())
+        (c,), _ = ops.plan_send([m2, m2], em, 0)
+        if dedup:  # the message ids are needed: the full form
+            assert c.args == (2, 4, "m2", 0, 0, m2._encoded(), "m2", 0, 0, m2._encoded())
+        else:
+            assert c.args == (2, 1, m2._encoded(), m2._encoded())
 
 
 def test_plan_send_schedule_time() -> None:
     m = ServiceBusMessage("a")
     (c,), _ = ops.plan_send([m], meta(partitions=1), 0, sched_ms=1_900_000_000_000)
-    assert c.args[3] == 1_900_000_000_000
+    assert c.args == (1, 4, "", 0, 1_900_000_000_000, m._encoded())
 
 
 def test_send_result_gives_global_sequence_numbers() -> None:
     (c,), _ = ops.plan_send([ServiceBusMessage("a"), ServiceBusMessage("b")], meta(), 5)
     assert ops.send_result(c, [123, b"7", b"0"]) == [(5 << PARTITION_SHIFT) | 7, 0]
-    p, local = ops.split_sequence_number(ops.send_result(c, [0, 9])[0], 16)
+    p, local = ops.split_sequence_number(ops.send_result(c, [0, 9, 10])[0], 16)
     assert (p, local) == (5, 9)
+    # {now, first}: every message stored, consecutive seqs (send.lua's short reply)
+    assert ops.send_result(c, [123, 40]) == [(5 << PARTITION_SHIFT) | 40, (5 << PARTITION_SHIFT) | 41]
+    (one,), _ = ops.plan_send([ServiceBusMessage("a")], meta(), 5)
+    assert ops.send_result(one, [123, 0]) == [0]  # one message: the reply is always its own seq
 
 
 def test_oversized_message_is_rejected_before_any_call() -> None:

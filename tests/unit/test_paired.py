@@ -217,7 +217,7 @@ def test_backlog_properties_are_the_references_table() -> None:
 
 def test_a_ping_is_an_empty_send_on_every_partition() -> None:
     calls = paired.ping_calls(EntityMeta("orders", 3, False, 262144))
-    assert [(c.script.name, c.partition, c.args) for c in calls] == [("send", p, (0,)) for p in range(3)]
+    assert [(c.script.name, c.partition, c.args) for c in calls] == [("send", p, (0, 1)) for p in range(3)]
     topic = TopicMeta("events", 2, False, 262144, kind="topic", subs={0: TopicSubs()})
     calls = paired.ping_calls(topic)
     assert [(c.script.name, c.args[-1]) for c in calls] == [("publish", 0), ("publish", 0)]
