@@ -57,11 +57,11 @@ RESULTS = Path(__file__).resolve().parent / "results" / "floors.json"
 pc = time.perf_counter
 
 NOP = "return 1"
-# ARGV: n, first seq, then 4 per message as sbredis sends them (id, ttl, schedule, blob)
+# ARGV: n, first seq, now, then the blobs (as sbredis sends messages with default ttl/schedule: w = 1)
 XADD_ONLY = """
 local n, seq, now = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 for i = 1, n do
-  redis.call('XADD', KEYS[1], tostring(seq + i), 'b', ARGV[3 + 4 * i], 'e', now, 'x', '0')
+  redis.call('XADD', KEYS[1], tostring(seq + i), 'b', ARGV[3 + i], 'e', now, 'x', '0')
 end
 return n
 """
@@ -139,9 +139,7 @@ class Floors:
         self.stream, self.ready, self.lk, self.dl = k + "{f}s", k + "{f}ready", k + "{f}lk", k + "{f}dl"
         self.sha = {name: self.r.script_load(src) for name, src in _SCRIPTS.items()}
         self.blobs = [ServiceBusMessage(BODY)._encoded() for _ in range(BATCH)]
-        self.send_args: list[Any] = []
-        for b in self.blobs:
-            self.send_args += ("", 0, 0, b)
+        self.send_args: list[Any] = list(self.blobs)
 
     def close(self) -> None:
         self.receiver.close()

@@ -232,10 +232,9 @@ def send_result(c: Call, reply: list[Any]) -> list[int]:
     """Global sequence numbers of a send reply (0 for duplicates that were dropped). A reply of
     {now, first} for n > 1 messages means none was a duplicate: first, first + 1, ... (send.lua)."""
     base = c.partition << PARTITION_SHIFT
-    n = c.args[0]
-    if n > 1 and len(reply) == 2:
+    if len(reply) == 2 and c.script.name == "send" and c.args[0] > 1:
         first = base | int(reply[1])
-        return list(range(first, first + n))
+        return list(range(first, first + c.args[0]))
     return [base | int(s) if int(s) else 0 for s in reply[1:]]
 
 
