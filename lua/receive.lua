@@ -38,8 +38,8 @@ end
 -- the counts of earlier deliveries: only messages from ready can have one (those read past the
 -- cursor were never delivered), and only while the dc hash is not empty (a lock ended without
 -- completion)
-local dcs = from_ready > 0 and redis.call('HLEN', G.dc) > 0
-            and redis.call('HMGET', G.dc, unpack(seqs, 1, from_ready)) or {}
+local counted = from_ready > 0 and redis.call('HLEN', G.dc) > 0
+local dcs = counted and redis.call('HMGET', G.dc, unpack(seqs, 1, from_ready)) or {}
 local expiring = {}
 local e, o = 0, 2
 for i = 1, n do
@@ -68,7 +68,7 @@ else
   local size = 0
   for i = 1, n do size = size + #fields[i][2] end
   call_many('XDEL', G.log, seqs)
-  if counted then call_many('HDEL', G.dc, seqs) end
+  if counted then redis.call('HDEL', G.dc, unpack(seqs, 1, from_ready)) end
   redis.call('HINCRBY', K_ST, 'size', -size)
 end
 touch(now)
