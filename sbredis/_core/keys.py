@@ -10,7 +10,9 @@ scripts receive all 23 in this order (``lua/includes/partition.lua`` names them)
     settings in force are the server's, not a client's cache. Its absence means "no such entity".
 ``st`` (hash)
     ``seq`` and ``dseq``: the last sequence numbers of the main queue and the dead-letter
-    subqueue; ``size``: bytes stored; ``acc``: last use (server ms); ``sl`` (partition 0 of a
+    subqueue; ``size``: bytes stored; ``acc``: last use (server ms); ``cur``: the main queue's
+    cursor (a non-session entity: messages past it are available with no ``ready`` entry, and
+    receive reads them from the log; lua/includes/messages.lua's cursor_of); ``sl`` (partition 0 of a
     paired namespace's backlog queue ``x-servicebus-transfer/<i>`` only): the siphon lease,
     ``holder|until ms`` (lua/siphon_lease.lua).
 ``log`` (stream)
@@ -19,7 +21,9 @@ scripts receive all 23 in this order (``lua/includes/partition.lua`` names them)
     completed, received in receive-and-delete mode, expired, cancelled or dead-lettered.
 ``ready`` (sorted set)
     Available messages, score = seq: receive pops the lowest, and an abandoned message goes back
-    to where its sequence number puts it (at or near the front).
+    to where its sequence number puts it (at or near the front). In the main queue of a
+    non-session entity only those at or below ``st.cur`` (returned messages, due schedules):
+    receive takes these first, then reads the log past the cursor.
 ``locked`` (sorted set)
     Locked messages, score = locked-until ms; the receive sweep releases the elapsed ones.
 ``lk`` (hash)
