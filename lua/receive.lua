@@ -9,7 +9,7 @@
   ARGV[3] count   ARGV[4] lock nonce   ARGV[5] sweep limit
   Returns: {now_ms, locked_until_ms, then per message: seq, delivery_count, blob, enqueued_ms,
            expires_ms [, dead-letter reason, dead-letter description: group 'd' only]}
-           (numbers as integer replies)
+           (delivery_count and expires_ms as integer replies)
   Errors:  NOTFOUND  DISABLED (receive)  SESSIONREQ (the entity requires sessions: session_receive)
 ]]
 --@include partition
@@ -50,8 +50,8 @@ for i = 1, n do
     e = e + 1
     expiring[e] = seqs[i]
   end
-  out[o + 1], out[o + 2] = tonumber(seqs[i]), dc
-  o = put(out, G, fields[i], o + 2)
+  out[o + 1], out[o + 2] = seqs[i], dc
+  o = put(out, G, fields[i], o + 2, xs[i])
 end
 if e > 0 and G.main then call_many('ZREM', K_EXP, expiring) end
 if lock then

@@ -66,9 +66,9 @@ for i = 5, n + 4 do
       else
         drop(G, seq, #f[2])
       end
-      out[#out + 1] = tonumber(seq)
+      out[#out + 1] = seq
       out[#out + 1] = dc
-      put(out, G, f)
+      put(out, G, f, nil, x)
     end
   end
 end

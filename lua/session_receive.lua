@@ -6,7 +6,7 @@
   ARGV[1] session id   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete   ARGV[3] count
   ARGV[4] the session lock's nonce   ARGV[5] sweep limit
   Returns: {now_ms, locked_until_ms, then per message: seq, delivery_count, blob, enqueued_ms,
-           expires_ms} (numbers as integer replies)
+           expires_ms} (delivery_count and expires_ms as integer replies)
   Errors:  NOTFOUND  DISABLED  NOTSESSIONFUL (the entity does not require sessions)
            LOST (the caller does not hold the session lock: elapsed, or taken by another)
 ]]
@@ -63,9 +63,9 @@ for i = 1, #got do
   local dc = tonumber(dcs[i] or '0') + 1
   dcs[i] = dc
   if got[i][3] > 0 then expiring[#expiring + 1] = seqs[i] end
-  out[#out + 1] = tonumber(seqs[i])
+  out[#out + 1] = seqs[i]
   out[#out + 1] = dc
-  put(out, MAIN, got[i][2])
+  put(out, MAIN, got[i][2], nil, got[i][3])
 end
 if #expiring > 0 then call_many('ZREM', K_EXP, expiring) end
 if lock then

@@ -36,12 +36,13 @@ local function entries(G, seqs)
   return out
 end
 
--- Append a message to a reply, flat: blob, enqueued ms, expires ms [, reason, description]; the
--- times as integer replies (the client need not parse them).
+-- Append a message to a reply, flat: blob, enqueued ms, expires ms [, reason, description].
 -- `o`: the reply's length (counted by the caller: # is a search); returns the new length.
-local function put(out, G, f, o)
+-- `x`: the expiry as a number when the caller has it (an integer reply; tonumber is a strtod, so
+-- the other numbers stay strings for the client to parse).
+local function put(out, G, f, o, x)
   o = o or #out
-  out[o + 1], out[o + 2], out[o + 3] = f[2], tonumber(f[4]), tonumber(f[6])
+  out[o + 1], out[o + 2], out[o + 3] = f[2], f[4], x or f[6]
   if G.main then return o + 3 end
   out[o + 4], out[o + 5] = f[8], f[10]
   return o + 5

@@ -308,7 +308,7 @@ def parse_received(
     state: ServiceBusMessageState = ServiceBusMessageState.ACTIVE,
 ) -> tuple[int, list[ServiceBusReceivedMessage]]:
     """(server now ms, messages) from a receive, receive_deferred or session_receive reply (its
-    numbers are integer replies already)."""
+    delivery counts and expiries are integer replies already)."""
     now = int(reply[0])
     locked = int(reply[1]) if mode is ServiceBusReceiveMode.PEEK_LOCK else 0
     if not locked:
@@ -321,12 +321,12 @@ def parse_received(
     if group != "d":
         for seq, dc, blob, enq, exp in zip(fields, fields, fields, fields, fields, strict=True):
             m = new(cls)
-            fill(m, blob, entity, partition, group, seq, dc, enq, exp, locked, nonce, mode, state)
+            fill(m, blob, entity, partition, group, int(seq), dc, int(enq), exp, locked, nonce, mode, state)
             out.append(m)
         return now, out
     for seq, dc, blob, enq, exp, reason, description in zip(*[fields] * 7, strict=True):
         m = new(cls)
-        fill(m, blob, entity, partition, group, seq, dc, enq, exp, locked, nonce, mode, state)
+        fill(m, blob, entity, partition, group, int(seq), dc, int(enq), exp, locked, nonce, mode, state)
         m.dead_letter_reason = _text(reason)
         m.dead_letter_error_description = _text(description)
         out.append(m)

@@ -99,3 +99,25 @@ def test_one_call_settles_locks_of_several_receives(client: Any, make_queue: Any
         d.complete_messages(dead)
     dc_keys = [k for k in partition_keys(q, 0) if k.endswith(":dc")]
     assert dc_keys and all(raw_redis.hlen(k) == 0 for k in dc_keys)
+
+
+def test_completing_in_any_order_removes_exactly_those_messages(client: Any, admin: Any, make_queue: Any) -> None:
+    """complete drops a run of the log's oldest entries at once (lua/includes/settle.lua); out of
+    order, with gaps, or with an older message still there, only the completed ones go."""
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"m{i}") for i in range(40)])
+    with client.get_queue_receiver(q) as r:
+        got = r.receive_messages(40, max_wait_time=1)
+        assert len(got) == 40
+        r.complete_messages(got[5:10])  # consecutive, but m0..m4 are older and stay
+        r.complete_messages(got[14:11:-1])  # descending
+        r.complete_messages([got[20], got[22], got[21], got[24]])  # a gap (m23 stays)
+        r.complete_messages(got[0:3])  # the oldest run
+        r.abandon_messages([*got[3:5], *got[10:12], *got[15:20], got[23], *got[25:]])
+        left = r.receive_messages(40, max_wait_time=1)
+        expect = [3, 4, 10, 11, *range(15, 20), 23, *range(25, 40)]
+        assert [str(m) for m in left] == [f"m{i}" for i in expect]
+        r.complete_messages(left)
+    props = admin.get_queue_runtime_properties(q)
+    assert props.total_message_count == 0 and props.size_in_bytes == 0
