@@ -210,6 +210,19 @@ end
 -- are expired (never handed out), pending schedules past the cursor are passed over (the sweep
 -- puts them in ready when due). Returns seqs, log entries, expires ms, their count n, and how many
 -- of them came from ready (only those can have a delivery count: the rest were never delivered).
+-- tonumber is a strtod, per message a large part of a receive: the expiry of log entry f (most
+-- messages have none: '0'), and whether decimal ms string a is later than b (both written from
+-- integers below 1e14: no sign, exponent or leading zeros, so longer is later, else byte order).
+local function expiry(f)
+  local x = f[6]
+  if x == '0' then return 0 end
+  return tonumber(x)
+end
+
+local function later(a, b)
+  return #a > #b or (#a == #b and a > b)
+end
+
 local function take(G, cfg, now, want, limit)
   local seqs, fields, xs = {}, {}, {}
   local n = 0
@@ -226,7 +239,7 @@ local function take(G, cfg, now, want, limit)
       local seq = batch[i]
       local f = fs[seq]
       if f then
-        local x = tonumber(f[6])
+        local x = expiry(f)
         if G.main and x > 0 and x <= now then
           expire(cfg, seq, f)
         else
@@ -240,6 +253,7 @@ local function take(G, cfg, now, want, limit)
   local cur = n < want and budget > 0 and cursor_of(G, cfg)
   if not cur then return seqs, fields, xs, n, from_ready end
   local start = cur
+  local now_s = tostring(now)
   local passed, np = {}, 0  -- seqs read past the cursor (a due schedule among them may still be in sched)
   while n < want and budget > 0 do
     local r = redis.call('XRANGE', G.log, cur + 1, '+', 'COUNT', math.min(want - n, budget))
@@ -249,12 +263,11 @@ local function take(G, cfg, now, want, limit)
     for i = 1, k do
       local id, f = r[i][1], r[i][2]
       local seq = string.sub(id, 1, #id - 2)
-      cur = tonumber(seq)
       -- a pending schedule has its enqueue time ahead (the sched check guards a clock step back)
-      if not (tonumber(f[4]) > now and redis.call('ZSCORE', K_SCHED, seq)) then
+      if not (later(f[4], now_s) and redis.call('ZSCORE', K_SCHED, seq)) then
         np = np + 1
         passed[np] = seq
-        local x = tonumber(f[6])
+        local x = expiry(f)
         if x > 0 and x <= now then
           expire(cfg, seq, f)
         else
@@ -263,6 +276,8 @@ local function take(G, cfg, now, want, limit)
         end
       end
     end
+    local id = r[k][1]
+    cur = tonumber(string.sub(id, 1, #id - 2))
   end
   if cur ~= start then redis.call('HSET', K_ST, 'cur', cur) end
   if np > 0 and redis.call('ZCARD', K_SCHED) > 0 then call_many('ZREM', K_SCHED, passed) end
