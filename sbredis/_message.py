@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
@@ -47,7 +48,8 @@ def duration_ms(name: str, value: Any) -> int:
     seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
     if not (seconds > 0 and math.isfinite(seconds)):
         raise InvalidArgumentError(f"{name} must be a positive, finite duration")
-    return max(1, round(seconds * 1000))
+    # finite seconds can overflow to inf as ms (above 1.7976e305 s): the longest duration instead
+    return max(1, round(min(seconds * 1000, sys.float_info.max)))
 
 
 NEVER_MS = 36500 * 86_400_000  # a time to live of 100 years or more means "never expires", as for entities

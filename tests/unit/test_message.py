@@ -160,6 +160,14 @@ def test_infinite_time_to_live_is_an_argument_error() -> None:
         ServiceBusMessage("x", time_to_live=float("inf"))
 
 
+@pytest.mark.parametrize("ttl", [1.797e305, 1.797693314631629e305, 1e308])
+def test_a_finite_time_to_live_too_long_for_milliseconds_never_expires(ttl: float) -> None:
+    """Seconds that are finite but overflow as milliseconds (the hostile fuzz test found 1.7976e305
+    raising a raw OverflowError) mean "never", as any time to live of 100 years or more does."""
+    m = ServiceBusMessage("x", time_to_live=ttl)
+    assert m.time_to_live is None and m._ttl_ms == 0
+
+
 @pytest.mark.parametrize(
     ("ttl", "ms"),
     [(1.5, 1500), (timedelta(minutes=2), 120_000), (30, 30_000), (1e-9, 1), (timedelta(microseconds=1), 1)],
