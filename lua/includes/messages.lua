@@ -227,6 +227,15 @@ local function take(G, cfg, now, want, limit)
   local seqs, fields, xs = {}, {}, {}
   local n = 0
   local budget = want + limit
+  local function offer(seq, f)  -- an expired message is expired, never handed out
+    local x = expiry(f)
+    if G.main and x > 0 and x <= now then
+      expire(cfg, seq, f)
+    else
+      n = n + 1
+      seqs[n], fields[n], xs[n] = seq, f, x
+    end
+  end
   while n < want and budget > 0 do
     -- ZRANGE + ZREMRANGEBYRANK: ZPOPMIN's reply would carry every score, formatted as a double
     local batch = redis.call('ZRANGE', G.ready, 0, math.min(want - n, budget) - 1)
@@ -238,15 +247,7 @@ local function take(G, cfg, now, want, limit)
     for i = 1, k do
       local seq = batch[i]
       local f = fs[seq]
-      if f then
-        local x = expiry(f)
-        if G.main and x > 0 and x <= now then
-          expire(cfg, seq, f)
-        else
-          n = n + 1
-          seqs[n], fields[n], xs[n] = seq, f, x
-        end
-      end
+      if f then offer(seq, f) end
     end
   end
   local from_ready = n
@@ -267,13 +268,7 @@ local function take(G, cfg, now, want, limit)
       if not (later(f[4], now_s) and redis.call('ZSCORE', K_SCHED, seq)) then
         np = np + 1
         passed[np] = seq
-        local x = expiry(f)
-        if x > 0 and x <= now then
-          expire(cfg, seq, f)
-        else
-          n = n + 1
-          seqs[n], fields[n], xs[n] = seq, f, x
-        end
+        offer(seq, f)
       end
     end
     local id = r[k][1]
