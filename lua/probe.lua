@@ -10,14 +10,19 @@
 --@include partition
 local G = group_of(ARGV[1])
 local now = now_ms()
-local n = redis.call('ZCARD', G.ready) + redis.call('ZCOUNT', G.locked, '-inf', '(' .. now)
+local n = redis.call('ZCOUNT', G.locked, '-inf', '(' .. now)
 if G.main then
   n = n + redis.call('ZCOUNT', K_SCHED, '-inf', now)
-  if redis.call('HGET', K_CFG, 'sess') ~= '1' then  -- past the cursor (includes/messages.lua)
-    local c = redis.call('HMGET', K_ST, 'cur', 'seq')
-    if c[1] then n = n + tonumber(c[2]) - tonumber(c[1]) end  -- at most: some may be schedules
+  if redis.call('HGET', K_CFG, 'sess') == '1' then
+    n = n + redis.call('ZCARD', G.ready)
+  else  -- available: in ready or past the cursor, i.e. every main-log message not locked,
+        -- deferred or scheduled (as stats.lua counts; the cursor itself may lag behind messages
+        -- removed past it, so seq - cur would over-count for good)
+    n = n + redis.call('XLEN', G.log) - redis.call('ZCARD', G.locked) - redis.call('ZCARD', G.deferred)
+          - redis.call('ZCARD', K_SCHED)
   end
 else
-  n = n + redis.call('ZCOUNT', K_EXP, '-inf', now) + redis.call('ZCOUNT', MAIN.locked, '-inf', '(' .. now)
+  n = n + redis.call('ZCARD', G.ready) + redis.call('ZCOUNT', K_EXP, '-inf', now)
+      + redis.call('ZCOUNT', MAIN.locked, '-inf', '(' .. now)
 end
 return n

@@ -38,6 +38,9 @@ _POLL_MIN, _POLL_MAX = 0.001, 0.05
 SETTLE_PENDING_LIMIT = 10_000  # messages waiting to be settled at once (concurrent settlements wait past it)
 
 
+PROBE_ROUNDS = 3  # probe + take rounds of a receive over several partitions that came back short
+
+
 class ServiceBusReceiver:
     """Receives from one queue or its dead-letter subqueue.
 
@@ -146,16 +149,23 @@ class ServiceBusReceiver:
         if len(got) >= n or count == 1:
             return got
         # Fewer than asked: ask the partitions not asked yet (or that may have more) how many they
-        # could give, then take only that many; no message is locked beyond the request.
+        # could give, then take only that many; no message is locked beyond the request. A probe
+        # can count more than a take finds (expired messages not yet removed, which the take
+        # removes): then ask again, a bounded number of times.
         rest = [p for p in order if p not in quotas or p in full]
-        if rest:
+        for _ in range(PROBE_ROUNDS):
+            if not rest or len(got) >= n:
+                break
             calls = [ops.call("probe", self.entity_name, p, self._group) for p in rest]
             replies = await self._run_many(calls, unreachable)
             avail = {p: int(r) for p, r in zip(rest, replies, strict=True) if isinstance(r, int)}
             more = ops.fill_quota(n - len(got), avail, rest)
-            if more:
-                extra, _ = await self._take(more, nonce, unreachable)
-                got += extra
+            if not more:
+                break
+            extra, _ = await self._take(more, nonce, unreachable)
+            got += extra
+            if len(extra) >= sum(more.values()):
+                break  # every probe count held: what the partitions had is taken
         if not got and len(unreachable) == count:  # no partition answered at all
             raise next(iter(unreachable.values()))
         return got
