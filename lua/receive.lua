@@ -42,25 +42,45 @@ local counted = from_ready > 0 and redis.call('HLEN', G.dc) > 0
 local dcs = counted and redis.call('HMGET', G.dc, unpack(seqs, 1, from_ready)) or {}
 local expiring = {}
 local e, o = 0, 2
+local dlq = not G.main
 for i = 1, n do
   local dc = dcs[i]
   if dc then dc = dc + 1 else dc = 1 end
   dcs[i] = dc
-  if xs[i] > 0 then
+  local x, f = xs[i], fields[i]
+  if x > 0 then
     e = e + 1
     expiring[e] = seqs[i]
   end
-  out[o + 1], out[o + 2] = seqs[i], dc
-  o = put(out, G, fields[i], o + 2, xs[i])
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = seqs[i], dc, f[2], f[4], x
+  if dlq then
+    out[o + 6], out[o + 7] = f[8], f[10]
+    o = o + 7
+  else
+    o = o + 5
+  end
 end
 if e > 0 and G.main then call_many('ZREM', K_EXP, expiring) end
 if lock then
   local locks, recs = {}, {}
   local untl_s = tostring(untl)  -- a number is formatted (sprintf) at every use: strings here
+  local head = nonce .. '|r|'
+  local sizes = {}  -- blob length -> '|<length>|' (most messages of a batch share a few lengths)
   for i = 1, n do
-    locks[2 * i - 1], locks[2 * i] = untl_s, seqs[i]
-    recs[2 * i - 1] = seqs[i]
-    recs[2 * i] = lock_record(nonce, 'r', fields[i][6], int_str(#fields[i][2]), int_str(dcs[i]))
+    local f, seq, dc = fields[i], seqs[i], dcs[i]
+    local b = #f[2]
+    local sz = sizes[b]
+    if not sz then
+      sz = '|' .. b .. '|'
+      sizes[b] = sz
+    end
+    locks[2 * i - 1], locks[2 * i] = untl_s, seq
+    recs[2 * i - 1] = seq
+    if dc == 1 then
+      recs[2 * i] = head .. f[6] .. sz .. '1'
+    else
+      recs[2 * i] = head .. f[6] .. sz .. dc
+    end
   end
   call_many('HSET', G.lk, recs)
   call_many('ZADD', G.locked, locks)

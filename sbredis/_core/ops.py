@@ -416,6 +416,20 @@ def settle_groups(
     return out
 
 
+def by_partition(messages: Sequence[ServiceBusReceivedMessage]) -> dict[int, list[ServiceBusReceivedMessage]]:
+    """Messages grouped by partition, each group in the given order."""
+    first = messages[0].partition_id
+    for m in messages:  # the usual batch: one receive call's messages, all from one partition
+        if m.partition_id != first:
+            break
+    else:
+        return {first: list(messages)}
+    out: dict[int, list[ServiceBusReceivedMessage]] = {}
+    for m in messages:
+        out.setdefault(m.partition_id, []).append(m)
+    return out
+
+
 def _refuse_settle(messages: Sequence[Any], entity: str, group: str, what: str) -> NoReturn:
     """settle_groups found a message it refuses: raise the error for the first one, in order."""
     seen: set[int] = set()

@@ -197,10 +197,19 @@ class Transport:
         """One script call, retried by the policy; raises ServiceBusError."""
         if self.faulted is not None:
             raise self.faulted
-        for attempt in self._retrying():
-            with attempt:
-                return self._run_once(c, entity)
-        raise AssertionError("unreachable")  # tenacity re-raises the last error
+        try:  # the first attempt outside tenacity, whose set-up costs more than a short call
+            return self._run_once(c, entity)
+        except ServiceBusError as e:
+            if not is_retryable(e):
+                raise
+            failed = [e]
+
+        def attempt() -> Any:  # the policy's attempts, the first being the one that failed above
+            if failed:
+                raise failed.pop()
+            return self._run_once(c, entity)
+
+        return self._retrying()(attempt)
 
     def _run_once(self, c: Call, entity: str) -> Any:
         if c.script.name == "send" and (self._wait[0] or self._wait[1]):

@@ -370,10 +370,7 @@ class ServiceBusReceiver:
                     if id(m) not in sent:
                         sent.add(id(m))
                         unique.append(m)
-        by_partition: dict[int, list[ServiceBusReceivedMessage]] = {}
-        for m in unique:
-            by_partition.setdefault(m.partition_id, []).append(m)
-        groups = [(p, chunk) for p, part in by_partition.items() for chunk in ops.chunks(part)]
+        groups = [(p, chunk) for p, part in ops.by_partition(unique).items() for chunk in ops.chunks(part)]
         calls = [ops.call(name, self.entity_name, p, self._group, *ops.lock_args(c), *extra) for p, c in groups]
         replies = await self._client._transport.run_many(calls, self.entity_name)
         status: dict[int, Any] = {}  # id(message) -> LOCK_LOST or the partition's error; absent: done
