@@ -210,17 +210,14 @@ end
 -- are expired (never handed out), pending schedules past the cursor are passed over (the sweep
 -- puts them in ready when due). Returns seqs, log entries, expires ms, their count n, and how many
 -- of them came from ready (only those can have a delivery count: the rest were never delivered).
--- tonumber is a strtod, per message a large part of a receive: the expiry of log entry f (most
--- messages have none: '0'), and whether decimal ms string a is later than b (both written from
--- integers below 1e14: no sign, exponent or leading zeros, so longer is later, else byte order).
+-- tonumber is a strtod, per message a large part of a receive: the expiry of log entry f is read
+-- as a number only when it is not '0' (most messages have none), and an enqueue time is compared
+-- with now as decimal ms strings (both written from integers below 1e14: no sign, exponent or
+-- leading zeros, so longer is later, else byte order).
 local function expiry(f)
   local x = f[6]
   if x == '0' then return 0 end
   return tonumber(x)
-end
-
-local function later(a, b)
-  return #a > #b or (#a == #b and a > b)
 end
 
 local function take(G, cfg, now, want, limit)

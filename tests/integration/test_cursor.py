@@ -140,3 +140,21 @@ def test_a_receive_over_partitions_fills_up_when_a_probe_counted_an_expired_mess
         got = r.receive_messages(5, max_wait_time=1)
         assert sorted(bodies(got)) == [f"m{j}" for j in range(5)]
         r.complete_messages(got)
+
+
+def test_completing_one_batch_leaves_the_locks_of_another(client: Any, make_queue: Any, raw_redis: Any) -> None:
+    """complete frees the whole lock table at once only when the batch holds every lock of it."""
+    q = make_queue()
+    k = pkeys(q)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"m{i}") for i in range(6)])
+    with client.get_queue_receiver(q) as r1, client.get_queue_receiver(q) as r2:
+        a = r1.receive_messages(3, max_wait_time=1)
+        b = r2.receive_messages(3, max_wait_time=1)
+        assert bodies(a) == ["m0", "m1", "m2"] and bodies(b) == ["m3", "m4", "m5"]
+        r1.complete_messages(a)
+        assert raw_redis.hlen(k["lk"]) == 3 and raw_redis.zcard(k["locked"]) == 3
+        r2.renew_message_lock(b[0])  # b's locks still hold
+        r2.complete_messages(b)
+        assert not raw_redis.exists(k["lk"], k["locked"])
+        assert r1.receive_messages(1, max_wait_time=0) == []
