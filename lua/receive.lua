@@ -52,6 +52,7 @@ for i = 1, n do
     e = e + 1
     expiring[e] = seqs[i]
   end
+  -- includes/messages.lua's put(), inlined (the reply layout is the one in the header above)
   out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = seqs[i], dc, f[2], f[4], x
   if dlq then
     out[o + 6], out[o + 7] = f[8], f[10]
@@ -64,6 +65,7 @@ if e > 0 and G.main then call_many('ZREM', K_EXP, expiring) end
 if lock then
   local locks, recs = {}, {}
   local untl_s = tostring(untl)  -- a number is formatted (sprintf) at every use: strings here
+  -- the records are includes/messages.lua's lock_record(nonce, 'r', x, size, dc), built inline
   local head = nonce .. '|r|'
   local sizes = {}  -- blob length -> '|<length>|' (most messages of a batch share a few lengths)
   for i = 1, n do

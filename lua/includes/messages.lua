@@ -37,6 +37,7 @@ local function entries(G, seqs)
 end
 
 -- Append a message to a reply, flat: blob, enqueued ms, expires ms [, reason, description].
+-- (receive.lua writes the same layout inline.)
 -- `o`: the reply's length (counted by the caller: # is a search); returns the new length.
 -- `x`: the expiry as a number when the caller has it (an integer reply; tonumber is a strtod, so
 -- the other numbers stay strings for the client to parse).
@@ -63,6 +64,7 @@ end
 -- A lock record carries the delivery count of the locked delivery: the dc hash holds a count
 -- only while a message is not locked (written back when a lock ends without completion).
 -- A session message's record ends with '|<session id>' (includes/sessions.lua).
+-- receive.lua builds the same records inline (its hot loop): change both together.
 local function lock_record(nonce, home, x, size, dc, sid)
   local r = nonce .. '|' .. home .. '|' .. x .. '|' .. size .. '|' .. dc
   if sid then return r .. '|' .. sid end
