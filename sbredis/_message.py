@@ -52,6 +52,11 @@ def duration_ms(name: str, value: Any) -> int:
     return max(1, round(min(seconds * 1000, sys.float_info.max)))
 
 
+# ServiceBusMessage._blob: the stored form once encoded; None: to be encoded from the header;
+# _ID_ONLY: the header holds only the generated message_id (codec.encode_generated_id, no JSON
+# encoder). Every header or property change sets None. A stored form is never empty.
+_ID_ONLY = b""
+
 NEVER_MS = 36500 * 86_400_000  # a time to live of 100 years or more means "never expires", as for entities
 LAST_SCHEDULE_MS = 32_503_680_000_000  # 3000-01-01: every server time stays below 1e14 ms, which Lua
 # numbers print exactly (larger ones print in exponent form and would corrupt stored times)
@@ -112,13 +117,15 @@ class ServiceBusMessage:
         reply_to_session_id: str | None = None,
     ) -> None:
         self._body = body if type(body) is bytes else _body_bytes(body)
-        self._blob: bytes | None = None
         self._props = None if application_properties is None else _check_properties(application_properties)
         self._ttl_ms = 0
         self._sched_ms = 0
         if message_id is None:
             self._h: dict[str, Any] | None = {"id": os.urandom(16).hex()}
+            # the header holds only a generated id until a setter below or later changes it (_set)
+            self._blob: bytes | None = _ID_ONLY if self._props is None else None
         else:
+            self._blob = None
             self._h = {}
             self.message_id = message_id
         if session_id is not None:
@@ -241,8 +248,12 @@ class ServiceBusMessage:
     def _encoded(self) -> bytes:
         """The stored form. Cached while the message has no application properties (a caller may
         change that dict in place, so a message with properties is encoded at every send)."""
-        if self._blob is not None:
-            return self._blob
+        blob = self._blob
+        if blob:
+            return blob
+        if blob is not None:  # _ID_ONLY: the header is {"id": <32 hex digits>}, nothing else
+            self._blob = blob = codec.encode_generated_id(self._hdr()["id"], self._body)
+            return blob
         header = self._hdr()
         if self._props:
             header = dict(header)

@@ -57,6 +57,16 @@ def encode(header: dict[str, Any], body: bytes) -> bytes:
     return b"".join((VERSION, len(h).to_bytes(4, "big"), h, body))
 
 
+_GENERATED_ID_PREFIX = VERSION + (41).to_bytes(4, "big") + b'{"id":"'  # 41: len('{"id":"<32 hex>"}')
+
+
+def encode_generated_id(mid: str, body: bytes) -> bytes:
+    """encode({"id": mid}, body) for a generated message_id (32 hex digits), the common header."""
+    if len(mid) != 32:
+        return encode({"id": mid}, body)
+    return b'%s%s"}%s' % (_GENERATED_ID_PREFIX, mid.encode(), body)
+
+
 def split(blob: bytes) -> tuple[int, int]:
     """(header end, body start) offsets; raises ValueError on a blob sbredis did not write."""
     if blob[:1] != VERSION or len(blob) < 5:

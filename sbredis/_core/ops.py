@@ -10,6 +10,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
+from operator import attrgetter
 from typing import Any, NoReturn
 
 from .._enums import ServiceBusMessageState, ServiceBusReceiveMode
@@ -31,6 +32,8 @@ from .keys import entity_keys, partition_keys
 from .topic_entity import owner_config_commands, owner_delete_keys
 
 LOCAL_MASK = (1 << PARTITION_SHIFT) - 1
+_TTL_MS = attrgetter("_ttl_ms")
+_SCHED_MS = attrgetter("_sched_ms")
 MAX_RECEIVE_COUNT = 5000
 SWEEP_LIMIT = 100
 
@@ -127,33 +130,28 @@ def plan_send(
         raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}: send to a topic with get_topic_sender")
     if meta.sessions:
         check_session_ids(messages, meta.name)
-    groups: dict[int, list[ServiceBusMessage]] = {}
-    blobs: dict[int, list[bytes]] = {}
-    where: list[int] = []
     count, dedup, limit = meta.partition_count, meta.dedup, meta.max_message_bytes
-    full = dedup or sched_ms > 0  # send.lua's w: 4 arguments per message, or the blob alone (1)
-    for m in messages:
-        p = round_robin
-        if count > 1:
-            key = message_key(m, meta)
-            if key is not None:
-                p = partition_of(key, count)
-        where.append(p)
-        blob = m._encoded()
-        if len(blob) > limit:
-            raise MessageSizeExceededError(
-                f"A message of {len(blob)} bytes exceeds the maximum of {limit} bytes on '{meta.name}'."
-            )
-        if m._ttl_ms or m._sched_ms:
-            full = True
-        b = blobs.get(p)
-        if b is None:
-            groups[p], blobs[p] = [m], [blob]
-        else:
-            groups[p].append(m)
-            b.append(blob)
+    blobs = [m._encoded() for m in messages]
+    if blobs and max(map(len, blobs)) > limit:
+        size = max(map(len, blobs))
+        raise MessageSizeExceededError(
+            f"A message of {size} bytes exceeds the maximum of {limit} bytes on '{meta.name}'."
+        )
+    # send.lua's w: 4 arguments per message, or the blob alone (1) when all take the defaults
+    full = dedup or sched_ms > 0 or any(map(_TTL_MS, messages)) or any(map(_SCHED_MS, messages))
+    if count > 1:
+        where = [round_robin if k is None else partition_of(k, count) for k in (message_key(m, meta) for m in messages)]
+    else:
+        where = [round_robin] * len(messages)
+    groups: dict[int, list[int]] = {}  # partition -> indexes of its messages, in order
+    if where.count(round_robin) == len(where):  # the usual send: one partition
+        groups[round_robin] = list(range(len(messages)))
+    else:
+        for i, p in enumerate(where):
+            groups.setdefault(p, []).append(i)
     calls = []
-    for p, b in blobs.items():
+    for p, idx in groups.items():
+        b = blobs if len(idx) == len(blobs) else [blobs[i] for i in idx]
         size = sum(map(len, b))
         if size > limit:
             raise MessageSizeExceededError(
@@ -162,8 +160,9 @@ def plan_send(
             )
         if full:
             args: list[Any] = [len(b), 4]
-            for m, blob in zip(groups[p], b, strict=True):
-                args += (m.message_id if dedup else "", m._ttl_ms, sched_ms or m._sched_ms, blob)
+            for i in idx:
+                m = messages[i]
+                args += (m.message_id if dedup else "", m._ttl_ms, sched_ms or m._sched_ms, blobs[i])
         else:
             args = [len(b), 1, *b]
         calls.append(call("send", meta.name, p, *args))
@@ -182,6 +181,8 @@ def check_session_ids(messages: Iterable[ServiceBusMessage], entity: str) -> Non
 def pack(entries: Sequence[Sequence[ServiceBusMessage]], max_bytes: int, max_count: int = 1000) -> list[list[int]]:
     """Group entries (indexes) so each group's messages fit one send call: at most `max_bytes` and
     `max_count` messages, unless one entry alone is larger (it then forms its own group)."""
+    if len(entries) == 1:  # one caller's send (plan_send checks its size)
+        return [[0]]
     groups: list[list[int]] = []
     current: list[int] = []
     size = count = 0

@@ -299,6 +299,7 @@ def _copy(m: ServiceBusMessage, header: dict[str, Any], props: dict[str, Any] | 
     out = ServiceBusMessage(m.body)
     out._h = header
     out._props = props or None
+    out._blob = None  # encoded from this header (not the generated-id shortcut, _message.py)
     return out
 
 

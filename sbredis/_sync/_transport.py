@@ -36,6 +36,7 @@ from .._core.errors import map_error
 from .._core.keys import REGISTRY
 from .._core.memory import memory_server
 from .._core.ops import Call
+from .._core.packer import connection_options
 from .._core.redact import redact
 from .._core.retry import RetryPolicy, is_retryable
 from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusConnectionError, ServiceBusError
@@ -93,6 +94,7 @@ class Transport:
             "socket_timeout": socket_timeout,
             "socket_connect_timeout": min(socket_timeout, 10.0),
             "retry": Retry(NoBackoff(), 0),
+            **connection_options(Redis),  # the sync client's command packer (_core/packer.py)
             **options,
         }
         if scheme.startswith("rediss") and "ssl_check_hostname" not in options:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -73,6 +74,20 @@ def test_batch_is_bounded_by_entity_message_size(client: Any, make_queue: Any) -
             s.send_messages([ServiceBusMessage(b"x" * 900) for _ in range(3)])
     with client.get_queue_receiver(q) as r:
         assert r.peek_messages(10) == []
+
+
+def test_large_and_small_messages_round_trip_in_one_batch(client: Any, make_queue: Any) -> None:
+    # bodies over 64 KiB go to Redis unpacked, between the packed small ones (_core/packer.py)
+    q = make_queue(max_message_size_in_kilobytes=1024)
+    sent = [os.urandom(70_000), b"small", os.urandom(300_000), os.urandom(65_536), b""]
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(b, subject=f"n{i}") for i, b in enumerate(sent)])
+        s.send_messages(ServiceBusMessage(sent[2]))
+    with client.get_queue_receiver(q, max_wait_time=2) as r:
+        got = r.receive_messages(max_message_count=10, max_wait_time=2)
+        assert [m.body for m in got] == [*sent, sent[2]]
+        assert [m.subject for m in got] == [f"n{i}" for i in range(len(sent))] + [None]
+        r.complete_messages(got)
 
 
 def test_receive_and_delete(client: Any, admin: Any, make_queue: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
@@ -238,6 +239,39 @@ def test_setting_properties_after_encoding_is_reflected() -> None:
     m.message_id = "id-2"
     r = received(m)
     assert (r.application_properties, r.subject, r.message_id) == ({"a": 2}, "s", "id-2")
+
+
+def test_a_generated_id_message_is_stored_as_the_json_header_says() -> None:
+    m = ServiceBusMessage(b"BODY")
+    assert m._encoded() == codec.encode({"id": m.message_id}, b"BODY")  # encode_generated_id's shortcut
+    assert codec.header_of(m._encoded()) == {"id": m.message_id}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "key", "stored"),
+    [
+        ("subject", "s", "sj", "s"),
+        ("message_id", "mine", "id", "mine"),
+        ("time_to_live", timedelta(seconds=5), "ttl", 5000),
+        ("application_properties", {"a": 1}, "ap", {"a": 1}),
+    ],
+)
+def test_a_generated_id_message_changed_before_or_after_encoding_stores_the_change(
+    name: str, value: Any, key: str, stored: Any
+) -> None:
+    for encode_first in (False, True):
+        m = ServiceBusMessage(b"BODY")
+        if encode_first:
+            m._encoded()
+        setattr(m, name, value)
+        header = codec.header_of(m._encoded())
+        assert header[key] == stored
+        assert header["id"] == m.message_id
+
+
+def test_codec_generated_id_shortcut_matches_the_json_encoder() -> None:
+    for mid in (os.urandom(16).hex(), "0" * 32, "short", "x" * 33):
+        assert codec.encode_generated_id(mid, b"B") == codec.encode({"id": mid}, b"B")
 
 
 # ------------------------------------------------------------------------- codec round trips
