@@ -22,6 +22,11 @@ if w ~= 1 and w ~= 4 then return fail('INVALID') end
 local bad = store_check(cfg, 2, n, w, true)
 if bad then return bad end
 local now = now_ms()
+if w == 1 and not cfg.sess and n > 0 then  -- the usual send: no duplicates, consecutive seqs
+  local first = store_plain(cfg, now, 2, n)
+  touch(now)
+  return {now, first}
+end
 local out = {now}
 local stored = store(cfg, now, 2, n, w, out)
 touch(now)

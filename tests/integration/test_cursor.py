@@ -158,3 +158,42 @@ def test_completing_one_batch_leaves_the_locks_of_another(client: Any, make_queu
         r2.complete_messages(b)
         assert not raw_redis.exists(k["lk"], k["locked"])
         assert r1.receive_messages(1, max_wait_time=0) == []
+
+
+def records(raw_redis: Any, q: str) -> dict[str, Any]:
+    """A partition's message records with server times made relative to each enqueue time."""
+    k = pkeys(q)
+    entries = raw_redis.xrange(k["log"])
+    enq = {i.split(b"-")[0]: int(f[b"e"]) for i, f in entries}
+    st = raw_redis.hgetall(k["st"])
+    return {
+        "log": [(i, sorted(f), int(f[b"x"]) and int(f[b"x"]) - int(f[b"e"])) for i, f in entries],
+        "exp": [(m, int(s) - enq[m]) for m, s in raw_redis.zrange(k["exp"], 0, -1, withscores=True)],
+        "ready": raw_redis.zcard(k["ready"]),
+        "st": {f: st.get(f) for f in (b"seq", b"cur")},
+        "size": int(st[b"size"]) - sum(len(f[b"b"]) for _, f in entries),
+    }
+
+
+@pytest.mark.parametrize("ttl", [None, timedelta(minutes=1)])
+def test_the_usual_send_writes_what_a_send_with_every_argument_writes(
+    client: Any, admin: Any, make_queue: Any, raw_redis: Any, ttl: timedelta | None
+) -> None:
+    """send.lua's shortest path (store_plain: blobs alone on an entity without sessions) and
+    store's full loop (here: each message's TTL given as the entity's default) keep the same
+    records."""
+    plain = make_queue(**({"default_message_time_to_live": ttl} if ttl else {}))
+    full = plain + "-full"
+    admin.create_queue(full, **({"default_message_time_to_live": ttl} if ttl else {}))
+    try:
+        with client.get_queue_sender(plain) as s:
+            s.send_messages([ServiceBusMessage(f"m{i}") for i in range(3)])
+            s.send_messages(ServiceBusMessage("one"))
+        with client.get_queue_sender(full) as s:
+            long = timedelta(days=36500)  # "never" for an entity without a default
+            s.send_messages([ServiceBusMessage(f"m{i}", time_to_live=ttl or long) for i in range(3)])
+            s.send_messages(ServiceBusMessage("one", time_to_live=ttl or long))
+        assert records(raw_redis, plain) == records(raw_redis, full)
+        assert len(records(raw_redis, plain)["log"]) == 4
+    finally:
+        admin.delete_queue(full)

@@ -45,6 +45,23 @@ def test_entity_ttl_is_default_and_ceiling(client: Any, make_queue: Any) -> None
     assert got == {"default": timedelta(minutes=1), "long": timedelta(minutes=1), "short": timedelta(seconds=10)}
 
 
+def test_entity_ttl_applies_to_a_batch_of_plain_messages(client: Any, admin: Any, make_queue: Any) -> None:
+    # messages without TTL, schedule or duplicate check take send's shortest path (store_plain)
+    q = make_queue(default_message_time_to_live=300 * MS, dead_lettering_on_message_expiration=True)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(b) for b in ("a", "b", "c")])
+    with client.get_queue_receiver(q) as r:
+        peeked = r.peek_messages(5)
+        assert [str(m) for m in peeked] == ["a", "b", "c"]
+        assert {m.expires_at_utc - m.enqueued_time_utc for m in peeked} == {300 * MS}
+        time.sleep(0.4)  # past the TTL: a receive hands none out (and dead-letters them)
+        assert r.receive_messages(5, max_wait_time=0) == []
+    with dlq(client, q) as d:
+        got = eventually(lambda: d.receive_messages(5, max_wait_time=0.2))
+        assert [(str(m), m.dead_letter_reason) for m in got] == [(b, "TTLExpiredException") for b in ("a", "b", "c")]
+    assert admin.get_queue_runtime_properties(q).active_message_count == 0
+
+
 def test_no_ttl_never_expires(client: Any, make_queue: Any) -> None:
     q = make_queue()
     with client.get_queue_sender(q) as s:
