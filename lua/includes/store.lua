@@ -38,8 +38,8 @@ end
 -- The usual send (send.lua): n > 0 blobs alone (w = 1: no message TTL, schedule or duplicate
 -- check) on an entity without sessions. Writes what store() writes for such messages (each goes
 -- past the cursor and expires, if at all, at now + the entity's default TTL) without its
--- per-message branches and tables, 5-7 % less server time a message. Returns the first seq; the
--- n seqs are consecutive.
+-- per-message branches and tables: about 5 % less server time a message. Returns the first
+-- seq; the n seqs are consecutive.
 local function store_plain(cfg, now, b, n)
   cursor_init()
   local seq = redis.call('HINCRBY', K_ST, 'seq', n) - n
