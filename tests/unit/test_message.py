@@ -371,8 +371,29 @@ def test_codec_layout() -> None:
     blob = codec.encode({"id": "m"}, b"BODY")
     assert blob[:1] == codec.VERSION
     n = int.from_bytes(blob[1:5], "big")
-    assert blob[5 : 5 + n] == b'{"id":"m"}'
+    assert blob[5 : 5 + n] == b"{" + b" " * (ord("m") & 15) + b'"id":"m"}'
     assert blob[5 + n :] == b"BODY"
+
+
+def lua51_hash(s: bytes) -> int:
+    """Lua 5.1's string hash (lstring.c luaS_newlstr), which Redis's scripts intern strings by."""
+    h, step, n = len(s), (len(s) >> 5) + 1, len(s)
+    while n >= step:
+        h ^= ((h << 5) + (h >> 2) + s[n - 1]) & 0xFFFFFFFF
+        n -= step
+    return h
+
+
+def test_messages_with_one_body_spread_over_lua_string_hashes() -> None:
+    body = os.urandom(1024)
+    generated = [ServiceBusMessage(body)._encoded() for _ in range(100)]
+    chosen = [ServiceBusMessage(body, message_id=f"order-{i}", subject="s")._encoded() for i in range(100)]
+    for blobs in (generated, chosen):
+        assert len({lua51_hash(b) for b in blobs}) >= 10
+        assert all(codec.body_of(b) == body for b in blobs)
+    # what the spaces avoid: 100 messages with one body and their own ids, headers unpadded
+    unpadded = [b"\x01\x00\x00\x00\x29" + b'{"id":"%s"}' % os.urandom(16).hex().encode() + body for _ in range(100)]
+    assert {codec.header_of(b)["id"] for b in unpadded} and len({lua51_hash(b) for b in unpadded}) == 1
 
 
 # ----------------------------------------------------------------------------------- batches
