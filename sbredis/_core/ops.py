@@ -269,7 +269,14 @@ def check_wait(name: str, value: Any) -> float | None:
     return float(value)
 
 
-MIN_SHARE = 25  # a partition asked for fewer messages than this costs more per message than it brings
+# A partition asked for fewer messages than this costs more per message than it brings: each
+# receive call pays a fixed cost (the entity's config, a bounded sweep, its reply), and so does the
+# complete that follows per partition. At 25, a receive of 100 from a 16-partition queue made four
+# calls and reached 0.26-0.31x raw XREADGROUP + XACK; at 100 it makes one (the partition after the
+# last one asked, so calls rotate over the partitions) and reached 0.40-0.44x, as a 1-partition
+# queue does (bench_core --quick, same host and hour). A partition with fewer messages than its
+# share is topped up from the others (probe, then take), as before.
+MIN_SHARE = 100
 
 
 def split_quota(n: int, order: Sequence[int]) -> dict[int, int]:

@@ -218,7 +218,8 @@ def test_split_quota_spreads_exactly_n(n: int, order: list[int]) -> None:
 def test_split_quota_examples() -> None:
     assert ops.split_quota(1, [3, 4, 5]) == {3: 1}
     assert ops.split_quota(5, [2, 0, 1]) == {2: 5}  # small requests go to one partition
-    assert ops.split_quota(100, list(range(16))) == {0: 25, 1: 25, 2: 25, 3: 25}  # MIN_SHARE each
+    assert ops.split_quota(100, list(range(16))) == {0: 100}  # MIN_SHARE each
+    assert ops.split_quota(250, [5, 6, 7]) == {5: 125, 6: 125}
     assert ops.split_quota(1000, [0, 1]) == {0: 500, 1: 500}
     assert ops.split_quota(0, [0, 1]) == {}
 
