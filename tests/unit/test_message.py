@@ -393,7 +393,7 @@ def test_messages_with_one_body_spread_over_lua_string_hashes() -> None:
         assert all(codec.body_of(b) == body for b in blobs)
     # what the spaces avoid: 100 messages with one body and their own ids, headers unpadded
     unpadded = [b"\x01\x00\x00\x00\x29" + b'{"id":"%s"}' % os.urandom(16).hex().encode() + body for _ in range(100)]
-    assert {codec.header_of(b)["id"] for b in unpadded} and len({lua51_hash(b) for b in unpadded}) == 1
+    assert len({lua51_hash(b) for b in unpadded}) == 1
 
 
 # ----------------------------------------------------------------------------------- batches
