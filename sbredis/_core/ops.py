@@ -132,8 +132,8 @@ def plan_send(
         check_session_ids(messages, meta.name)
     count, dedup, limit = meta.partition_count, meta.dedup, meta.max_message_bytes
     blobs = [m._encoded() for m in messages]
-    if blobs and max(map(len, blobs)) > limit:
-        size = max(map(len, blobs))
+    size = max(map(len, blobs), default=0)
+    if size > limit:
         raise MessageSizeExceededError(
             f"A message of {size} bytes exceeds the maximum of {limit} bytes on '{meta.name}'."
         )
