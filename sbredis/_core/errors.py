@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import redis.exceptions as rx
 
 from .. import exceptions as ex
@@ -53,11 +55,22 @@ TLS_HINT = (
 )
 
 
+# Redis before 7.0 wraps an error raised by a command inside a script in its own text
+# ("Error running script (call to f_...): @user_script:12: -OOM command not allowed ..."), and redis-py
+# then sees a plain ResponseError: the inner reply's code is what says what went wrong.
+_SCRIPT_WRAPPED = re.compile(r"^Error running script .*?: -([A-Z]+ .*)$", re.DOTALL)
+
+
+def _unwrapped(text: str) -> str:
+    match = _SCRIPT_WRAPPED.match(text)
+    return match.group(1) if match else text
+
+
 def map_error(err: Exception, entity: str = "") -> ex.ServiceBusError:
     """Turn an exception raised by redis-py into a ServiceBusError (never a raw Redis error)."""
     if isinstance(err, ex.ServiceBusError):
         return err
-    text = str(err)
+    text = _unwrapped(str(err))
     if isinstance(err, rx.ResponseError) and text.startswith("SBERR "):
         code = text[6:].split(" ", 1)[0]
         cls, template = LUA_ERRORS.get(code, (ex.ServiceBusError, "Broker error " + code))

@@ -104,6 +104,22 @@ def test_unknown_lua_code_is_a_plain_service_bus_error() -> None:
             ex.ServiceBusQuotaExceededError,
             False,
         ),
+        (
+            rx.ResponseError(
+                "Error running script (call to f_0123abcd): @user_script:270: @user_script: 270: "
+                "-OOM command not allowed when used memory > 'maxmemory'."
+            ),
+            ex.ServiceBusQuotaExceededError,
+            False,
+        ),
+        (
+            rx.ResponseError(
+                "Error running script (call to f_0123abcd): @user_script:9: @user_script: 9: "
+                "-READONLY You can't write against a read only replica."
+            ),
+            ex.ServiceBusConnectionError,
+            True,
+        ),
         (rx.ResponseError("BUSY Redis is busy running a script."), ex.ServiceBusServerBusyError, True),
         (rx.ResponseError("ERR something odd"), ex.ServiceBusError, False),
         (rx.DataError("Invalid input"), ex.ServiceBusError, False),
