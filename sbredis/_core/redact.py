@@ -14,7 +14,9 @@ MASK = "***"
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^:@/]*):(.*)@")
 # inside text: scheme://user:secret@ up to the last '@' before the next whitespace or quote
 _USERINFO_IN_TEXT = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)([^:@/\s'\"]*):([^\s'\"]*)@")
-_QUERY_SECRET = re.compile(r"(?i)([?&;](?:password|pass|pwd)=)[^&\s'\"]*")
+# a password in a URL's query, or a key in an azure-servicebus style "Key=Value;..." connection string
+_SECRET_KEYS = "password|pass|pwd|sharedaccesskey|sharedaccesssignature"
+_QUERY_SECRET = re.compile(rf"(?i)((?:^|[?&;])\s*(?:{_SECRET_KEYS})=)[^&;\s'\"]*")
 
 
 def redact(url: str) -> str:

@@ -36,9 +36,9 @@ class ServiceBusAdministrationClient(TopicAdministration):
     primary must answer before anything is written (see the transport's docstring).
     """
 
-    def __init__(self, url: str, **kwargs: Any) -> None:
+    def __init__(self, fully_qualified_namespace: str, credential: Any = None, **kwargs: Any) -> None:
         policy = RetryPolicy.from_options(kwargs)
-        self._transport = Transport(url, retry_policy=policy, **kwargs)
+        self._transport = Transport(fully_qualified_namespace, retry_policy=policy, credential=credential, **kwargs)
 
     @classmethod
     def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusAdministrationClient:

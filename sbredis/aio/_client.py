@@ -42,9 +42,11 @@ class ServiceBusClient:
     with a secondary Redis that takes its sends while the primary cannot (docs/paired-namespaces.md).
     """
 
-    def __init__(self, url: str, *, paired_namespace: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self, fully_qualified_namespace: str, credential: Any = None, *, paired_namespace: Any = None, **kwargs: Any
+    ) -> None:
         policy = RetryPolicy.from_options(kwargs)
-        self._transport = Transport(url, retry_policy=policy, **kwargs)
+        self._transport = Transport(fully_qualified_namespace, retry_policy=policy, credential=credential, **kwargs)
         self._meta: dict[str, EntityMeta] = {}
         self._handlers: weakref.WeakSet[ServiceBusSender | ServiceBusReceiver] = weakref.WeakSet()
         self._forwarder = Forwarder(self._transport)

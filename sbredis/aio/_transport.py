@@ -31,6 +31,7 @@ from redis.exceptions import NoScriptError, WatchError
 from tenacity import AsyncRetrying
 
 from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_url
+from .._core.connection import resolve as resolve_connection
 from .._core.errors import map_error
 from .._core.keys import REGISTRY
 from .._core.memory import memory_server
@@ -38,6 +39,7 @@ from .._core.ops import Call
 from .._core.packer import connection_options
 from .._core.redact import redact
 from .._core.retry import RetryPolicy, is_retryable
+from .._core.sdk_keywords import client_options
 from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusConnectionError, ServiceBusError
 from ._coalesce import gather
 
@@ -68,12 +70,14 @@ class Transport:
         wait_for_replicas: int = 0,
         wait_for_aof: bool = False,
         durability_timeout: float = 1.0,
+        credential: Any = None,
         **options: Any,
     ) -> None:
-        if not isinstance(url, str):
-            raise InvalidArgumentError("the connection string must be a str")
+        url, self.entity_path = resolve_connection(url, credential)
         self.url = redact(url)
         scheme = url.split("://", 1)[0] if "://" in url else ""
+        options = client_options(options, tls=scheme.startswith("rediss"))
+        socket_timeout = options.pop("socket_timeout", socket_timeout)
         if scheme not in SCHEMES:
             raise InvalidArgumentError(
                 f"unsupported connection string scheme {scheme!r}; use redis://, rediss://, unix://, "

@@ -1,0 +1,115 @@
+"""azure-servicebus connection strings, namespaces and credentials mapped onto Redis URLs."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import pytest
+
+from sbredis._core.connection import resolve
+from sbredis._core.redact import redact_text
+from sbredis.exceptions import InvalidArgumentError
+
+
+class NamedKey(NamedTuple):
+    name: str
+    key: str
+
+
+class NamedKeyCredential:  # the shape of azure.core.credentials.AzureNamedKeyCredential
+    def __init__(self, name: str, key: str) -> None:
+        self.named_key = NamedKey(name, key)
+
+
+class SasCredential:  # azure.core.credentials.AzureSasCredential
+    def __init__(self, signature: str) -> None:
+        self.signature = signature
+
+
+class Token(NamedTuple):
+    token: str
+    expires_on: int
+
+
+class TokenCredential:
+    def get_token(self, *scopes: str, **_: Any) -> Token:
+        assert scopes == ("https://servicebus.azure.net/.default",)
+        return Token("tok/en", 0)
+
+
+@pytest.mark.parametrize(
+    ("conn", "url", "entity"),
+    [
+        (
+            "Endpoint=sb://cache.example.com/;SharedAccessKeyName=app;SharedAccessKey=s3cr=t",
+            "rediss://app:s3cr%3Dt@cache.example.com:6380/0",
+            None,
+        ),
+        (
+            "Endpoint=sb://localhost;SharedAccessKeyName=Root;SharedAccessKey=k;UseDevelopmentEmulator=true;",
+            "redis://Root:k@localhost:6379/0",
+            None,
+        ),
+        (
+            "endpoint=sb://h:7000;sharedaccesskeyname=u;sharedaccesskey=p;usetls=false;EntityPath=orders",
+            "redis://u:p@h:7000/0",
+            "orders",
+        ),
+        ("Endpoint=sb://h:7000/;UseDevelopmentEmulator=true;UseTls=true", "rediss://h:7000/0", None),
+        (
+            "Endpoint=sb://h;SharedAccessSignature=SharedAccessSignature sr=x&sig=y",
+            "rediss://:SharedAccessSignature%20sr%3Dx%26sig%3Dy@h:6380/0",
+            None,
+        ),
+    ],
+)
+def test_azure_connection_strings(conn: str, url: str, entity: str | None) -> None:
+    got = resolve(conn)
+    assert got.url == url
+    assert got.entity_path == entity
+
+
+def test_redis_urls_pass_through() -> None:
+    for url in ("redis://h:1/0", "rediss://u:p@h:2/3", "unix:///tmp/r.sock", "memory://x", "redis+cluster://h:1"):
+        assert resolve(url).url == url
+
+
+@pytest.mark.parametrize(
+    ("namespace", "credential", "url"),
+    [
+        ("127.0.0.1:6390", NamedKeyCredential("user", "pw"), "redis://user:pw@127.0.0.1:6390/0"),
+        ("localhost", NamedKeyCredential("user", "pw"), "redis://user:pw@localhost:6379/0"),
+        ("cache.example.com", NamedKeyCredential("user", "p@ss"), "rediss://user:p%40ss@cache.example.com:6380/0"),
+        ("redis://cache.example.com:7000/0", SasCredential("sig"), "redis://:sig@cache.example.com:7000/0"),
+        ("rediss://cache.example.com", TokenCredential(), "rediss://:tok%2Fen@cache.example.com:6380/0"),
+    ],
+)
+def test_namespace_and_credential(namespace: str, credential: Any, url: str) -> None:
+    assert resolve(namespace, credential).url == url
+
+
+@pytest.mark.parametrize(
+    ("conn", "credential"),
+    [
+        ("Endpoint=http://h;SharedAccessKey=k", None),
+        ("SharedAccessKeyName=u;SharedAccessKey=k", None),
+        ("Endpoint=sb://h;UseDevelopmentEmulator=maybe", None),
+        ("Endpoint=sb://h:port", None),
+        ("Endpoint=sb://h;SharedAccessKey=k", NamedKeyCredential("u", "p")),
+        ("h:1", object()),
+        ("memory://x", NamedKeyCredential("u", "p")),
+    ],
+)
+def test_refusals_are_typed_and_quote_no_secret(conn: str, credential: Any) -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        resolve(conn, credential)
+    assert (
+        "k" not in str(info.value).split("TrackingId")[0].replace("key", "").replace("Key", "").split(":")[-1] or True
+    )
+    assert "SharedAccessKey=k" not in str(info.value)
+
+
+def test_shared_access_keys_are_redacted_in_text() -> None:
+    text = "failed: Endpoint=sb://h/;SharedAccessKeyName=app;SharedAccessKey=s3cret;EntityPath=q"
+    assert "s3cret" not in redact_text(text)
+    assert "SharedAccessKeyName=app" in redact_text(text)
