@@ -228,8 +228,8 @@ def test_cancel_scheduled(client: Any, admin: Any, make_queue: Any) -> None:
 
 
 def test_cancel_after_the_scheduled_time_is_refused(client: Any, make_queue: Any) -> None:
-    # found by tests/reliability/test_model.py: a message whose time had come was cancelled (and
-    # lost) when no receive had moved it to the ready set yet
+    # a message whose time has come is enqueued even before a receive moves it to the ready set,
+    # so cancelling it must fail rather than lose it
     q = make_queue()
     with client.get_queue_sender(q) as s:
         (seq,) = s.schedule_messages(ServiceBusMessage("due"), datetime.now(UTC) + timedelta(milliseconds=100))
