@@ -10,6 +10,7 @@ machine and their numbers, flattened), so adding a benchmark never breaks the pa
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -85,8 +86,9 @@ def machines(results: dict[str, Json]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------- sections
-def core(d: Json) -> Iterator[str]:
-    yield "## Core operations"
+def core(d: Json, *, server_in_title: bool = False) -> Iterator[str]:
+    version = _machine(d).get("redis_server_version")
+    yield f"## Core operations, redis-server {version}" if server_in_title and version else "## Core operations"
     yield ""
     yield (
         f"`bench/bench_core.py`: one process, {d['body_bytes']} B bodies, batches of {d['batch']}, "
@@ -348,6 +350,7 @@ def generic(name: str) -> Callable[[Json], Iterator[str]]:
 
 SECTIONS: dict[str, Callable[[Json], Iterator[str]]] = {
     "core.json": core,
+    "core-redis7.json": functools.partial(core, server_in_title=True),
     "floors.json": floors,
     "peers.json": peers,
     "cluster.json": cluster,
