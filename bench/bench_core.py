@@ -205,7 +205,7 @@ class Bench:
             for eid, fields in entries:
                 fields[b"b"]
                 ids.append(eid)
-            r.xack(key, "g", *ids)  # the issue's baseline: XREADGROUP + XACK (acked entries stay)
+            r.xack(key, "g", *ids)  # the targets' baseline: XREADGROUP + XACK (acked entries stay)
             done += len(ids)
         return done, pc() - t0
 

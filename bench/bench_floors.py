@@ -1,23 +1,23 @@
 #!/usr/bin/env python
-"""How close a Lua-on-streams broker can come to raw redis-py: floors for issue 2's ratio targets.
+"""How close a Lua-on-streams broker can come to raw redis-py: floors for the core ratio targets.
 
     python bench/bench_floors.py [--url redis://host:port/db] [--quick] [--rounds N]
 
-The core issue asks for batched send >= 1.0x raw pipelined XADD and receive + complete >= 0.4x
-raw XREADGROUP + XACK, with every state change a Lua script on Redis Streams and sorted sets.
+The targets are batched send >= 1.0x raw pipelined XADD and receive + complete >= 0.4x raw
+XREADGROUP + XACK, with every state change a Lua script on Redis Streams and sorted sets.
 This bench runs, in one process on one server with 1 KiB bodies and batches of 100, the raw
 baselines, sbredis itself, and stripped-down scripts that do only the unavoidable part of each
 operation, so the distance between "raw" and "any broker built this way" is measured, not argued:
 
 send rows
-  * raw            pipeline of 100 ``XADD key * b <1 KiB>`` (the issue's baseline)
+  * raw            pipeline of 100 ``XADD key * b <1 KiB>`` (the baseline of the targets)
   * nop script     one EVALSHA of ``return 1`` carrying sbredis's send arguments (client,
                    socket and argument conversion: the cost of calling a script at all)
   * XADD-only      a script that XADDs each message with the fields sbredis stores (b, e, x)
                    and nothing else: no sequence counter, ready index, TTL, dedup or quota
   * sbredis        ``sender.send_messages(100 messages)``
 receive rows
-  * raw            ``XREADGROUP COUNT 100`` + ``XACK`` (the issue's baseline)
+  * raw            ``XREADGROUP COUNT 100`` + ``XACK`` (the baseline of the targets)
   * PEL scripts    XREADGROUP inside a script, then XACK + XDEL: the stream's pending list as
                    the lock table; no lock deadline, so elapsed locks could only be found by
                    scanning the pending list (not O(log n)), no delivery count check, no expiry

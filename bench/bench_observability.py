@@ -9,7 +9,7 @@ modes, and the median of the rounds is reported. A mode's loop: N single send + 
 complete round trips, then batches of 100 (send a list, receive them, complete_messages), 1 KiB
 bodies; measured in client CPU time (time.process_time), which noise on a shared machine moves
 less than wall time. ``--base PATH`` adds a mode "base": the same loop run on another checkout of
-sbredis (e.g. ``git archive <commit> | tar -x -C /tmp/base``, from before the seam existed).
+sbredis (e.g. ``git archive <commit> | tar -x -C /tmp/base``, one without the seam).
 The no-op seam's own cost per operation is timed with timeit. Results go to
 bench/results/observability.json.
 """

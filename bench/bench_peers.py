@@ -63,7 +63,7 @@ PEERS = ("celery", "dramatiq", "rq", "saq", "bullmq")
 LUA_CMDS = {"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"}
 pc = time.perf_counter
 
-# Targets of issue 6 (printed as PASS/MISS, never asserted).
+# Targets (printed as PASS/MISS, never asserted).
 T_ASYNC_SENDS = 30_000  # async concurrent single sends, msgs/s
 T_RATIO = {"celery": 5.0, "dramatiq": 3.0, "rq": 10.0, "bullmq": 1.0}  # sbredis e2e / peer e2e >= (bullmq: >)
 T_P99_MS = 5.0  # sbredis e2e p99 at 50 % load

@@ -10,6 +10,7 @@ machine and their numbers, flattened), so adding a benchmark never breaks the pa
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -70,9 +71,6 @@ def machines(results: dict[str, Json]) -> list[str]:
         other = []
         if m.get("sbredis_version"):
             other.append(f"sbredis {m['sbredis_version']}")
-        commit = str(m.get("git_commit") or m.get("git") or "")[:7]
-        if commit:
-            other.append(f"commit {commit}" + (" + local changes" if m.get("git_dirty") else ""))
         other += [f"{k.removesuffix('_version')} {v}" for k, v in m.items() if k in ("pyspark", "celery_version")]
         rows.append([*row, ", ".join(other)])
     return [
@@ -80,15 +78,17 @@ def machines(results: dict[str, Json]) -> list[str]:
         "",
         "Every run below is on the development machine: 2 shared, noisy cores (other jobs ran at the",
         "same time), one local `redis-server` on loopback, client and server on the same cores. Figures",
-        "from different files are from different runs; compare within a table.",
+        "from different files are from different runs; compare within a table. Most files also record",
+        "the git commit they measured.",
         "",
         *table(header, rows),
     ]
 
 
 # ---------------------------------------------------------------------------------- sections
-def core(d: Json) -> Iterator[str]:
-    yield "## Core operations"
+def core(d: Json, *, server_in_title: bool = False) -> Iterator[str]:
+    version = _machine(d).get("redis_server_version")
+    yield f"## Core operations, redis-server {version}" if server_in_title and version else "## Core operations"
     yield ""
     yield (
         f"`bench/bench_core.py`: one process, {d['body_bytes']} B bodies, batches of {d['batch']}, "
@@ -162,7 +162,7 @@ def peers(d: Json) -> Iterator[str]:
             row.append("" if name == "sbredis" else ratio(ahead))
         rows.append(row)
     yield from table(header, rows)
-    yield "Targets of the benchmark issue, as measured in this run:"
+    yield "Targets, as measured in this run:"
     yield ""
     rows = []
     for t in d["targets"]:
@@ -242,6 +242,45 @@ def paired(d: Json) -> Iterator[str]:
     yield from table(["operation", "rate"], rows)
 
 
+def sessions(d: Json) -> Iterator[str]:
+    st = d["settings"]
+    yield "## Sessions"
+    yield ""
+    yield (
+        f"`bench/bench_sessions.py`: {st['sessions']} sessions x {st['per_session']} messages of "
+        f"{st['body_bytes']} B, {st['partitions']} partitions, one process, medians of {st['rounds']} rounds. "
+        "The plain queue's messages carry the session id as their partition key."
+    )
+    yield ""
+    rows = [[name, rate(r["msgs_per_s"]), f"{r['server_us_per_msg']:.1f}"] for name, r in d["throughput"].items()]
+    yield from table(["operation", "msgs/s", "server µs/msg"], rows)
+    rows = [[name, ratio(v)] for name, v in d["ratios"].items()]
+    yield from table(["session queue / plain queue", "msgs/s"], rows)
+
+
+def transactions(d: Json) -> Iterator[str]:
+    st = d["settings"]
+    yield "## Transactions"
+    yield ""
+    yield (
+        f"`bench/bench_transactions.py`: one operation at a time on the sync client, {st['body_bytes']} B bodies, "
+        f"medians of {st['iterations']} iterations; `via`: the send goes to another queue, delivered before "
+        "the commit returns."
+    )
+    yield ""
+    rows = [
+        [
+            name,
+            ms(r["median_ms"]),
+            ms(r["p99_ms"]),
+            f"{r['server_us_per_op']:.1f}",
+            ratio(r["ratio"]) + f" {r['vs']}" if "ratio" in r else "",
+        ]
+        for name, r in d["rows"].items()
+    ]
+    yield from table(["operation", "median ms", "p99 ms", "server µs/op", "vs the plain calls"], rows)
+
+
 def workers(d: Json) -> Iterator[str]:
     yield "## Workers"
     yield ""
@@ -311,12 +350,15 @@ def generic(name: str) -> Callable[[Json], Iterator[str]]:
 
 SECTIONS: dict[str, Callable[[Json], Iterator[str]]] = {
     "core.json": core,
+    "core-redis7.json": functools.partial(core, server_in_title=True),
     "floors.json": floors,
     "peers.json": peers,
     "cluster.json": cluster,
     "latency.json": latency,
     "topics.json": topics,
     "paired.json": paired,
+    "sessions.json": sessions,
+    "transactions.json": transactions,
     "workers.json": workers,
     "spark.json": spark,
     "observability.json": observability,

@@ -1,6 +1,6 @@
 """memory://<name>: in-process Redis servers (fakeredis with Lua), shared by every client of the
 process that names the same one, sync or async. For users' unit tests: the same Lua scripts run,
-nothing listens on a port. Real Redis stays the reference (see the README for the gaps)."""
+nothing listens on a port. Real Redis stays the reference (docs/memory.md lists the gaps)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,13 @@
 """How the sync client packs a command into RESP bytes (redis-py's ``command_packer`` option).
 
 redis-py's own hiredis serializer walks every argument in Python before hiredis packs them (a
-generator over all of them, to turn memoryviews into bytes); for a batched send of 100 messages
-of 1 KiB, 125 arguments, that walk cost more than hiredis itself: 86 vs 51 us a call, measured
-in a sending process. sbredis's commands are str, int and bytes, so this packer hands them to
-hiredis directly, and leaves anything else to redis-py's serializer.
+generator over all of them, to turn memoryviews into bytes); for a batched send, with an argument
+per message, that walk costs more than hiredis's packing itself. sbredis's commands are str, int
+and bytes, so this packer hands them to hiredis directly, and leaves anything else to redis-py's
+serializer.
 
-hiredis also copies every argument into one buffer, which costs about 1.3 ms per MiB once
-a command passes 64 KiB: an argument of ALONE bytes or more (a large message) is not copied but
-sent as its own chunk.
+hiredis also copies every argument into one buffer, a cost proportional to the command's size:
+an argument of ALONE bytes or more (a large message) is not copied but sent as its own chunk.
 
 redis.asyncio's connection packs in Python and takes no packer; only the sync client gets this.
 """

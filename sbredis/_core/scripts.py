@@ -1,7 +1,7 @@
 """Load the Lua scripts: one file per atomic operation, with `--@include name` lines resolved.
 
-The scripts ship inside the wheel as ``sbredis/lua``; in a source checkout they are read from the
-top-level ``lua/`` folder.
+The scripts are package data in ``sbredis/lua`` (shared helpers in ``sbredis/lua/includes``), read
+through importlib.resources, so a source checkout and an installed wheel load the same files.
 """
 
 from __future__ import annotations
@@ -10,17 +10,15 @@ import hashlib
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 
 _INCLUDE = re.compile(r"^--@include (\w+)\s*$", re.MULTILINE)
 
 
-def lua_dir() -> Path:
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here / "lua", here.parent / "lua"):
-        if (candidate / "includes").is_dir():
-            return candidate
-    raise FileNotFoundError("sbredis Lua scripts not found (expected sbredis/lua or ./lua)")
+def lua_dir() -> Traversable:
+    """The folder of the Lua scripts inside the installed ``sbredis`` package."""
+    return files("sbredis").joinpath("lua")
 
 
 @dataclass(frozen=True)
@@ -30,7 +28,7 @@ class Script:
     sha: str
 
 
-def _resolve(text: str, base: Path, seen: tuple[str, ...], done: set[str] | None = None) -> str:
+def _resolve(text: str, base: Traversable, seen: tuple[str, ...], done: set[str] | None = None) -> str:
     """Inline includes, each once per script (a later line naming one already inlined is dropped:
     an include may bring what it needs, e.g. messages brings sessions)."""
     done = set() if done is None else done
@@ -50,7 +48,7 @@ def _resolve(text: str, base: Path, seen: tuple[str, ...], done: set[str] | None
 
 @cache
 def load(name: str) -> Script:
-    """The composed script `name` (``lua/<name>.lua`` with its includes)."""
+    """The composed script `name` (``sbredis/lua/<name>.lua`` with its includes)."""
     base = lua_dir()
     source = _resolve((base / f"{name}.lua").read_text(), base, ())
     return Script(name, source, hashlib.sha1(source.encode()).hexdigest())

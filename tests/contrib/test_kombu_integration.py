@@ -1,4 +1,9 @@
-"""kombu's own transport integration tests (vendored in kombu_common.py) on sbredis://.
+"""kombu's own transport integration tests on sbredis://.
+
+The test classes are kombu's: ``t/integration/common.py`` of the source distribution of the installed
+kombu version, downloaded and cached at test time (tests/peers.py; the cache folder is
+``$SBREDIS_TEST_CACHE``). When the download fails, `test_kombu_integration_sources_fetched` fails
+with pip's message and kombu's classes do not run.
 
 Run: BasicFunctionality, BaseExchangeTypes (direct, routing keys, fanout, topic), BaseMessage,
 BaseTimeToLive and BaseFailover (a dead first URL, then a live one). Not run:
@@ -11,6 +16,7 @@ BaseTimeToLive and BaseFailover (a dead first URL, then a live one). Not run:
 
 from __future__ import annotations
 
+import importlib.metadata
 import uuid
 from collections.abc import Iterator
 
@@ -20,14 +26,19 @@ pytest.importorskip("kombu")
 
 import kombu
 
-from tests.contrib.kombu_common import (
-    BaseExchangeTypes,
-    BaseFailover,
-    BaseMessage,
-    BaseTimeToLive,
-    BasicFunctionality,
-)
+from tests import peers
 from tests.redis_server import free_port
+
+KOMBU_VERSION = importlib.metadata.version("kombu")
+
+try:
+    kombu_tests = peers.load_module(
+        peers.fetch_sdist("kombu", KOMBU_VERSION) / "t" / "integration" / "common.py", "kombu_integration_common"
+    )
+    FETCH_ERROR = ""
+except peers.PeerSourceError as e:
+    kombu_tests = None
+    FETCH_ERROR = str(e)
 
 pytestmark = pytest.mark.integration
 
@@ -61,21 +72,25 @@ def failover_connection(url: str) -> Iterator[kombu.Connection]:
     conn.release()
 
 
-class TestBasicFunctionality(BasicFunctionality):
-    pass
+def test_kombu_integration_sources_fetched() -> None:
+    """kombu's test classes below come from its sdist: without them this run would test nothing."""
+    if FETCH_ERROR:
+        pytest.fail(FETCH_ERROR, pytrace=False)
 
 
-class TestExchangeTypes(BaseExchangeTypes):
-    pass
+if kombu_tests is not None:
 
+    class TestBasicFunctionality(kombu_tests.BasicFunctionality):
+        pass
 
-class TestMessage(BaseMessage):
-    pass
+    class TestExchangeTypes(kombu_tests.BaseExchangeTypes):
+        pass
 
+    class TestMessage(kombu_tests.BaseMessage):
+        pass
 
-class TestTimeToLive(BaseTimeToLive):
-    pass
+    class TestTimeToLive(kombu_tests.BaseTimeToLive):
+        pass
 
-
-class TestFailover(BaseFailover):
-    pass
+    class TestFailover(kombu_tests.BaseFailover):
+        pass

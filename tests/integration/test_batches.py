@@ -1,5 +1,5 @@
 """Large batches: the paths where the scripts write many lock records, deadlines, ready entries,
-expiries and duplicate-detection marks in one call (lua/includes/partition.lua's call_many turns
+expiries and duplicate-detection marks in one call (sbredis/lua/includes/partition.lua's call_many turns
 such keys into their hashtable / skiplist form first). What a user sees must not change."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_one_call_settles_locks_of_several_receives(client: Any, make_queue: Any
 
 
 def test_completing_in_any_order_removes_exactly_those_messages(client: Any, admin: Any, make_queue: Any) -> None:
-    """complete drops a run of the log's oldest entries at once (lua/includes/settle.lua); out of
+    """complete drops a run of the log's oldest entries at once (sbredis/lua/includes/settle.lua); out of
     order, with gaps, or with an older message still there, only the completed ones go."""
     q = make_queue()
     with client.get_queue_sender(q) as s:

@@ -1,4 +1,4 @@
-"""The main queue's cursor (lua/includes/messages.lua's cursor_of): a sent message gets no ready
+"""The main queue's cursor (sbredis/lua/includes/messages.lua's cursor_of): a sent message gets no ready
 entry; receive reads the log past the cursor. What a user sees must not change: every message
 once, in sequence order, counts right, schedules at their time, and partitions written by an
 older sbredis (every message indexed in ready, no cursor) keep working."""

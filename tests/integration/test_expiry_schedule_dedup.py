@@ -102,8 +102,8 @@ def test_expired_dead_lettered_when_enabled(client: Any, admin: Any, make_queue:
 
 
 def test_dead_letter_receiver_gets_expired_messages_without_a_main_receive(client: Any, make_queue: Any) -> None:
-    # found by tests/reliability/test_model.py: only a main-queue receive used to move expired
-    # messages, so a dead-letter receiver alone never saw them
+    # a dead-letter receive sweeps the main queue of its partition first: a dead-letter receiver
+    # alone (no main-queue receive) must still see expired messages
     q = make_queue(dead_lettering_on_message_expiration=True, enable_partitioning=True, partition_count=2)
     with client.get_queue_sender(q) as s:
         s.send_messages([ServiceBusMessage(f"short{i}", time_to_live=100 * MS) for i in range(2)])
@@ -228,8 +228,8 @@ def test_cancel_scheduled(client: Any, admin: Any, make_queue: Any) -> None:
 
 
 def test_cancel_after_the_scheduled_time_is_refused(client: Any, make_queue: Any) -> None:
-    # found by tests/reliability/test_model.py: a message whose time had come was cancelled (and
-    # lost) when no receive had moved it to the ready set yet
+    # a message whose time has come is enqueued even before a receive moves it to the ready set,
+    # so cancelling it must fail rather than lose it
     q = make_queue()
     with client.get_queue_sender(q) as s:
         (seq,) = s.schedule_messages(ServiceBusMessage("due"), datetime.now(UTC) + timedelta(milliseconds=100))

@@ -1,4 +1,4 @@
-"""Rule programs evaluated by lua/includes/rules.lua inside a real redis-server.
+"""Rule programs evaluated by sbredis/lua/includes/rules.lua inside a real redis-server.
 
 Each case compiles a filter or action with sbredis._core.rules, builds a real message's stored header
 (ServiceBusMessage -> codec blob -> header JSON), and EVALs a small wrapper script composed from the

@@ -266,8 +266,8 @@ def test_defer_and_receive_deferred(client: Any, admin: Any, make_queue: Any) ->
 
 
 def test_receive_deferred_again_after_its_lock_elapsed(client: Any, make_queue: Any) -> None:
-    # a deferred message whose lock elapsed is deferred again: receive_deferred used to answer
-    # MessageNotFoundError until some receive of the partition swept the lock
+    # a deferred message whose lock elapsed is deferred again at once: receive_deferred must not
+    # answer MessageNotFoundError while no other receive of the partition has swept the lock
     q = make_queue(lock_duration=timedelta(milliseconds=200))
     with client.get_queue_sender(q) as s:
         s.send_messages(ServiceBusMessage("later"))

@@ -1,6 +1,6 @@
 """Fixtures and helpers of the reliability battery.
 
-Sizes: reduced by default (CI); ``SBREDIS_BATTERY_SCALE=full`` runs the issue's sizes. Every fault
+Sizes: reduced by default (CI); ``SBREDIS_BATTERY_SCALE=full`` runs the full sizes. Every fault
 run writes a JSON report (counts, seed, fault times) to ``bench/results/reliability/<name>.<scale>.json``
 or under ``$SBREDIS_BATTERY_REPORTS``; docs/reliability.md summarizes the full runs.
 """

@@ -471,7 +471,7 @@ class QueueModel(RuleBasedStateMachine):
             base = p << PARTITION_SHIFT
             blobs = 0
             # the main queue's cursor: a message past it that is not a pending schedule is
-            # available with no ready entry (lua/includes/messages.lua's cursor_of)
+            # available with no ready entry (sbredis/lua/includes/messages.lua's cursor_of)
             cur = int(stt.get("cur", stt.get("seq", 0)))
             past = 0
             for sid, f in log:

@@ -37,7 +37,7 @@ from sbredis._core import errors, fanout, keys, ops, scripts
 from sbredis._core.entity import build_queue, partition_config
 
 ROOT = Path(__file__).resolve().parents[2]
-LUA = ROOT / "lua"
+LUA = ROOT / "sbredis" / "lua"
 INCLUDES = LUA / "includes"
 SCRIPT_FILES = sorted(LUA.glob("*.lua"))
 INCLUDE_FILES = sorted(INCLUDES.glob("*.lua"))

@@ -163,8 +163,8 @@ def test_infinite_time_to_live_is_an_argument_error() -> None:
 
 @pytest.mark.parametrize("ttl", [1.797e305, 1.797693314631629e305, 1e308])
 def test_a_finite_time_to_live_too_long_for_milliseconds_never_expires(ttl: float) -> None:
-    """Seconds that are finite but overflow as milliseconds (the hostile fuzz test found 1.7976e305
-    raising a raw OverflowError) mean "never", as any time to live of 100 years or more does."""
+    """Seconds that are finite but overflow as milliseconds (1.7976e305 would raise a raw
+    OverflowError) mean "never", as any time to live of 100 years or more does."""
     m = ServiceBusMessage("x", time_to_live=ttl)
     assert m.time_to_live is None and m._ttl_ms == 0
 
@@ -445,8 +445,8 @@ def test_batch_size_never_exceeds_its_limit(bodies: list[bytes], limit: int) -> 
 
 
 def test_time_to_live_of_a_century_or_more_never_expires() -> None:
-    # found by tests/reliability/test_hostile.py: an expiry past 1e14 ms printed in exponent form
-    # in the scripts and broke the stored times
+    # an expiry past 1e14 ms would print in exponent form in the scripts and break the stored
+    # times, so a century or more means "never"
     m = ServiceBusMessage("x", time_to_live=timedelta(days=36500))
     assert m.time_to_live is None and m._ttl_ms == 0
     assert ServiceBusMessage("x", time_to_live=timedelta(days=36499))._ttl_ms == 36499 * 86_400_000

@@ -2,7 +2,7 @@
 
 What the programs do is tested in Redis (tests/integration/test_rules_eval.py); here: the parser's
 output shape, precedence, names, parameters, and that every malformed expression is refused at
-compile time with the position of the offending token. Also static checks of lua/includes/rules.lua.
+compile time with the position of the offending token. Also static checks of sbredis/lua/includes/rules.lua.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from sbredis._core.rules import (
 )
 from sbredis.exceptions import InvalidArgumentError
 
-RULES_LUA = Path(__file__).resolve().parents[2] / "lua" / "includes" / "rules.lua"
+RULES_LUA = Path(__file__).resolve().parents[2] / "sbredis" / "lua" / "includes" / "rules.lua"
 
 
 def node(expr: str, params: dict[str, Any] | None = None) -> Any:
