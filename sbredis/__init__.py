@@ -10,6 +10,7 @@ from ._enums import (
     ServiceBusReceiveMode,
     ServiceBusSessionFilter,
     ServiceBusSubQueue,
+    TransportType,
 )
 from ._message import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
 from ._sync._client import ServiceBusClient
@@ -48,5 +49,6 @@ __all__ = [
     "ServiceBusSessionFilter",
     "ServiceBusSubQueue",
     "ServiceBusTransaction",
+    "TransportType",
     "exceptions",
 ]

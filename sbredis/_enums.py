@@ -21,6 +21,14 @@ class ServiceBusMessageState(IntEnum):
     SCHEDULED = 2
 
 
+class TransportType(Enum):
+    """The SDK's AMQP transport choice; accepted as ``transport_type=`` and without effect (Redis has
+    one protocol)."""
+
+    Amqp = 1
+    AmqpOverWebsocket = 2
+
+
 class ServiceBusSessionFilter(Enum):
     NEXT_AVAILABLE = 0
 

@@ -7,6 +7,7 @@ from .._enums import (
     ServiceBusReceiveMode,
     ServiceBusSessionFilter,
     ServiceBusSubQueue,
+    TransportType,
 )
 from .._message import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
 from ._client import ServiceBusClient
@@ -33,4 +34,5 @@ __all__ = [
     "ServiceBusSessionFilter",
     "ServiceBusSubQueue",
     "ServiceBusTransaction",
+    "TransportType",
 ]
