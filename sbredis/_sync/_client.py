@@ -72,7 +72,7 @@ class ServiceBusClient:
         return self._paired
 
     def start_syphon(self) -> None:
-        """Run the paired namespace's siphon in this client (see PairedNamespace.start_syphon).
+        """Run the paired namespace's syphon in this client (see PairedNamespace.start_syphon).
 
         Raises:
             InvalidOperationError: the client has no paired namespace.

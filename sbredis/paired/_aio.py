@@ -26,13 +26,15 @@ import uuid
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._core.fanout import TopicMeta
 from .._core.ops import EntityMeta
 from .._core.redact import redact
+from .._enums import ServiceBusReceiveMode
 from .._message import ServiceBusMessage, ServiceBusReceivedMessage
 from ..aio._admin import ServiceBusAdministrationClient
+from ..aio._client import ServiceBusClient
 from ..aio._forwarder import run_publish
 from ..aio._receiver import ServiceBusReceiver
 from ..aio._sender import ServiceBusSender
@@ -66,9 +68,6 @@ from ._core import (
     undeliverable,
 )
 
-if TYPE_CHECKING:
-    from ..aio._client import ServiceBusClient
-
 log = logging.getLogger("sbredis")
 WATCH_INTERVAL = 0.25  # seconds between two looks of the fault watch
 
@@ -82,6 +81,40 @@ class Primary:
 
     transport: Transport
     entity: Callable[[str], Awaitable[EntityMeta]]  # the client's cached metadata lookup
+
+
+class _BacklogSender(ServiceBusSender):
+    """A sender on a backlog queue: the pairing stores entries through it and reads one outcome
+    per entry (its own store, without the coalescing that public sends add)."""
+
+    async def store_entries(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
+        return await self._store(sched_ms, entries)
+
+
+class _BacklogReceiver(ServiceBusReceiver):
+    """A peek-lock receiver on a backlog queue: the syphon takes one batch at a time, never waiting."""
+
+    async def receive_batch(self, max_count: int) -> list[ServiceBusReceivedMessage]:
+        return await self._receive_once(max_count)
+
+
+class _Secondary(ServiceBusClient):
+    """The pairing's client on the secondary: a plain ServiceBusClient that also lends the pairing
+    its transport (leases, close and fault) and makes its backlog senders and receivers."""
+
+    @property
+    def transport(self) -> Transport:
+        return self._transport
+
+    def backlog_sender(self, index: int) -> _BacklogSender:
+        sender = _BacklogSender(self, backlog_name(index))
+        self._handlers.add(sender)  # closed with the client, as the ones get_queue_sender makes
+        return sender
+
+    def backlog_receiver(self, index: int) -> _BacklogReceiver:
+        receiver = _BacklogReceiver(self, backlog_name(index), ServiceBusReceiveMode.PEEK_LOCK, None, None, 0)
+        self._handlers.add(receiver)
+        return receiver
 
 
 @dataclass(eq=False)
@@ -102,7 +135,7 @@ def _side_state(transport: Transport) -> str:
 class PairedNamespace:
     """A client's pairing with a secondary namespace (``client.paired_namespace``).
 
-    ``secondary`` is a ServiceBusClient on the secondary (its backlog senders and siphon receivers
+    ``secondary`` is a ServiceBusClient on the secondary (its backlog senders and syphon receivers
     live there); ``metrics`` counts what the pairing did; ``unavailable_entities`` lists the
     entities whose sends go to the backlog queues now.
     """
@@ -116,7 +149,7 @@ class PairedNamespace:
         self._client = client
         self._primary = primary
         policy = primary.transport.retry_policy
-        self.secondary = type(client)(
+        self.secondary = _Secondary(
             options.secondary,
             retry_total=policy.retry_total,
             retry_backoff_factor=policy.retry_backoff_factor,
@@ -129,13 +162,13 @@ class PairedNamespace:
         # the latest sender made for each entity (the syphon sends through its own ones)
         self._senders: weakref.WeakValueDictionary[str, _Sender] = weakref.WeakValueDictionary()
         self._backlog_ready = False
-        self._backlog_senders: dict[int, ServiceBusSender] = {}
+        self._backlog_senders: dict[int, _BacklogSender] = {}
         # the syphon
         self._syphon = False
         self._holder = uuid.uuid4().hex
         self._lease_ms = int(BACKLOG_PROPERTIES["lock_duration"].total_seconds() * 1000) + LEASE_MARGIN_MS
         self._leases: dict[int, float] = {}  # backlog index -> when to renew its lease (monotonic)
-        self._receivers: dict[int, ServiceBusReceiver] = {}
+        self._receivers: dict[int, _BacklogReceiver] = {}
         self._primary_senders: dict[str, tuple[ServiceBusSender, Store]] = {}
         self._lone_since: float | None = None
 
@@ -157,7 +190,7 @@ class PairedNamespace:
 
     @property
     def secondary_state(self) -> str:
-        return _side_state(self.secondary._transport)
+        return _side_state(self.secondary.transport)
 
     @property
     def syphon_running(self) -> bool:
@@ -195,10 +228,10 @@ class PairedNamespace:
         self._lease_ms = int(lock.total_seconds() * 1000) + LEASE_MARGIN_MS
         self._backlog_ready = True
 
-    def _backlog_sender(self, index: int) -> ServiceBusSender:
+    def _backlog_sender(self, index: int) -> _BacklogSender:
         sender = self._backlog_senders.get(index)
         if sender is None:
-            sender = self._backlog_senders[index] = self.secondary.get_queue_sender(backlog_name(index))
+            sender = self._backlog_senders[index] = self.secondary.backlog_sender(index)
         return sender
 
     # -- sending
@@ -259,7 +292,7 @@ class PairedNamespace:
         metrics = self._state.metrics
         while todo:
             index = sender.backlog = self._state.pick(sender.backlog)
-            replies = await self._backlog_sender(index)._store(0, [copies[i] for i in todo])
+            replies = await self._backlog_sender(index).store_entries(0, [copies[i] for i in todo])
             metrics.backlog_sends += 1
             retry = []
             for i, reply in zip(todo, replies, strict=True):
@@ -335,7 +368,7 @@ class PairedNamespace:
             try:
                 await self.create_backlog_queues()
             except ServiceBusError as e:
-                self._note_error(e, self.secondary._transport)
+                self._note_error(e, self.secondary.transport)
                 log.warning("the syphon could not set up the backlog queues: %s", e)
                 return poll
         busy = False
@@ -343,7 +376,7 @@ class PairedNamespace:
             try:
                 busy = await self._syphon_queue(i) or busy
             except ServiceBusError as e:
-                self._note_error(e, self.secondary._transport)
+                self._note_error(e, self.secondary.transport)
                 self._leases.pop(i, None)
                 log.warning("the syphon could not work on %s: %s", backlog_name(i), e)
         return 0.0 if busy else poll
@@ -355,7 +388,7 @@ class PairedNamespace:
         if renew_at is not None and now < renew_at:
             return True
         name = backlog_name(index)
-        reply = await self.secondary._transport.run(lease_call(name, self._holder, self._lease_ms), name)
+        reply = await self.secondary.transport.run(lease_call(name, self._holder, self._lease_ms), name)
         self._state.metrics.lease_calls += 1
         if int(reply) == 1:
             self._leases[index] = now + self._lease_ms / 2000
@@ -369,9 +402,9 @@ class PairedNamespace:
             return False
         receiver = self._receivers.get(index)
         if receiver is None:
-            receiver = self._receivers[index] = self.secondary.get_queue_receiver(backlog_name(index))
+            receiver = self._receivers[index] = self.secondary.backlog_receiver(index)
         metrics = self._state.metrics
-        got = await receiver._receive_once(SYPHON_BATCH)
+        got = await receiver.receive_batch(SYPHON_BATCH)
         metrics.backlog_receives += 1
         metrics.backlog_messages_received += len(got)
         if not got:
@@ -474,7 +507,7 @@ class PairedNamespace:
         gone, state, other = (
             ("secondary", secondary, self._primary.transport)
             if primary == "open"
-            else ("primary", primary, self.secondary._transport)
+            else ("primary", primary, self.secondary.transport)
         )
         error = ServiceBusError(
             f"The {gone} side of the paired namespace is {state} and this side was not closed within "
@@ -490,7 +523,7 @@ class PairedNamespace:
         for index in list(self._leases):
             name = backlog_name(index)
             try:
-                await self.secondary._transport.run(lease_call(name, self._holder, 0), name)
+                await self.secondary.transport.run(lease_call(name, self._holder, 0), name)
             except ServiceBusError:
                 pass  # it runs out by itself
         self._leases.clear()

@@ -1,4 +1,4 @@
-"""Background loops of a paired namespace (ping, siphon, fault watch): asyncio tasks for the async
+"""Background loops of a paired namespace (ping, syphon, fault watch): asyncio tasks for the async
 client (``AsyncBackground``), daemon threads for the sync one (``Background``).
 
 The two are written by hand, side by side, because concurrency itself differs; everything else of

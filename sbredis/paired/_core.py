@@ -57,7 +57,7 @@ BACKLOG_PROPERTIES: dict[str, Any] = {
     "dead_lettering_on_message_expiration": True,
     "enable_batched_operations": True,
 }
-FAULT_GRACE = 5.0  # seconds one side of a siphon-hosting client may stay open after the other closed or faulted
+FAULT_GRACE = 5.0  # seconds one side of a syphon-hosting client may stay open after the other closed or faulted
 SYPHON_BATCH = 100  # messages a syphon takes from a backlog queue at a time
 LEASE_MARGIN_MS = 5000  # a syphon lease outlasts the backlog queue's lock duration by this much
 
@@ -81,9 +81,9 @@ class SendAvailabilityPairedNamespaceOptions:
     failover_interval: how long sends to an entity may fail (with an error that fails over)
         without one succeeding before they go to a backlog queue (0: at the first such failure).
     ping_primary_interval: how often an unavailable entity is pinged.
-    enable_syphon: run the siphon in this client (it starts with the first send, or call
+    enable_syphon: run the syphon in this client (it starts with the first send, or call
         ``start_syphon()``); at least one process must run one.
-    syphon_poll_interval: how often an idle siphon looks at the backlog queues (sbredis only: Redis
+    syphon_poll_interval: how often an idle syphon looks at the backlog queues (sbredis only: Redis
         has no 15-minute long poll; each look costs one receive script call per backlog queue).
 
     Durations are timedelta or seconds.
@@ -126,13 +126,14 @@ class PairedNamespaceMetrics:
     backlog_send_failures: int = 0  # a backlog queue left the rotation
     pings: int = 0  # ping script calls (one per partition of a pinged entity)
     ping_failures: int = 0
-    backlog_receives: int = 0  # siphon receive calls on a backlog queue
+    backlog_receives: int = 0  # syphon receive calls on a backlog queue
     backlog_messages_received: int = 0
     backlog_settlements: int = 0  # complete / abandon / dead-letter calls on a backlog queue
-    siphon_sends: int = 0  # siphon send operations on the primary
-    siphon_messages_sent: int = 0  # messages the siphon delivered to their destinations
+    # these three keep the reference's spelling: public names, and the keys of as_dict() (sbredis syphon --json)
+    siphon_sends: int = 0  # syphon send operations on the primary
+    siphon_messages_sent: int = 0  # messages the syphon delivered to their destinations
     siphon_dead_lettered: int = 0  # backlog messages that cannot be delivered (backlog dead-letter subqueue)
-    lease_calls: int = 0  # siphon lease script calls on the secondary
+    lease_calls: int = 0  # syphon lease script calls on the secondary
 
     def snapshot(self) -> PairedNamespaceMetrics:
         return replace(self)
@@ -161,7 +162,7 @@ def leaves_rotation(e: BaseException) -> bool:
 
 
 def undeliverable(e: BaseException) -> bool:
-    """Whether a siphon delivery error is permanent (the backlog message is dead-lettered):
+    """Whether a syphon delivery error is permanent (the backlog message is dead-lettered):
     the destination does not exist or cannot take this message. Other errors are retried."""
     return isinstance(e, (MessagingEntityNotFoundError, InvalidOperationError, MessageSizeExceededError))
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import inspect
 import random
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -368,3 +370,20 @@ def test_task_loops_run_until_their_step_returns_none_or_stop() -> None:
         assert not bg.running("forever")
 
     asyncio.run(main())
+
+
+def test_the_paired_package_uses_no_private_name_of_another_object() -> None:
+    """Only self and cls are reached into: what a pairing needs of its client it is handed
+    (Primary, route()) or gets from its own subclasses (_Secondary, _BacklogSender, _BacklogReceiver)."""
+    package = Path(paired.__file__).parent
+    found = []
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
