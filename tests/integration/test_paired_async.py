@@ -17,7 +17,7 @@ import pytest
 from sbredis import ServiceBusMessage
 from sbredis.aio import ServiceBusClient
 from sbredis.exceptions import MessageSizeExceededError, ServiceBusConnectionError
-from sbredis.paired import PATH, SESSION_ID, TIME_TO_LIVE
+from sbredis.paired import PATH, SESSION_ID, TIME_TO_LIVE, run_syphon
 from tests.integration.test_paired import FAST, Pair
 
 
@@ -214,3 +214,110 @@ def test_a_syphon_started_by_the_first_send_gives_up_its_leases_when_its_client_
         assert sorted(str(m) for m in got) == sorted(["warm", *map(str, range(10))])
 
     run(scenario)
+
+
+def test_the_syphon_retries_while_the_primary_is_away_and_dead_letters_what_it_can_never_deliver(
+    pair: Pair,
+) -> None:
+    with pair.admin() as a:
+        a.create_queue("orders")
+
+    async def scenario() -> None:
+        async with client(pair, backlog_queue_count=1) as c:
+            paired = c.paired_namespace
+            assert paired is not None
+            await paired.create_backlog_queues()
+            async with ServiceBusClient(pair.secondary.url) as sc, sc.get_queue_sender("x-servicebus-transfer/0") as s:
+                await s.send_messages(
+                    [
+                        ServiceBusMessage("orphan"),  # no destination
+                        ServiceBusMessage("gone", application_properties={PATH: "missing"}),
+                        ServiceBusMessage("ok", application_properties={PATH: "orders"}),
+                    ]
+                )
+            pair.primary.kill()
+            await c.start_syphon()
+            # the primary is away: nothing is delivered or dead-lettered yet, the batch is abandoned
+            await until(lambda: paired.metrics.backlog_receives >= 3)
+            assert paired.metrics.siphon_messages_sent == 0
+            pair.primary.start()
+            await until(lambda: paired.metrics.siphon_messages_sent == 1 and paired.metrics.siphon_dead_lettered == 2)
+
+        async with ServiceBusClient(pair.secondary.url) as sc:
+            async with sc.get_queue_receiver("x-servicebus-transfer/0", sub_queue="deadletter") as r:
+                dead = await r.receive_messages(10, max_wait_time=0.5)
+            assert sorted((str(m), m.dead_letter_reason) for m in dead) == [
+                ("gone", "MessagingEntityNotFoundError"),
+                ("orphan", "InvalidOperationError"),
+            ]
+            assert all(m.delivery_count >= 1 for m in dead)  # abandoned while the primary was away
+        got = await drain(pair.primary.url, "orders", 1)
+        assert [str(m) for m in got] == ["ok"] and got[0].application_properties is None
+
+    run(scenario)
+
+
+def test_two_syphons_share_the_backlog_by_lease_and_move_each_message_once(pair: Pair) -> None:
+    with pair.admin() as a:
+        a.create_queue("orders")
+
+    async def scenario() -> None:
+        async with client(pair) as c:
+            s = c.get_queue_sender("orders")
+            await s.send_messages(ServiceBusMessage("warm"))
+            pair.primary.kill()
+            await asyncio.gather(*(s.send_messages(ServiceBusMessage(str(i))) for i in range(100)))
+            await s.close()
+        pair.primary.start()
+        syphons = [client(pair), client(pair)]
+        try:
+            for sc in syphons:
+                await sc.start_syphon()
+
+            def moved() -> int:
+                return sum(sc.paired_namespace.metrics.siphon_messages_sent for sc in syphons if sc.paired_namespace)
+
+            await until(lambda: moved() >= 100)
+            await asyncio.sleep(0.3)  # more polls: nothing is moved twice
+            assert moved() == 100
+            metrics = [sc.paired_namespace.metrics for sc in syphons if sc.paired_namespace]
+            assert all(m.lease_calls >= 1 for m in metrics)  # both asked; one held the queue
+        finally:
+            for sc in syphons:
+                await sc.close()
+        got = await drain(pair.primary.url, "orders", 101)
+        assert sorted(str(m) for m in got if str(m) != "warm") == sorted(map(str, range(100)))
+
+    run(scenario)
+
+
+def test_closing_the_secondary_of_a_syphon_hosting_client_faults_the_primary_after_5_s(pair: Pair) -> None:
+    async def scenario() -> None:
+        async with client(pair) as c:
+            paired = c.paired_namespace
+            assert paired is not None
+            await c.start_syphon()
+            await paired.secondary.close()
+            closed_at = time.monotonic()
+            await until(lambda: paired.primary_state == "faulted", 8)
+            assert time.monotonic() - closed_at >= 4.9
+            assert not paired.syphon_running  # its sides are not both open: the syphon stopped
+
+    run(scenario)
+
+
+def test_run_syphon_moves_the_backlog_and_returns_its_metrics(pair: Pair) -> None:
+    with pair.admin() as a:
+        a.create_queue("orders")
+    with pair.client() as c, c.get_queue_sender("orders") as s:
+        s.send_messages(ServiceBusMessage("warm"))
+        pair.primary.kill()
+        s.send_messages([ServiceBusMessage(str(i)) for i in range(5)])
+    pair.primary.start()
+    started: list[bool] = []
+    metrics = run_syphon(
+        pair.primary.url, pair.secondary.url, 2, poll_interval=0.05, duration=1.5, on_start=lambda: started.append(True)
+    )
+    assert started == [True] and metrics.siphon_messages_sent == 5
+    got = asyncio.run(drain(pair.primary.url, "orders", 6))
+    assert sorted(str(m) for m in got) == sorted(["warm", *map(str, range(5))])
