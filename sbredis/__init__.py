@@ -3,7 +3,6 @@
 from typing import Any
 
 from . import exceptions
-from ._core.paired import PairedNamespaceMetrics, SendAvailabilityPairedNamespaceOptions
 from ._enums import (
     NEXT_AVAILABLE_SESSION,
     ServiceBusMessageState,
@@ -19,6 +18,7 @@ from ._sync._renewer import AutoLockRenewer
 from ._sync._sender import ServiceBusSender
 from ._sync._session import ServiceBusSession
 from ._sync._transaction import ServiceBusTransaction
+from .paired import PairedNamespaceMetrics, SendAvailabilityPairedNamespaceOptions
 
 __version__ = "0.1.0"
 

@@ -228,16 +228,16 @@ def paired(d: Json) -> Iterator[str]:
     yield ""
     yield (
         f"`bench/bench_paired.py`: {d['messages']} messages of {s['body_bytes']} B sent in batches of "
-        f"{s['batch']} to a backlog queue while the primary is down, then moved back by one siphon; the idle "
-        f"siphon watches {s['backlog_queue_count']} backlog queues every {s['poll_interval_s']:g} s."
+        f"{s['batch']} to a backlog queue while the primary is down, then moved back by one syphon; the idle "
+        f"syphon watches {s['backlog_queue_count']} backlog queues every {s['poll_interval_s']:g} s."
     )
     yield ""
     idle = d["idle_siphon_calls_per_s"]
     rows = [
         ["send to a backlog queue", rate(d["backlog_send_msgs_per_s"]) + " msgs/s"],
-        ["siphon to the primary", rate(d["siphon_msgs_per_s"]) + " msgs/s"],
-        ["idle siphon, secondary", f"{idle['secondary']:.1f} script calls/s"],
-        ["idle siphon, primary", f"{idle['primary']:.1f} script calls/s"],
+        ["syphon to the primary", rate(d["siphon_msgs_per_s"]) + " msgs/s"],
+        ["idle syphon, secondary", f"{idle['secondary']:.1f} script calls/s"],
+        ["idle syphon, primary", f"{idle['primary']:.1f} script calls/s"],
     ]
     yield from table(["operation", "rate"], rows)
 

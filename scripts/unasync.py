@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,13 +22,26 @@ SOURCES = [
     "_forwarder.py",
     "_topic_sender.py",
     "_transaction.py",
-    "_paired.py",
     "_session.py",
 ]
 # Written twice by hand: concurrency itself (tasks and futures vs. threads) differs; their shared
-# logic is in sbredis/_core (renewal.py, paired.py) and both expose the same interface.
-HAND_WRITTEN = ["_coalesce.py", "_renewer.py", "_paired_tasks.py"]
+# logic is in sbredis/_core (renewal.py) and both expose the same interface.
+HAND_WRITTEN = ["_coalesce.py", "_renewer.py"]
 SRC, DST = ROOT / "sbredis" / "aio", ROOT / "sbredis" / "_sync"
+# Async sources outside sbredis/aio: (source, sync twin, substitutions applied after SUBS). Each of
+# these substitutions must match, so a rename in the source cannot leave the twin half converted.
+PAIRS: list[tuple[str, str, list[tuple[str, str]]]] = [
+    (
+        "sbredis/paired/_aio.py",
+        "sbredis/paired/_sync.py",
+        [
+            (r"\.\.aio\.", ".._sync."),
+            (r"\bAsyncBackground\b", "Background"),
+            (r"\bAwaitable\[(list\[Any\]|EntityMeta)\]", r"\1"),
+            (r"^from collections\.abc import Awaitable, ", "from collections.abc import "),
+        ],
+    ),
+]
 
 SUBS = [
     (r"\bredis\.asyncio\.retry\b", "redis.retry"),
@@ -47,21 +61,32 @@ SUBS = [
     (r"\basyncio\.sleep\b", "time.sleep"),
     (r"\bAsyncRetrying\b", "Retrying"),
     (r"\bFakeAsyncRedis\b", "FakeRedis"),
+    (r"\bpaired\._aio\b", "paired._sync"),
 ]
-HEADER = "# Generated from sbredis/aio/{name} by scripts/unasync.py: edit the async source, not this.\n"
+HEADER = "# Generated from {source} by scripts/unasync.py: edit the async source, not this.\n"
 
 
-def convert(text: str) -> str:
+def convert(text: str, extra: Sequence[tuple[str, str]] = ()) -> str:
     for pattern, repl in SUBS:
         text = re.sub(pattern, repl, text, flags=re.MULTILINE)
+    for pattern, repl in extra:
+        text, n = re.subn(pattern, repl, text, flags=re.MULTILINE)
+        if not n:
+            raise SystemExit(f"unasync: {pattern!r} matched nothing")
     return text
+
+
+def targets() -> list[tuple[Path, Path, list[tuple[str, str]]]]:
+    """(async source, sync twin, extra substitutions) for every generated module."""
+    return [(SRC / name, DST / name, []) for name in SOURCES] + [
+        (ROOT / src, ROOT / dst, extra) for src, dst, extra in PAIRS
+    ]
 
 
 def main(check: bool) -> int:
     stale = []
-    for name in SOURCES:
-        out = HEADER.format(name=name) + convert((SRC / name).read_text())
-        target = DST / name
+    for source, target, extra in targets():
+        out = HEADER.format(source=source.relative_to(ROOT)) + convert(source.read_text(), extra)
         if check:
             if not target.exists() or target.read_text() != out:
                 stale.append(str(target.relative_to(ROOT)))

@@ -13,8 +13,8 @@ scripts receive all 23 in this order (``lua/includes/partition.lua`` names them)
     subqueue; ``size``: bytes stored; ``acc``: last use (server ms); ``cur``: the main queue's
     cursor (a non-session entity: messages past it are available with no ``ready`` entry, and
     receive reads them from the log; lua/includes/messages.lua's cursor_of); ``sl`` (partition 0 of a
-    paired namespace's backlog queue ``x-servicebus-transfer/<i>`` only): the siphon lease,
-    ``holder|until ms`` (lua/siphon_lease.lua).
+    paired namespace's backlog queue ``x-servicebus-transfer/<i>`` only): the syphon lease,
+    ``holder|until ms`` (lua/syphon_lease.lua).
 ``log`` (stream)
     One entry per message, id ``<seq>-0``, fields ``b`` (the encoded message, see codec.py),
     ``e`` (enqueued ms), ``x`` (expires ms, 0 never). Entries leave the log when the message is

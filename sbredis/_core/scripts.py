@@ -74,7 +74,7 @@ SCRIPT_NAMES = (
     "forward_ack",
     "idle",
     "tx_commit",
-    "siphon_lease",
+    "syphon_lease",
     "session_lock",
     "session_receive",
     "session_renew",

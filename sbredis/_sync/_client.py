@@ -7,7 +7,7 @@ import json
 import logging
 import weakref
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._core.entity import check_name
 from .._core.fanout import meta_from_record
@@ -20,12 +20,14 @@ from .._core.transaction import DEFAULT_TIMEOUT
 from .._enums import ServiceBusReceiveMode, ServiceBusSessionFilter, ServiceBusSubQueue
 from ..exceptions import InvalidArgumentError, InvalidOperationError, MessagingEntityNotFoundError, ServiceBusError
 from ._forwarder import Forwarder
-from ._paired import PairedNamespace
 from ._receiver import ServiceBusReceiver
 from ._sender import DEFAULT_MAX_PENDING_SENDS, ServiceBusSender
 from ._topic_sender import ServiceBusTopicSender
 from ._transaction import ServiceBusTransaction
 from ._transport import Transport
+
+if TYPE_CHECKING:
+    from ..paired._sync import PairedNamespace
 
 log = logging.getLogger("sbredis")
 
@@ -51,7 +53,12 @@ class ServiceBusClient:
         self._meta: dict[str, EntityMeta] = {}
         self._handlers: weakref.WeakSet[ServiceBusSender | ServiceBusReceiver] = weakref.WeakSet()
         self._forwarder = Forwarder(self._transport)
-        self._paired = None if paired_namespace is None else PairedNamespace(self, paired_namespace)
+        # paired namespaces (sbredis/paired): set up here or never; senders ask it once, when made
+        self._paired: PairedNamespace | None = None
+        if paired_namespace is not None:
+            from ..paired._sync import PairedNamespace, Primary  # it imports this module
+
+            self._paired = PairedNamespace(self, paired_namespace, Primary(self._transport, self._entity))
 
     @classmethod
     def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusClient:
@@ -67,7 +74,7 @@ class ServiceBusClient:
         return self._paired
 
     def start_syphon(self) -> None:
-        """Run the paired namespace's siphon in this client (see PairedNamespace.start_syphon).
+        """Run the paired namespace's syphon in this client (see PairedNamespace.start_syphon).
 
         Raises:
             InvalidOperationError: the client has no paired namespace.

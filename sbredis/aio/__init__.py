@@ -1,6 +1,5 @@
 """The asyncio API: the same names as ``sbredis``, with async methods (as azure.servicebus.aio)."""
 
-from .._core.paired import PairedNamespaceMetrics, SendAvailabilityPairedNamespaceOptions
 from .._enums import (
     NEXT_AVAILABLE_SESSION,
     ServiceBusMessageState,
@@ -10,6 +9,7 @@ from .._enums import (
     TransportType,
 )
 from .._message import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
+from ..paired import PairedNamespaceMetrics, SendAvailabilityPairedNamespaceOptions
 from ._client import ServiceBusClient
 from ._receiver import ServiceBusReceiver
 from ._renewer import AutoLockRenewer

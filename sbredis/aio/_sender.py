@@ -41,14 +41,9 @@ class ServiceBusSender:
         self._client = client
         self.entity_name = entity
         self._rr = random.randrange(1 << 30)
-        self._pipe = Coalescer(self._route, max_pending_sends)
-
-    async def _route(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
-        """Where sends go: the entity, or with a paired namespace maybe a backlog queue (_paired.py)."""
-        paired = self._client._paired
-        if paired is None:
-            return await self._store(sched_ms, entries)
-        return await paired.store(self, sched_ms, entries)
+        # paired namespaces: decided once, here; an unpaired client's sends go straight to _store
+        paired = client.paired_namespace
+        self._pipe = Coalescer(self._store if paired is None else paired.route(entity, self._store), max_pending_sends)
 
     async def _store(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
         """Store entries (each one caller's messages) in as few script calls as fit; one outcome

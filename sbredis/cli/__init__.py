@@ -1,8 +1,8 @@
 """The `sbredis` command line: one module per command group, listed in COMMANDS.
 
-Adding a command (e.g. ``sbredis siphon``) is one new module plus one word in COMMANDS::
+Adding a command (e.g. ``sbredis syphon``) is one new module plus one word in COMMANDS::
 
-    # sbredis/cli/siphon.py
+    # sbredis/cli/syphon.py
     import argparse
 
     from ._registry import ExitCode, Registry
@@ -10,12 +10,12 @@ Adding a command (e.g. ``sbredis siphon``) is one new module plus one word in CO
 
 
     def register(cli: Registry) -> None:
-        p = cli.command("siphon", "copy messages from one namespace to another", run)
+        p = cli.command("syphon", "copy messages from one namespace to another", run)
         p.add_argument("source")  # --url, --json, --progress and -v come with cli.command
 
 
     def run(args: argparse.Namespace, out: Output) -> int:
-        out.say(f"siphoning {args.source}")  # out.show(rows, columns) prints a table or JSON
+        out.say(f"syphoning {args.source}")  # out.show(rows, columns) prints a table or JSON
         return ExitCode.OK
 
 ``cli.group(name, help)`` returns a Registry for subcommands (``sbredis entities list``);
@@ -36,7 +36,7 @@ from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
 from ._registry import ExitCode, Main, Registry, UsageError
 from .output import Output, masked
 
-COMMANDS = ("entities", "messages", "dlq", "sessions", "stats", "siphon", "demo", "worker", "metrics")
+COMMANDS = ("entities", "messages", "dlq", "sessions", "stats", "syphon", "demo", "worker", "metrics")
 
 EPILOG = """\
 exit codes:

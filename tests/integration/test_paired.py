@@ -135,7 +135,7 @@ def test_a_healthy_primary_takes_every_send_and_the_secondary_is_not_touched(pai
 @pytest.mark.parametrize("sessions", [False, True], ids=["plain", "sessions-ttl"])
 def test_kill_9_primary_mid_stream_every_acknowledged_send_arrives(pair: Pair, sessions: bool) -> None:
     """A sender keeps sending while the primary is killed: acknowledged sends go to a backlog
-    queue; after the primary returns, the siphon moves them in order with their properties."""
+    queue; after the primary returns, the syphon moves them in order with their properties."""
     total, kill_after = 240, 80
     with pair.admin() as a:
         if sessions:  # sessions by partition key over 4 partitions; duplicate detection drops the in-flight repeat
@@ -292,7 +292,7 @@ def test_a_failing_backlog_queue_leaves_the_rotation_for_every_sender(pair: Pair
 
 
 # ------------------------------------------------------------------ failback, topics, schedules (async API)
-def test_a_ping_sends_every_sender_back_at_once_and_the_siphon_serves_topics_and_schedules(pair: Pair) -> None:
+def test_a_ping_sends_every_sender_back_at_once_and_the_syphon_serves_topics_and_schedules(pair: Pair) -> None:
     from sbredis.aio import ServiceBusClient as AsyncClient
 
     with pair.admin() as a:
@@ -344,8 +344,8 @@ def test_a_ping_sends_every_sender_back_at_once_and_the_siphon_serves_topics_and
             assert abs((later[0].enqueued_time_utc - when).total_seconds()) < 0.05
 
 
-# ------------------------------------------------------------------ several siphons, close and fault
-def test_two_siphons_at_once_move_every_message_exactly_once_in_order(pair: Pair) -> None:
+# ------------------------------------------------------------------ several syphons, close and fault
+def test_two_syphons_at_once_move_every_message_exactly_once_in_order(pair: Pair) -> None:
     with pair.admin() as a:
         a.create_queue("orders")  # no duplicate detection: a doubled message would show
     with pair.client() as c:
@@ -356,15 +356,15 @@ def test_two_siphons_at_once_move_every_message_exactly_once_in_order(pair: Pair
                 s.send_messages(ServiceBusMessage(str(i), session_id=f"s{i % 3}"))
         assert c.paired_namespace is not None and c.paired_namespace.metrics.backlog_messages_sent == 300
     pair.primary.start()
-    siphons = [pair.client(enable_syphon=True) for _ in range(2)]
+    syphons = [pair.client(enable_syphon=True) for _ in range(2)]
     try:
-        for sc in siphons:
+        for sc in syphons:
             sc.start_syphon()
-        eventually(lambda: sum(sc.paired_namespace.metrics.siphon_messages_sent for sc in siphons) >= 300, 20)
+        eventually(lambda: sum(sc.paired_namespace.metrics.siphon_messages_sent for sc in syphons) >= 300, 20)
         with ServiceBusClient(pair.primary.url) as c:
             got = drain(c, "orders", 301)
     finally:
-        for sc in siphons:
+        for sc in syphons:
             sc.close()
     bodies = [str(m) for m in got if str(m) != "warm"]
     assert sorted(bodies, key=int) == [str(i) for i in range(300)]  # none lost, none doubled
@@ -374,7 +374,7 @@ def test_two_siphons_at_once_move_every_message_exactly_once_in_order(pair: Pair
     assert pair.backlog_counts() == [0, 0]
 
 
-def test_closing_the_secondary_of_a_siphon_hosting_client_faults_the_primary_after_5_s(pair: Pair) -> None:
+def test_closing_the_secondary_of_a_syphon_hosting_client_faults_the_primary_after_5_s(pair: Pair) -> None:
     with pair.admin() as a:
         a.create_queue("orders")
     with pair.client() as c:

@@ -46,7 +46,8 @@ PY_CALLERS = [
     ROOT / "sbredis" / "_core" / "ops.py",
     ROOT / "sbredis" / "_core" / "fanout.py",
     ROOT / "sbredis" / "_core" / "transaction.py",
-    ROOT / "sbredis" / "_core" / "paired.py",
+    ROOT / "sbredis" / "paired" / "_core.py",
+    ROOT / "sbredis" / "paired" / "_aio.py",
     ROOT / "sbredis" / "_core" / "session.py",
 ]
 KEYSET_VARIABLES = ("S", "T")  # names a script binds a further key set (includes/keysets.lua) to

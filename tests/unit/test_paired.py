@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+import asyncio
+import inspect
 import random
+import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from sbredis import SendAvailabilityPairedNamespaceOptions, ServiceBusMessage
-from sbredis._core import paired
 from sbredis._core.entity import TIMESPAN_MAX, build_queue
 from sbredis._core.fanout import TopicMeta, TopicSubs
 from sbredis._core.ops import EntityMeta
@@ -25,6 +29,8 @@ from sbredis.exceptions import (
     ServiceBusQuotaExceededError,
     ServiceBusServerBusyError,
 )
+from sbredis.paired import _core as paired
+from sbredis.paired._background import AsyncBackground, Background
 
 SECONDARY = "redis://127.0.0.1:6390/0"
 
@@ -115,7 +121,7 @@ def test_a_full_or_missing_backlog_queue_leaves_the_rotation_a_too_large_message
     assert not paired.leaves_rotation(MessageSizeExceededError("big"))
 
 
-def test_undeliverable_siphon_errors() -> None:
+def test_undeliverable_syphon_errors() -> None:
     assert paired.undeliverable(MessagingEntityNotFoundError("gone"))
     assert paired.undeliverable(MessageSizeExceededError("big"))
     assert not paired.undeliverable(ServiceBusConnectionError("down"))
@@ -221,10 +227,7 @@ def test_a_ping_is_an_empty_send_on_every_partition() -> None:
     topic = TopicMeta("events", 2, False, 262144, kind="topic", subs={0: TopicSubs()})
     calls = paired.ping_calls(topic)
     assert [(c.script.name, c.args[-1]) for c in calls] == [("publish", 0), ("publish", 0)]
-    ping = paired.ping_message()
-    assert ping.content_type == "application/vnd.ms-servicebus-ping"
-    assert ping.time_to_live == timedelta(seconds=1)
-    assert ping.body == b""
+    assert paired.PING_CONTENT_TYPE == "application/vnd.ms-servicebus-ping"  # the reference's name, kept public
 
 
 # ------------------------------------------------------------------ property moves
@@ -308,3 +311,79 @@ def _received(m: ServiceBusMessage) -> ServiceBusMessage:
         enqueued_ms=0,
         expires_ms=0,
     )
+
+
+# ------------------------------------------------------------------ the loops: tasks and threads side by side
+def _public(cls: type) -> dict[str, list[str]]:
+    return {
+        name: list(inspect.signature(member).parameters)
+        for name, member in vars(cls).items()
+        if callable(member) and (not name.startswith("_") or name == "__init__")
+    }
+
+
+def test_the_two_background_variants_keep_one_interface() -> None:
+    assert _public(AsyncBackground) == _public(Background)
+    assert set(_public(Background)) == {"__init__", "ensure", "running", "stop"}
+    for name in ("ensure", "running", "stop"):
+        is_async = inspect.iscoroutinefunction(getattr(AsyncBackground, name))
+        assert is_async == (name == "stop"), name  # only stop waits (for the loops to end)
+        assert not inspect.iscoroutinefunction(getattr(Background, name))
+
+
+def test_thread_loops_run_until_their_step_returns_none_or_stop() -> None:
+    bg = Background()
+    steps: list[int] = []
+    bg.ensure("once", lambda: steps.append(1))  # returns None: one step
+    bg.ensure("forever", lambda: 0.01)
+    deadline = time.monotonic() + 5
+    while (bg.running("once") or not steps) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert steps == [1] and not bg.running("once") and bg.running("forever")
+    bg.stop()
+    assert not bg.running("forever")
+    bg.ensure("forever", lambda: 0.01)  # stopped loops stay stopped
+    assert not bg.running("forever")
+
+
+def test_task_loops_run_until_their_step_returns_none_or_stop() -> None:
+    async def main() -> None:
+        bg = AsyncBackground()
+        steps: list[int] = []
+
+        async def once() -> None:
+            steps.append(1)
+
+        async def forever() -> float:
+            return 0.01
+
+        bg.ensure("once", once)
+        bg.ensure("forever", forever)
+        for _ in range(500):
+            if steps and not bg.running("once"):
+                break
+            await asyncio.sleep(0.01)
+        assert steps == [1] and bg.running("forever")
+        await bg.stop()
+        assert not bg.running("forever")
+        bg.ensure("forever", forever)
+        assert not bg.running("forever")
+
+    asyncio.run(main())
+
+
+def test_the_paired_package_uses_no_private_name_of_another_object() -> None:
+    """Only self and cls are reached into: what a pairing needs of its client it is handed
+    (Primary, route()) or gets from its own subclasses (_Secondary, _BacklogSender, _BacklogReceiver)."""
+    package = Path(paired.__file__).parent
+    found = []
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []

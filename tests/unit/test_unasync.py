@@ -48,12 +48,36 @@ def test_sync_modules_have_no_async_left(name: str) -> None:
     assert not re.search(r"\basync\b|\bawait\b|redis\.asyncio|__aenter__|__aexit__|asyncio\.", code)
 
 
+def test_paired_twin_is_generated() -> None:
+    """sbredis/paired/_sync.py is converted from sbredis/paired/_aio.py (a PAIRS entry)."""
+    tool = _load_tool()
+    assert ("sbredis/paired/_aio.py", "sbredis/paired/_sync.py") in [(s, d) for s, d, _ in tool.PAIRS]
+    text = (ROOT / "sbredis" / "paired" / "_sync.py").read_text()
+    assert text.startswith("# Generated from sbredis/paired/_aio.py")
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    assert not re.search(r"\basync\b|\bawait\b|Awaitable|\.aio\.|AsyncBackground|asyncio\.", code)
+
+
+def test_a_pair_substitution_that_matches_nothing_fails() -> None:
+    tool = _load_tool()
+    with pytest.raises(SystemExit, match="matched nothing"):
+        tool.convert("x = 1\n", [(r"\bAsyncBackground\b", "Background")])
+
+
 def _import_cases() -> list[object]:
     out: list[object] = []
     for pkg in ("aio", "_sync"):
         for name in MODULES:
             out.append(pytest.param(f"sbredis.{pkg}.{name}", id=f"{pkg}.{name}"))
-    for mod in ("sbredis", "sbredis.aio", "sbredis.management", "sbredis.aio.management"):
+    for mod in (
+        "sbredis",
+        "sbredis.aio",
+        "sbredis.management",
+        "sbredis.aio.management",
+        "sbredis.paired",
+        "sbredis.paired._aio",
+        "sbredis.paired._sync",
+    ):
         out.append(pytest.param(mod, id=mod))
     return out
 
@@ -114,6 +138,7 @@ def test_check_mode_detects_stale_output(
     monkeypatch.setattr(tool, "ROOT", tmp_path)
     monkeypatch.setattr(tool, "SRC", src)
     monkeypatch.setattr(tool, "DST", dst)
+    monkeypatch.setattr(tool, "PAIRS", [])  # sources outside sbredis/aio: test_paired_twin_is_generated
 
     assert tool.main(check=True) == 1  # nothing generated yet
     assert "out of date" in capsys.readouterr().out

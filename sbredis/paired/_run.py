@@ -1,34 +1,15 @@
-"""Paired namespaces (docs/paired-namespaces.md): the options, the metrics, the names a backlog
-message carries, and ``run_syphon`` (what ``sbredis siphon`` runs).
-
-Pair a client with ``ServiceBusClient.from_connection_string(primary_url,
-paired_namespace=SendAvailabilityPairedNamespaceOptions(secondary=secondary_url))``.
-"""
+"""``run_syphon``: a syphon in this process, until SIGINT or SIGTERM (what ``sbredis syphon`` runs)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import signal
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from ._core.paired import (
-    BACKLOG_PREFIX,
-    PATH,
-    PING_CONTENT_TYPE,
-    SCHEDULED_ENQUEUE_TIME,
-    SESSION_ID,
-    TIME_TO_LIVE,
-    PairedNamespaceMetrics,
-    SendAvailabilityPairedNamespaceOptions,
-    backlog_name,
-)
-from .exceptions import ServiceBusError
-
-log = logging.getLogger("sbredis")
+from ._core import PairedNamespaceMetrics, SendAvailabilityPairedNamespaceOptions
 
 
 def run_syphon(
@@ -41,11 +22,11 @@ def run_syphon(
     on_start: Callable[[], None] | None = None,
     **client_options: Any,
 ) -> PairedNamespaceMetrics:
-    """Run a siphon in this process until SIGINT or SIGTERM (or `duration` seconds, or until a
+    """Run a syphon in this process until SIGINT or SIGTERM (or `duration` seconds, or until a
     side of the pairing faults): backlog messages in `secondary_url` move to their destinations in
-    `primary_url`. Several siphons may run at once (each backlog queue is moved by one at a time).
+    `primary_url`. Several syphons may run at once (each backlog queue is moved by one at a time).
     `client_options` go to the primary's ServiceBusClient (retry_total, socket_timeout, ...);
-    `on_start` is called once the siphon runs (and SIGINT / SIGTERM stop it). Returns the pairing's
+    `on_start` is called once the syphon runs (and SIGINT / SIGTERM stop it). Returns the pairing's
     metrics.
 
     Raises:
@@ -69,7 +50,7 @@ async def _syphon(
     on_start: Callable[[], None] | None,
     client_options: dict[str, Any],
 ) -> PairedNamespaceMetrics:
-    from .aio import ServiceBusClient
+    from ..aio import ServiceBusClient  # the client imports this package
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -79,11 +60,8 @@ async def _syphon(
     async with ServiceBusClient(primary_url, paired_namespace=options, **client_options) as client:
         paired = client.paired_namespace
         assert paired is not None
-        try:
-            await paired.start_syphon()
-        except ServiceBusError as e:  # the secondary is not there yet: the siphon keeps trying
-            log.warning("the backlog queues could not be set up yet: %s", e)
-            paired._start_siphon()
+        # a secondary that is not there yet is logged: the syphon keeps trying
+        await paired.start_syphon(wait_for_secondary=True)
         if on_start is not None:
             on_start()
         deadline = None if duration is None else loop.time() + duration
@@ -94,17 +72,3 @@ async def _syphon(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), wait)
         return paired.metrics
-
-
-__all__ = [
-    "BACKLOG_PREFIX",
-    "PATH",
-    "PING_CONTENT_TYPE",
-    "SCHEDULED_ENQUEUE_TIME",
-    "SESSION_ID",
-    "TIME_TO_LIVE",
-    "PairedNamespaceMetrics",
-    "SendAvailabilityPairedNamespaceOptions",
-    "backlog_name",
-    "run_syphon",
-]

@@ -1,4 +1,5 @@
-"""`sbredis siphon` as real subprocesses: two at once move a backlog to the primary, each message once."""
+"""`sbredis syphon` as real subprocesses: two at once move a backlog to the primary, each message once;
+`sbredis siphon` is its deprecated alias."""
 
 from __future__ import annotations
 
@@ -27,14 +28,14 @@ def servers() -> Iterator[tuple[RedisServer, RedisServer]]:
     secondary.stop()
 
 
-def siphon(primary: str, secondary: str) -> subprocess.Popen[str]:
+def syphon(primary: str, secondary: str) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [sys.executable, "-m", "sbredis", "siphon", "--json", "--url", primary, "--secondary", secondary]
+    cmd = [sys.executable, "-m", "sbredis", "syphon", "--json", "--url", primary, "--secondary", secondary]
     cmd += ["--backlog-queue-count", "2", "--poll-interval", "0.05", "--duration", "60"]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_two_siphon_commands_move_the_backlog_once_and_stop_on_sigterm(
+def test_two_syphon_commands_move_the_backlog_once_and_stop_on_sigterm(
     servers: tuple[RedisServer, RedisServer],
 ) -> None:
     primary, secondary = servers
@@ -52,10 +53,10 @@ def test_two_siphon_commands_move_the_backlog_once_and_stop_on_sigterm(
         for s in senders:
             s.close()
     primary.start()
-    procs = [siphon(primary.url, secondary.url) for _ in range(2)]
+    procs = [syphon(primary.url, secondary.url) for _ in range(2)]
     try:
         for p in procs:  # each says so once it runs (and SIGTERM stops it cleanly)
-            assert p.stderr is not None and "siphon running" in p.stderr.readline()
+            assert p.stderr is not None and "syphon running" in p.stderr.readline()
         with ServiceBusAdministrationClient(primary.url) as a:
             eventually(lambda: a.get_queue_runtime_properties("orders").active_message_count == 201, 30, 0.1)
     finally:
@@ -74,6 +75,14 @@ def test_two_siphon_commands_move_the_backlog_once_and_stop_on_sigterm(
     assert sorted(got) == sorted(["warm", *map(str, range(200))])  # none lost, none doubled
 
 
-def test_siphon_needs_a_secondary() -> None:
-    r = run_cli("siphon", url="redis://127.0.0.1:1/0")
+def test_syphon_needs_a_secondary() -> None:
+    r = run_cli("syphon", url="redis://127.0.0.1:1/0")
     assert r.code == 2 and "--secondary" in r.err
+    assert "deprecated" not in r.err
+
+
+def test_siphon_is_a_deprecated_alias_that_says_so_on_stderr() -> None:
+    r = run_cli("siphon", url="redis://127.0.0.1:1/0")
+    assert r.code == 2 and "--secondary" in r.err  # the same command and options
+    assert "`sbredis siphon` is deprecated: use `sbredis syphon`" in r.err
+    assert r.out == ""

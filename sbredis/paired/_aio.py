@@ -1,18 +1,21 @@
-"""Paired namespaces: send availability through a secondary Redis (docs/paired-namespaces.md).
+"""Paired namespaces, the shell that runs the I/O: send availability through a secondary Redis
+(docs/paired-namespaces.md). ``_aio.py`` is the source; scripts/unasync.py writes ``_sync.py``.
 
 ``ServiceBusClient(primary_url, paired_namespace=SendAvailabilityPairedNamespaceOptions(...))``
 gives the client a PairedNamespace (``client.paired_namespace``). Its senders send to the primary
-as usual; a send that fails over (``_core/paired.py``: fails_over) starts the entity's failover
+as usual; a send that fails over (``_core.py``: fails_over) starts the entity's failover
 timer, and once ``failover_interval`` passed with no successful send, sends to that entity go to a
 backlog queue ``x-servicebus-transfer/<i>`` in the secondary (each sender keeps one picked at random
 while it stays in the rotation), carrying their destination and moved properties. A ping task
 pings the unavailable entities every ``ping_primary_interval``; the first ping that succeeds sends
-every sender of the client back to the primary. The siphon (``start_syphon``) moves the backlog
-messages to their destinations: one siphon at a time per backlog queue (a lease), peek-lock,
+every sender of the client back to the primary. The syphon (``start_syphon``) moves the backlog
+messages to their destinations: one syphon at a time per backlog queue (a lease), peek-lock,
 complete after the primary stored the message.
 
-The decisions are in ``_core/paired.py``; the loops (ping, siphon, fault watch) in
-``_paired_tasks.py`` (asyncio tasks here, threads in the sync shell).
+The client gives its pairing what it uses of it as a ``Primary`` (its transport and entity
+lookup), and each of its senders asks ``route()`` once, when made, how to store its sends: an
+unpaired client's senders never reach this module. The decisions are in ``_core.py``; the loops
+(ping, syphon, fault watch) in ``_background.py`` (asyncio tasks here, threads in the sync shell).
 """
 
 from __future__ import annotations
@@ -21,14 +24,36 @@ import logging
 import time
 import uuid
 import weakref
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 from .._core.fanout import TopicMeta
-from .._core.paired import (
+from .._core.ops import EntityMeta
+from .._core.redact import redact
+from .._enums import ServiceBusReceiveMode
+from .._message import ServiceBusMessage, ServiceBusReceivedMessage
+from ..aio._admin import ServiceBusAdministrationClient
+from ..aio._client import ServiceBusClient
+from ..aio._forwarder import run_publish
+from ..aio._receiver import ServiceBusReceiver
+from ..aio._sender import ServiceBusSender
+from ..aio._transport import Transport
+from ..exceptions import (
+    InvalidArgumentError,
+    InvalidOperationError,
+    MessagingEntityAlreadyExistsError,
+    MessagingEntityNotFoundError,
+    ServiceBusAuthenticationError,
+    ServiceBusAuthorizationError,
+    ServiceBusError,
+)
+from ._background import AsyncBackground
+from ._core import (
     BACKLOG_PROPERTIES,
     FAULT_GRACE,
     LEASE_MARGIN_MS,
-    SIPHON_BATCH,
+    SYPHON_BATCH,
     PairedNamespaceMetrics,
     PairedState,
     SendAvailabilityPairedNamespaceOptions,
@@ -42,29 +67,63 @@ from .._core.paired import (
     to_backlog,
     undeliverable,
 )
-from .._core.redact import redact
-from .._message import ServiceBusMessage, ServiceBusReceivedMessage
-from ..exceptions import (
-    InvalidArgumentError,
-    InvalidOperationError,
-    MessagingEntityAlreadyExistsError,
-    MessagingEntityNotFoundError,
-    ServiceBusAuthenticationError,
-    ServiceBusAuthorizationError,
-    ServiceBusError,
-)
-from ._admin import ServiceBusAdministrationClient
-from ._forwarder import run_publish
-from ._paired_tasks import Background
-from ._receiver import ServiceBusReceiver
-from ._sender import ServiceBusSender
-from ._transport import Transport
-
-if TYPE_CHECKING:
-    from ._client import ServiceBusClient
 
 log = logging.getLogger("sbredis")
 WATCH_INTERVAL = 0.25  # seconds between two looks of the fault watch
+
+# A sender's store: entries (each one caller's messages) in, one outcome per entry out.
+Store = Callable[[int, list[list[ServiceBusMessage]]], Awaitable[list[Any]]]
+
+
+@dataclass(frozen=True)
+class Primary:
+    """What a pairing uses of its (primary) client, handed over by the client when it is made."""
+
+    transport: Transport
+    entity: Callable[[str], Awaitable[EntityMeta]]  # the client's cached metadata lookup
+
+
+class _BacklogSender(ServiceBusSender):
+    """A sender on a backlog queue: the pairing stores entries through it and reads one outcome
+    per entry (its own store, without the coalescing that public sends add)."""
+
+    async def store_entries(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
+        return await self._store(sched_ms, entries)
+
+
+class _BacklogReceiver(ServiceBusReceiver):
+    """A peek-lock receiver on a backlog queue: the syphon takes one batch at a time, never waiting."""
+
+    async def receive_batch(self, max_count: int) -> list[ServiceBusReceivedMessage]:
+        return await self._receive_once(max_count)
+
+
+class _Secondary(ServiceBusClient):
+    """The pairing's client on the secondary: a plain ServiceBusClient that also lends the pairing
+    its transport (leases, close and fault) and makes its backlog senders and receivers."""
+
+    @property
+    def transport(self) -> Transport:
+        return self._transport
+
+    def backlog_sender(self, index: int) -> _BacklogSender:
+        sender = _BacklogSender(self, backlog_name(index))
+        self._handlers.add(sender)  # closed with the client, as the ones get_queue_sender makes
+        return sender
+
+    def backlog_receiver(self, index: int) -> _BacklogReceiver:
+        receiver = _BacklogReceiver(self, backlog_name(index), ServiceBusReceiveMode.PEEK_LOCK, None, None, 0)
+        self._handlers.add(receiver)
+        return receiver
+
+
+@dataclass(eq=False)
+class _Sender:
+    """One sender of the paired client: its entity, its own store, and its backlog queue."""
+
+    entity: str
+    store: Store
+    backlog: int | None = None  # the index it picked (it keeps it while it stays in the rotation)
 
 
 def _side_state(transport: Transport) -> str:
@@ -76,20 +135,21 @@ def _side_state(transport: Transport) -> str:
 class PairedNamespace:
     """A client's pairing with a secondary namespace (``client.paired_namespace``).
 
-    ``secondary`` is a ServiceBusClient on the secondary (its backlog senders and siphon receivers
+    ``secondary`` is a ServiceBusClient on the secondary (its backlog senders and syphon receivers
     live there); ``metrics`` counts what the pairing did; ``unavailable_entities`` lists the
     entities whose sends go to the backlog queues now.
     """
 
-    def __init__(self, client: ServiceBusClient, options: Any) -> None:
+    def __init__(self, client: ServiceBusClient, options: Any, primary: Primary) -> None:
         if not isinstance(options, SendAvailabilityPairedNamespaceOptions):
             raise InvalidArgumentError("paired_namespace takes a SendAvailabilityPairedNamespaceOptions")
-        if client._transport.url == redact(options.secondary):
+        if primary.transport.url == redact(options.secondary):
             raise InvalidArgumentError("the secondary namespace must not be the primary one")
         self.options = options
         self._client = client
-        policy = client._transport.retry_policy
-        self.secondary = type(client)(
+        self._primary = primary
+        policy = primary.transport.retry_policy
+        self.secondary = _Secondary(
             options.secondary,
             retry_total=policy.retry_total,
             retry_backoff_factor=policy.retry_backoff_factor,
@@ -98,17 +158,18 @@ class PairedNamespace:
         )
         self._admin: ServiceBusAdministrationClient | None = None
         self._state = PairedState(options)
-        self._bg = Background()
-        self._picks: weakref.WeakKeyDictionary[ServiceBusSender, int] = weakref.WeakKeyDictionary()
+        self._bg = AsyncBackground()
+        # the latest sender made for each entity (the syphon sends through its own ones)
+        self._senders: weakref.WeakValueDictionary[str, _Sender] = weakref.WeakValueDictionary()
         self._backlog_ready = False
-        self._backlog_senders: dict[int, ServiceBusSender] = {}
-        # the siphon
-        self._siphon = False
+        self._backlog_senders: dict[int, _BacklogSender] = {}
+        # the syphon
+        self._syphon = False
         self._holder = uuid.uuid4().hex
         self._lease_ms = int(BACKLOG_PROPERTIES["lock_duration"].total_seconds() * 1000) + LEASE_MARGIN_MS
         self._leases: dict[int, float] = {}  # backlog index -> when to renew its lease (monotonic)
-        self._receivers: dict[int, ServiceBusReceiver] = {}
-        self._primary_senders: dict[str, ServiceBusSender] = {}
+        self._receivers: dict[int, _BacklogReceiver] = {}
+        self._primary_senders: dict[str, tuple[ServiceBusSender, Store]] = {}
         self._lone_since: float | None = None
 
     # -- what a user sees
@@ -125,15 +186,15 @@ class PairedNamespace:
     @property
     def primary_state(self) -> str:
         """'open', 'closed' or 'faulted'."""
-        return _side_state(self._client._transport)
+        return _side_state(self._primary.transport)
 
     @property
     def secondary_state(self) -> str:
-        return _side_state(self.secondary._transport)
+        return _side_state(self.secondary.transport)
 
     @property
     def syphon_running(self) -> bool:
-        return self._bg.running("siphon")
+        return self._bg.running("syphon")
 
     # -- backlog queues
     def _admin_client(self) -> ServiceBusAdministrationClient:
@@ -167,24 +228,35 @@ class PairedNamespace:
         self._lease_ms = int(lock.total_seconds() * 1000) + LEASE_MARGIN_MS
         self._backlog_ready = True
 
-    def _backlog_sender(self, index: int) -> ServiceBusSender:
+    def _backlog_sender(self, index: int) -> _BacklogSender:
         sender = self._backlog_senders.get(index)
         if sender is None:
-            sender = self._backlog_senders[index] = self.secondary.get_queue_sender(backlog_name(index))
+            sender = self._backlog_senders[index] = self.secondary.backlog_sender(index)
         return sender
 
-    # -- sending (ServiceBusSender._route calls store)
-    async def store(self, sender: ServiceBusSender, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
+    # -- sending
+    def route(self, entity: str, store: Store) -> Store:
+        """How a sender of the client stores its sends (ServiceBusSender asks once, when made):
+        `store` is the sender's own (to the primary); the route sends to a backlog queue instead
+        while `entity` is unavailable."""
+        sender = self._senders[entity] = _Sender(entity, store)
+
+        async def routed(sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
+            return await self._store(sender, sched_ms, entries)
+
+        return routed
+
+    async def _store(self, sender: _Sender, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
         """Store a sender's entries in the primary, or in a backlog queue when the entity is
         unavailable (or its failover timer ran out with this send). One outcome per entry.
         schedule_messages (sched_ms) returns the primary's sequence numbers: it never fails over."""
-        if self.options.enable_syphon and not self._siphon:
-            self._start_siphon()
-        entity = sender.entity_name
+        if self.options.enable_syphon and not self._syphon:
+            self._start_syphon()
+        entity = sender.entity
         if sched_ms == 0 and self._state.diverting(entity, time.monotonic()):
             self._bg.ensure("ping", self._ping_step)
             return await self._to_backlog(sender, entries)
-        outcomes = await sender._store(sched_ms, entries)
+        outcomes = await sender.store(sched_ms, entries)
         failed = [i for i, o in enumerate(outcomes) if isinstance(o, BaseException) and fails_over(o)]
         if any(not isinstance(o, BaseException) for o in outcomes):
             self._state.primary_succeeded(entity)
@@ -205,7 +277,7 @@ class PairedNamespace:
                 outcomes[i] = outcome
         return outcomes
 
-    async def _to_backlog(self, sender: ServiceBusSender, entries: list[list[ServiceBusMessage]]) -> list[Any]:
+    async def _to_backlog(self, sender: _Sender, entries: list[list[ServiceBusMessage]]) -> list[Any]:
         """Store entries in the sender's backlog queue; a queue whose send fails leaves the
         rotation (for every sender) and the entries go to another, until none is left."""
         if not self._backlog_ready:
@@ -213,15 +285,14 @@ class PairedNamespace:
                 await self.create_backlog_queues()
             except ServiceBusError as e:
                 return [e] * len(entries)
-        entity = sender.entity_name
+        entity = sender.entity
         copies = [[to_backlog(m, entity) for m in entry] for entry in entries]
         outcomes: list[Any] = [None] * len(entries)
         todo = list(range(len(entries)))
         metrics = self._state.metrics
         while todo:
-            index = self._state.pick(self._picks.get(sender))
-            self._picks[sender] = index
-            replies = await self._backlog_sender(index)._store(0, [copies[i] for i in todo])
+            index = sender.backlog = self._state.pick(sender.backlog)
+            replies = await self._backlog_sender(index).store_entries(0, [copies[i] for i in todo])
             metrics.backlog_sends += 1
             retry = []
             for i, reply in zip(todo, replies, strict=True):
@@ -250,9 +321,9 @@ class PairedNamespace:
     async def _ping(self, entity: str) -> bool:
         """Whether the primary takes sends to `entity` again (ping_calls: nothing is stored)."""
         metrics = self._state.metrics
-        transport = self._client._transport
+        transport = self._primary.transport
         try:
-            meta = await self._client._entity(entity)
+            meta = await self._primary.entity(entity)
         except ServiceBusError as e:
             metrics.ping_failures += 1
             return not fails_over(e)
@@ -267,23 +338,29 @@ class PairedNamespace:
             return False
         return True
 
-    # -- the siphon
-    async def start_syphon(self) -> None:
+    # -- the syphon
+    async def start_syphon(self, *, wait_for_secondary: bool = False) -> None:
         """Create the backlog queues the secondary lacks, then move backlog messages to their
-        destinations in the background until the client closes.
+        destinations in the background until the client closes. With `wait_for_secondary`, a
+        secondary that cannot be reached yet is logged and the syphon keeps trying.
 
         Raises:
-            ServiceBusError: the secondary could not be reached.
+            ServiceBusError: the secondary could not be reached (without `wait_for_secondary`).
         """
-        await self.create_backlog_queues()
-        self._start_siphon()
+        try:
+            await self.create_backlog_queues()
+        except ServiceBusError as e:
+            if not wait_for_secondary:
+                raise
+            log.warning("the backlog queues could not be set up yet: %s", e)
+        self._start_syphon()
 
-    def _start_siphon(self) -> None:
-        self._siphon = True
-        self._bg.ensure("siphon", self._siphon_step)
+    def _start_syphon(self) -> None:
+        self._syphon = True
+        self._bg.ensure("syphon", self._syphon_step)
         self._bg.ensure("fault-watch", self._watch_step)
 
-    async def _siphon_step(self) -> float | None:
+    async def _syphon_step(self) -> float | None:
         poll = self.options.syphon_poll_interval.total_seconds()
         if self.primary_state != "open" or self.secondary_state != "open":
             return None
@@ -291,17 +368,17 @@ class PairedNamespace:
             try:
                 await self.create_backlog_queues()
             except ServiceBusError as e:
-                self._note_error(e, self.secondary._transport)
-                log.warning("the siphon could not set up the backlog queues: %s", e)
+                self._note_error(e, self.secondary.transport)
+                log.warning("the syphon could not set up the backlog queues: %s", e)
                 return poll
         busy = False
         for i in range(self.options.backlog_queue_count):
             try:
-                busy = await self._siphon_queue(i) or busy
+                busy = await self._syphon_queue(i) or busy
             except ServiceBusError as e:
-                self._note_error(e, self.secondary._transport)
+                self._note_error(e, self.secondary.transport)
                 self._leases.pop(i, None)
-                log.warning("the siphon could not work on %s: %s", backlog_name(i), e)
+                log.warning("the syphon could not work on %s: %s", backlog_name(i), e)
         return 0.0 if busy else poll
 
     async def _hold_lease(self, index: int) -> bool:
@@ -311,7 +388,7 @@ class PairedNamespace:
         if renew_at is not None and now < renew_at:
             return True
         name = backlog_name(index)
-        reply = await self.secondary._transport.run(lease_call(name, self._holder, self._lease_ms), name)
+        reply = await self.secondary.transport.run(lease_call(name, self._holder, self._lease_ms), name)
         self._state.metrics.lease_calls += 1
         if int(reply) == 1:
             self._leases[index] = now + self._lease_ms / 2000
@@ -319,15 +396,15 @@ class PairedNamespace:
         self._leases.pop(index, None)
         return False
 
-    async def _siphon_queue(self, index: int) -> bool:
+    async def _syphon_queue(self, index: int) -> bool:
         """Move one batch of a backlog queue; returns whether all of it moved (more may wait)."""
         if not await self._hold_lease(index):
             return False
         receiver = self._receivers.get(index)
         if receiver is None:
-            receiver = self._receivers[index] = self.secondary.get_queue_receiver(backlog_name(index))
+            receiver = self._receivers[index] = self.secondary.backlog_receiver(index)
         metrics = self._state.metrics
-        got = await receiver._receive_once(SIPHON_BATCH)
+        got = await receiver.receive_batch(SYPHON_BATCH)
         metrics.backlog_receives += 1
         metrics.backlog_messages_received += len(got)
         if not got:
@@ -345,8 +422,8 @@ class PairedNamespace:
         retry: list[ServiceBusReceivedMessage] = []
         for destination, pairs in by_destination.items():
             try:
-                sender = await self._primary_sender(destination)
-                outcomes = await sender._store(0, [[original] for _, original in pairs])
+                store = await self._primary_store(destination)
+                outcomes = await store(0, [[original] for _, original in pairs])
                 metrics.siphon_sends += 1
             except ServiceBusError as e:
                 outcomes = [e] * len(pairs)
@@ -359,15 +436,15 @@ class PairedNamespace:
                     retry.append(m)
             failure = next((o for o in outcomes if isinstance(o, ServiceBusError)), None)
             if failure is not None:
-                self._note_error(failure, self._client._transport)
-                log.warning("the siphon could not deliver to %s: %s", destination, failure)
+                self._note_error(failure, self._primary.transport)
+                log.warning("the syphon could not deliver to %s: %s", destination, failure)
         metrics.siphon_messages_sent += len(done)
         await self._settle(receiver, "complete", done)
         for m, error in bad:
             metrics.siphon_dead_lettered += 1
             await self._settle(receiver, "dead_letter", [m], type(error).__name__, str(error)[:1024])
         await self._settle(receiver, "abandon", retry)
-        return not retry and len(got) >= SIPHON_BATCH
+        return not retry and len(got) >= SYPHON_BATCH
 
     async def _settle(
         self, receiver: ServiceBusReceiver, how: str, messages: list[ServiceBusReceivedMessage], *reason: str
@@ -385,20 +462,24 @@ class PairedNamespace:
             else:
                 await receiver.dead_letter_messages(messages, *reason)
         except ServiceBusError as e:
-            log.warning("the siphon could not %s %d backlog message(s): %s", how, len(messages), e)
+            log.warning("the syphon could not %s %d backlog message(s): %s", how, len(messages), e)
 
-    async def _primary_sender(self, destination: str) -> ServiceBusSender:
-        sender = self._primary_senders.get(destination)
-        if sender is None:
-            meta = await self._client._entity(destination)
+    async def _primary_store(self, destination: str) -> Store:
+        """The own store of a primary sender the syphon made for `destination`: the syphon's
+        sends go to the primary even while the entity is unavailable (never back to a backlog)."""
+        made = self._primary_senders.get(destination)
+        if made is None:
+            meta = await self._primary.entity(destination)
+            sender: ServiceBusSender
             if meta.kind == "topic":
                 sender = self._client.get_topic_sender(destination)
             elif meta.kind == "queue":
                 sender = self._client.get_queue_sender(destination)
             else:
                 raise InvalidOperationError(f"'{destination}' is a {meta.kind}: messages cannot be sent to it")
-            self._primary_senders[destination] = sender
-        return sender
+            # the sender asked route() for its route just now, handing over its own store
+            made = self._primary_senders[destination] = (sender, self._senders[destination].store)
+        return made[1]
 
     # -- close and fault coordination
     def _note_error(self, e: ServiceBusError, transport: Transport) -> None:
@@ -408,7 +489,7 @@ class PairedNamespace:
             transport.fault(e)
 
     def _side_name(self, transport: Transport) -> str:
-        return "primary" if transport is self._client._transport else "secondary"
+        return "primary" if transport is self._primary.transport else "secondary"
 
     async def _watch_step(self) -> float | None:
         """When one side is closed or faulted and the other stays open FAULT_GRACE seconds, fault the other."""
@@ -424,25 +505,25 @@ class PairedNamespace:
         if now - self._lone_since < FAULT_GRACE:
             return WATCH_INTERVAL
         gone, state, other = (
-            ("secondary", secondary, self._client._transport)
+            ("secondary", secondary, self._primary.transport)
             if primary == "open"
-            else ("primary", primary, self.secondary._transport)
+            else ("primary", primary, self.secondary.transport)
         )
         error = ServiceBusError(
             f"The {gone} side of the paired namespace is {state} and this side was not closed within "
-            f"{FAULT_GRACE:g} s: the siphon put it in the faulted state."
+            f"{FAULT_GRACE:g} s: the syphon put it in the faulted state."
         )
         log.warning("%s", error.message)
         other.fault(error)
         return None
 
     async def close(self) -> None:
-        """Stop the loops, give up the siphon's leases, close the secondary side."""
+        """Stop the loops, give up the syphon's leases, close the secondary side."""
         await self._bg.stop()
         for index in list(self._leases):
             name = backlog_name(index)
             try:
-                await self.secondary._transport.run(lease_call(name, self._holder, 0), name)
+                await self.secondary.transport.run(lease_call(name, self._holder, 0), name)
             except ServiceBusError:
                 pass  # it runs out by itself
         self._leases.clear()

@@ -1,12 +1,12 @@
 --[[
-  siphon_lease: take, keep or give up the siphon lease of a backlog queue (paired namespaces), so
-  one siphon at a time moves its messages (in order) while several may run.
+  syphon_lease: take, keep or give up the syphon lease of a backlog queue (paired namespaces), so
+  one syphon at a time moves its messages (in order) while several may run.
   KEYS: the partition's 23 keys (includes/partition.lua); the lease is field 'sl' of st,
         'holder|until_ms'
-  ARGV[1] holder: a siphon's random id
+  ARGV[1] holder: a syphon's random id
   ARGV[2] lease_ms: hold it until now + lease_ms; 0 gives it up
   Returns: 1 when `holder` holds the lease now (or, giving up, no longer holds it), 0 when another
-           siphon holds it
+           syphon holds it
   Errors:  NOTFOUND
 ]]
 --@include partition

@@ -1,7 +1,7 @@
 """Paired namespaces, sans-IO: options, the failover state machine, backlog rotation, property moves.
 
-The shells (``aio/_paired.py`` and its generated sync twin) run the I/O; everything that decides
-lives here, with time passed in as ``time.monotonic()`` readings (docs/paired-namespaces.md).
+The shells (``_aio.py`` and its generated sync twin ``_sync.py``) run the I/O; everything that
+decides lives here, with time passed in as ``time.monotonic()`` readings (docs/paired-namespaces.md).
 
 State per client (the sync shell's threads share it: every method reads copies of the containers):
 
@@ -19,6 +19,9 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from .._core import fanout, ops, scripts
+from .._core.entity import TIMESPAN_MAX, QueueProperties
+from .._core.keys import entity_keys
 from .._message import ServiceBusMessage, duration_ms
 from ..exceptions import (
     InvalidArgumentError,
@@ -31,13 +34,11 @@ from ..exceptions import (
     ServiceBusQuotaExceededError,
     ServiceBusServerBusyError,
 )
-from . import fanout, ops, scripts
-from .entity import TIMESPAN_MAX, QueueProperties
-from .keys import entity_keys
 
 BACKLOG_PREFIX = "x-servicebus-transfer/"
+# The reference's ping is an empty message of this content type with a 1-second TTL; sbredis
+# pings with an empty send batch instead (ping_calls), so no ping message ever exists.
 PING_CONTENT_TYPE = "application/vnd.ms-servicebus-ping"
-PING_TTL = timedelta(seconds=1)
 # Application properties a message carries while it waits in a backlog queue.
 PATH = "x-ms-path"  # its destination (queue or topic) in the primary
 SESSION_ID = "x-ms-sessionid"
@@ -56,9 +57,9 @@ BACKLOG_PROPERTIES: dict[str, Any] = {
     "dead_lettering_on_message_expiration": True,
     "enable_batched_operations": True,
 }
-FAULT_GRACE = 5.0  # seconds one side of a siphon-hosting client may stay open after the other closed or faulted
-SIPHON_BATCH = 100  # messages a siphon takes from a backlog queue at a time
-LEASE_MARGIN_MS = 5000  # a siphon lease outlasts the backlog queue's lock duration by this much
+FAULT_GRACE = 5.0  # seconds one side of a syphon-hosting client may stay open after the other closed or faulted
+SYPHON_BATCH = 100  # messages a syphon takes from a backlog queue at a time
+LEASE_MARGIN_MS = 5000  # a syphon lease outlasts the backlog queue's lock duration by this much
 
 
 def backlog_name(index: int) -> str:
@@ -80,9 +81,9 @@ class SendAvailabilityPairedNamespaceOptions:
     failover_interval: how long sends to an entity may fail (with an error that fails over)
         without one succeeding before they go to a backlog queue (0: at the first such failure).
     ping_primary_interval: how often an unavailable entity is pinged.
-    enable_syphon: run the siphon in this client (it starts with the first send, or call
+    enable_syphon: run the syphon in this client (it starts with the first send, or call
         ``start_syphon()``); at least one process must run one.
-    syphon_poll_interval: how often an idle siphon looks at the backlog queues (sbredis only: Redis
+    syphon_poll_interval: how often an idle syphon looks at the backlog queues (sbredis only: Redis
         has no 15-minute long poll; each look costs one receive script call per backlog queue).
 
     Durations are timedelta or seconds.
@@ -125,13 +126,14 @@ class PairedNamespaceMetrics:
     backlog_send_failures: int = 0  # a backlog queue left the rotation
     pings: int = 0  # ping script calls (one per partition of a pinged entity)
     ping_failures: int = 0
-    backlog_receives: int = 0  # siphon receive calls on a backlog queue
+    backlog_receives: int = 0  # syphon receive calls on a backlog queue
     backlog_messages_received: int = 0
     backlog_settlements: int = 0  # complete / abandon / dead-letter calls on a backlog queue
-    siphon_sends: int = 0  # siphon send operations on the primary
-    siphon_messages_sent: int = 0  # messages the siphon delivered to their destinations
+    # these three keep the reference's spelling: public names, and the keys of as_dict() (sbredis syphon --json)
+    siphon_sends: int = 0  # syphon send operations on the primary
+    siphon_messages_sent: int = 0  # messages the syphon delivered to their destinations
     siphon_dead_lettered: int = 0  # backlog messages that cannot be delivered (backlog dead-letter subqueue)
-    lease_calls: int = 0  # siphon lease script calls on the secondary
+    lease_calls: int = 0  # syphon lease script calls on the secondary
 
     def snapshot(self) -> PairedNamespaceMetrics:
         return replace(self)
@@ -160,7 +162,7 @@ def leaves_rotation(e: BaseException) -> bool:
 
 
 def undeliverable(e: BaseException) -> bool:
-    """Whether a siphon delivery error is permanent (the backlog message is dead-lettered):
+    """Whether a syphon delivery error is permanent (the backlog message is dead-lettered):
     the destination does not exist or cannot take this message. Other errors are retried."""
     return isinstance(e, (MessagingEntityNotFoundError, InvalidOperationError, MessageSizeExceededError))
 
@@ -272,8 +274,8 @@ def backlog_differences(p: QueueProperties) -> list[str]:
 
 
 def lease_call(backlog: str, holder: str, lease_ms: int) -> ops.Call:
-    """The siphon lease of a backlog queue (on its partition 0); lease_ms 0 releases it."""
-    return ops.Call(scripts.load("siphon_lease"), entity_keys(backlog, 0), (holder, lease_ms), 0)
+    """The syphon lease of a backlog queue (on its partition 0); lease_ms 0 releases it."""
+    return ops.Call(scripts.load("syphon_lease"), entity_keys(backlog, 0), (holder, lease_ms), 0)
 
 
 def ping_calls(meta: ops.EntityMeta) -> list[ops.Call]:
@@ -288,40 +290,50 @@ def ping_calls(meta: ops.EntityMeta) -> list[ops.Call]:
     return [ops.call("send", meta.name, p, 0, 1) for p in range(meta.partition_count)]
 
 
-def ping_message() -> ServiceBusMessage:
-    """The reference's ping message (empty, content type application/vnd.ms-servicebus-ping, a
-    1-second TTL): what a ping stands for; sbredis never stores it (ping_calls)."""
-    return ServiceBusMessage(b"", content_type=PING_CONTENT_TYPE, time_to_live=PING_TTL)
-
-
 # ------------------------------------------------------------------------------ property moves
-def _copy(m: ServiceBusMessage, header: dict[str, Any], props: dict[str, Any] | None) -> ServiceBusMessage:
-    out = ServiceBusMessage(m.body)
-    out._h = header
-    out._props = props or None
-    out._blob = None  # encoded from this header (not the generated-id shortcut, _message.py)
-    return out
+def _copy(
+    m: ServiceBusMessage,
+    props: dict[str | bytes, Any],
+    session_id: str | None = None,
+    time_to_live: timedelta | None = None,
+    scheduled_enqueue_time_utc: datetime | None = None,
+) -> ServiceBusMessage:
+    """A message to send with m's body, message id and header properties, with `props` as its
+    application properties and the three movable properties as given."""
+    partition_key = m.partition_key
+    return ServiceBusMessage(
+        m.body,
+        application_properties=props or None,
+        message_id=m.message_id,
+        session_id=session_id,
+        # the getter falls back to the session id; an explicit key always equals it when both are set
+        partition_key=None if partition_key == m.session_id else partition_key,
+        content_type=m.content_type,
+        correlation_id=m.correlation_id,
+        subject=m.subject,
+        to=m.to,
+        reply_to=m.reply_to,
+        reply_to_session_id=m.reply_to_session_id,
+        time_to_live=time_to_live,
+        scheduled_enqueue_time_utc=scheduled_enqueue_time_utc,
+    )
 
 
 def to_backlog(m: ServiceBusMessage, destination: str) -> ServiceBusMessage:
     """The copy of `m` that waits in a backlog queue: session id, time to live and scheduled
     enqueue time move into application properties (so nothing in the backlog queue expires,
     waits for its schedule or needs a session), and ``x-ms-path`` names the destination."""
-    header = dict(m._hdr())
-    props = dict(m.application_properties or {})
+    props: dict[str | bytes, Any] = {k: v for k, v in (m.application_properties or {}).items()}
     for key in MOVED:
         props.pop(key, None)
     props[PATH] = destination
-    sid = header.pop("sid", None)
-    ttl = header.pop("ttl", None)
-    sched = header.pop("se", None)
-    if sid is not None:
-        props[SESSION_ID] = sid
-    if ttl:
-        props[TIME_TO_LIVE] = timedelta(milliseconds=ttl)
-    if sched:
+    if m.session_id is not None:
+        props[SESSION_ID] = m.session_id
+    if m.time_to_live:
+        props[TIME_TO_LIVE] = m.time_to_live
+    if m.scheduled_enqueue_time_utc is not None:
         props[SCHEDULED_ENQUEUE_TIME] = m.scheduled_enqueue_time_utc
-    return _copy(m, header, props)
+    return _copy(m, props)
 
 
 def from_backlog(m: ServiceBusMessage) -> tuple[str, ServiceBusMessage]:
@@ -330,19 +342,17 @@ def from_backlog(m: ServiceBusMessage) -> tuple[str, ServiceBusMessage]:
     Raises:
         InvalidOperationError: the message carries no destination (not written by a paired sender).
     """
-    props = dict(m.application_properties or {})
+    props: dict[str | bytes, Any] = {k: v for k, v in (m.application_properties or {}).items()}
     destination = props.pop(PATH, None)
     if not isinstance(destination, str) or not destination:
         raise InvalidOperationError(f"a backlog message without a {PATH} property: no destination")
     sid = props.pop(SESSION_ID, None)
     ttl = props.pop(TIME_TO_LIVE, None)
     sched = props.pop(SCHEDULED_ENQUEUE_TIME, None)
-    header = {k: v for k, v in m._hdr().items() if k not in ("sid", "ttl", "se")}
-    out = _copy(m, header, props)
-    if isinstance(sid, str):
-        out.session_id = sid
-    if isinstance(ttl, timedelta):
-        out.time_to_live = ttl
-    if isinstance(sched, datetime):
-        out.scheduled_enqueue_time_utc = sched
-    return destination, out
+    return destination, _copy(
+        m,
+        props,
+        session_id=sid if isinstance(sid, str) else None,
+        time_to_live=ttl if isinstance(ttl, timedelta) else None,
+        scheduled_enqueue_time_utc=sched if isinstance(sched, datetime) else None,
+    )
