@@ -63,7 +63,7 @@ def run_file(tree: Path, relative: str, workdir: Path) -> dict[str, dict[str, An
         )
         cmd = [sys.executable, "-m", "pytest", str(test_file), "-p", "tests.compat.live_plugin", "-q"]
         cmd += ["-p", "no:cacheprovider", f"--timeout={TEST_TIMEOUT}", "--rootdir", str(tree), "-o", "addopts="]
-        cmd += ["-W", "ignore::DeprecationWarning", "-o", "asyncio_mode=strict"]
+        cmd += ["-W", "ignore::DeprecationWarning", "-o", "asyncio_mode=auto"]
         try:
             done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=FILE_TIMEOUT)
         except subprocess.TimeoutExpired:
