@@ -174,7 +174,7 @@ for i = 1, n do
             end
             matched = memo[1]
             if matched == nil then
-              err, reason = memo[2], memo[3]
+              err, reason = 'The filter of a rule failed: ' .. tostring(memo[2]), memo[3]
               break
             end
           end
@@ -184,13 +184,13 @@ for i = 1, n do
               if not copy then
                 local h2, a2, chg = rules_apply_action(rule[3], hdr, ap, brk)
                 if h2 == nil then
-                  copy = {false, a2, chg}
+                  copy = {false, 'The action of a rule failed: ' .. tostring(a2), chg}
                 else
                   local js = rules_header(htext, h2, a2, chg)
                   local len = #js
                   if 5 + len + #body > cfg.max_msg then
-                    copy = {false, 'the copy after the action is ' .. (5 + len + #body) .. ' bytes, over the ' ..
-                            'maximum message size (' .. cfg.max_msg .. ' bytes)', 'MessageSizeExceeded'}
+                    copy = {false, 'The copy after the action of a rule is ' .. (5 + len + #body) .. ' bytes, over ' ..
+                            'the maximum message size (' .. cfg.max_msg .. ' bytes)', 'MessageSizeExceeded'}
                   else
                     local cttl, cat = ttl, at
                     if h2.ttl ~= hdr.ttl then cttl = tonumber(h2.ttl or 0) end
@@ -213,7 +213,7 @@ for i = 1, n do
         end
         if err then
           if sub.dlf then
-            sub.dead[#sub.dead + 1] = {blob, 'The filter of a rule failed: ' .. tostring(err), reason or 'FilterException'}
+            sub.dead[#sub.dead + 1] = {blob, err, reason or 'FilterException'}
             sub.added = sub.added + #blob
           end
         else

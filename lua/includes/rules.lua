@@ -750,13 +750,16 @@ local function rules_encode(v, k)
 end
 
 -- JSON text scanning, for JSON that cjson has decoded (so it is well formed): each function
--- takes the position of a token's first byte and returns the position of its last.
+-- takes the position of a token's first byte. Plain finds (memchr) where they can: the Lua pattern
+-- matcher costs tens of ns a byte.
 local function rules_json_string_end(text, i)
   local j = i + 1
   while true do
-    local q = string.find(text, '["\\]', j)
-    if string.byte(text, q) == 34 then return q end
-    j = q + 2
+    local q = string.find(text, '"', j, true)
+    local b = q - 1
+    while string.byte(text, b) == 92 do b = b - 1 end  -- \: escaped when an odd number precede
+    if (q - 1 - b) % 2 == 0 then return q end
+    j = q + 1
   end
 end
 
@@ -781,36 +784,54 @@ local function rules_json_value_end(text, i)
   return e
 end
 
--- The members of the object whose '{' is at i: a list of {key, key start, key end, value start,
--- value end}, a map key -> index of its last member (cjson keeps the last of equal keys), and
--- the text between the '{' and the first key.
-local function rules_json_members(text, i)
+-- The members of the object whose '{' is at i: {list of {key, key start, key end, value start,
+-- value end, members of the value when it is the object named `inner`}, map key -> index of its
+-- last member (cjson keeps the last of equal keys), the text between '{' and the first key},
+-- and the position of the closing '}'.
+local function rules_json_members(text, i, inner)
   local list, last = {}, {}
   local _, e = string.find(text, '^%s*', i + 1)
-  local lead = string.sub(text, i + 1, e)
+  local obj = {list, last, string.sub(text, i + 1, e)}
   i = e + 1
-  if string.byte(text, i) == 125 then return list, last, lead end  -- }
+  if string.byte(text, i) == 125 then return obj, i end  -- }
   while true do
     local ke = rules_json_string_end(text, i)
     local key = string.sub(text, i + 1, ke - 1)
     if string.find(key, '\\', 1, true) then key = cjson.decode(string.sub(text, i, ke)) end
-    local _, colon = string.find(text, '^%s*:%s*', ke + 1)
-    local ve = rules_json_value_end(text, colon + 1)
-    list[#list + 1] = {key, i, ke, colon + 1, ve}
+    local vs = ke + 2
+    if string.byte(text, ke + 1) ~= 58 or string.find(text, '^%s', vs) then  -- not ':' + value
+      _, vs = string.find(text, '^%s*:%s*', ke + 1)
+      vs = vs + 1
+    end
+    local m = {key, i, ke, vs}
+    if key == inner and string.byte(text, vs) == 123 then
+      m[6], m[5] = rules_json_members(text, vs)
+    else
+      m[5] = rules_json_value_end(text, vs)
+    end
+    list[#list + 1] = m
     last[key] = #list
-    _, e = string.find(text, '^%s*', ve + 1)
-    if string.byte(text, e + 1) == 125 then return list, last, lead end
-    _, e = string.find(text, '^%s*', e + 2)
-    i = e + 1
+    local ve = m[5]
+    local c = string.byte(text, ve + 1)
+    if c == 125 then return obj, ve + 1 end
+    if c == 44 and string.byte(text, ve + 2) == 34 then
+      i = ve + 2
+    else
+      _, e = string.find(text, '^%s*', ve + 1)
+      if string.byte(text, e + 1) == 125 then return obj, e + 1 end
+      _, e = string.find(text, '^%s*', e + 2)
+      i = e + 1
+    end
   end
 end
 
--- The application properties after an action as JSON: untouched members copied from text (the
--- original object at i, or none), the ones set encoded, new ones after them in name order.
-local function rules_ap_text(text, i, ap, kinds)
+-- The application properties after an action as JSON: untouched members copied from the
+-- original object's text (obj: rules_json_members' first result, or nil), the ones set encoded,
+-- new ones after them in name order.
+local function rules_ap_text(text, obj, ap, kinds)
   local parts, seen = {}, {}
-  if text then
-    local list, last = rules_json_members(text, i)
+  if obj then
+    local list, last = obj[1], obj[2]
     for idx = 1, #list do
       local m = list[idx]
       local key = m[1]
@@ -837,7 +858,8 @@ end
 
 local function rules_splice(text, hdr, ap, chg)
   local _, open = string.find(text, '^%s*{')
-  local list, last, lead = rules_json_members(text, open)
+  local obj = rules_json_members(text, open, 'ap')
+  local list, last, lead = obj[1], obj[2], obj[3]
   local parts, seen = {}, {}
   local has_ap = next(ap) ~= nil
   for idx = 1, #list do
@@ -849,7 +871,7 @@ local function rules_splice(text, hdr, ap, chg)
         if not chg.ap then
           parts[#parts + 1] = string.sub(text, m[2], m[5])
         elseif has_ap then
-          parts[#parts + 1] = string.sub(text, m[2], m[3]) .. ':' .. rules_ap_text(text, m[4], ap, chg.a)
+          parts[#parts + 1] = string.sub(text, m[2], m[3]) .. ':' .. rules_ap_text(text, m[6], ap, chg.a)
         end
       elseif not chg.h[key] then
         parts[#parts + 1] = string.sub(text, m[2], m[5])
@@ -868,12 +890,64 @@ local function rules_splice(text, hdr, ap, chg)
   return '{' .. lead .. table.concat(parts, ',') .. '}'
 end
 
+-- The header encoded again from the tables, the properties the action set in their kind.
+local function rules_header_of(hdr, ap, kinds)
+  local keys = {}
+  for k in pairs(hdr) do
+    if k ~= 'ap' then keys[#keys + 1] = k end
+  end
+  if next(ap) ~= nil then keys[#keys + 1] = 'ap' end
+  table.sort(keys)
+  local parts = {}
+  for i = 1, #keys do
+    local k = keys[i]
+    if k == 'ap' then
+      parts[i] = '"ap":' .. rules_ap_text(nil, nil, ap, kinds)
+    else
+      parts[i] = cjson.encode(k) .. ':' .. rules_json(hdr[k])
+    end
+  end
+  return '{' .. table.concat(parts, ',') .. '}'
+end
+
+-- No number beyond 2^53 among t's values (and in the tagged tables among them).
+local function rules_exact_values(t)
+  for _, v in pairs(t) do
+    if type(v) == 'number' then
+      if v >= 9007199254740992 or v <= -9007199254740992 then return false end
+    elseif type(v) == 'table' then
+      for _, x in pairs(v) do
+        if type(x) == 'number' and (x >= 9007199254740992 or x <= -9007199254740992) then return false end
+      end
+    end
+  end
+  return true
+end
+
+-- Whether encoding the tables again gives back every value and type of `text`: no double with an
+-- integral value written with a point ('2.0': cjson reads 2), no number beyond 2^53 (cjson keeps
+-- 14 digits; Python writes the doubles from 1e16 on with an exponent, so these cover those too).
+-- A '.0' inside a string only costs the splice. (Cheaper than splicing: plain finds and a walk
+-- over the decoded values.)
+local function rules_reencodes(text, hdr, ap)
+  local j = 1
+  while true do
+    local q = string.find(text, '.0', j, true)
+    if not q then break end
+    local _, e = string.find(text, '^0*', q + 1)
+    local c = string.byte(text, e + 1)
+    if not c or c < 48 or c > 57 then return false end
+    j = e + 1
+  end
+  return rules_exact_values(hdr) and rules_exact_values(ap)
+end
+
 -- The header after an action (docs at the top). A header that is not a JSON object (only a raw
 -- client could store one) is written again whole.
 local function rules_header(text, hdr, ap, chg)
+  if type(ap) ~= 'table' then return rules_header_of(hdr, {}, chg.a) end
+  if rules_reencodes(text, hdr, ap) then return rules_header_of(hdr, ap, chg.a) end
   local ok, out = pcall(rules_splice, text, hdr, ap, chg)
-  if ok and type(ap) == 'table' then return out end
-  local h = rules_copy(hdr)
-  if type(ap) == 'table' and next(ap) ~= nil then h.ap = ap end
-  return rules_json(h)
+  if ok then return out end
+  return rules_header_of(hdr, ap, chg.a)
 end
