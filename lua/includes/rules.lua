@@ -29,9 +29,10 @@
   rules_apply_action runs SET/REMOVE on shallow copies of hdr and ap (the originals are never
   changed) and returns the copies (ap2 is a table, maybe empty) and what changed, for
   rules_header; the same nil, err, reason on an evaluation error. rules_header writes the new
-  header: every member and property the action did not change is copied from `text` byte for
-  byte (cjson would round numbers to 14 digits and write 2.0 as 2), changed ones are encoded in
-  their kind (a double always with a point or exponent).
+  header: every member and property the action did not change keeps its value and type (cjson
+  rounds numbers to 14 digits and reads 2.0 as 2: unless the tables hold every number exactly,
+  the untouched members are copied from `text` byte for byte), changed ones are encoded in their
+  kind (a double always with a point or exponent).
 
   Work (docs/rules.md, Limits): a unit is about a nanosecond of server time (measured on redis
   6.2 and 7.0): a byte compared or case-folded costs 1, concatenated 3, a step of Lua-level matching
@@ -58,11 +59,13 @@ local R_SYS_NAMES = {
 }
 -- The message being evaluated (set per call: evaluation allocates no context table).
 local R_HDR, R_AP, R_BRK, R_LOW, R_CHG = R_EMPTY, R_EMPTY, R_EMPTY, nil, nil
-local R_PROGRAMS, R_LIKE = {}, {}
+-- Per script call: decoded programs, compiled LIKE patterns, the case-insensitive index of each
+-- message's property names (filters share it: they never change the properties).
+local R_PROGRAMS, R_LIKE, R_LOWS = {}, {}, {}
 local R_OPS = {}
 -- Work budget (units): per evaluation, the script call's (rules_limits), the units left now.
 local R_WORK_EVAL, R_STEP, R_FIND = 3145728, 400, 4
-local R_LIM = {call = 4194304, call_left = 4194304, max_string = R_HUGE, by_call = false, compile = 0}
+local R_LIM = {call = 4194304, call_left = 4194304, max_string = R_HUGE, by_call = false, compile = 0, indexed = false}
 local R_WORK = 0
 
 -- An evaluation error: a table, so that pcall tells it from a bug in this file.
@@ -125,9 +128,13 @@ end
 local function rules_user_key(name, low)
   if R_AP[name] ~= nil then return name end
   if not R_LOW then
+    -- the first index of an evaluation is linear in the message, as decoding it was (and filters
+    -- share theirs); one built again (after a REMOVE) is work
+    local again = R_LIM.indexed
+    R_LIM.indexed = true
     R_LOW = {}
     for k in pairs(R_AP) do
-      rules_charge(4 * R_STEP + #k)
+      if again then rules_charge(2 * R_STEP + #k) end
       local l = string.lower(k)
       local cur = R_LOW[l]
       if cur == nil or k < cur then R_LOW[l] = k end
@@ -597,13 +604,15 @@ end
 
 -- Run fn(prog) with the message installed, within the work budget; nil, err, reason for an
 -- evaluation error (a table raised by rules_fail); any other error is a bug and is raised again.
-local function rules_run(fn, prog, hdr, ap, brk)
+local function rules_run(fn, prog, hdr, ap, brk, shared)
   local budget = R_LIM.call_left
   R_LIM.by_call = budget < R_WORK_EVAL
   if not R_LIM.by_call then budget = R_WORK_EVAL end
   R_WORK = budget
-  R_HDR, R_AP, R_BRK, R_LOW = hdr or R_EMPTY, ap or R_EMPTY, brk or R_EMPTY, nil
+  R_HDR, R_AP, R_BRK, R_LOW = hdr or R_EMPTY, ap or R_EMPTY, brk or R_EMPTY, shared and R_LOWS[ap]
+  R_LIM.indexed = false
   local ok, r1, r2, r3 = pcall(fn, prog)
+  if shared and ap then R_LOWS[ap] = R_LOW end
   R_HDR, R_AP, R_BRK, R_LOW = R_EMPTY, R_EMPTY, R_EMPTY, nil
   local spent = budget - R_WORK
   if spent > budget then spent = budget end
@@ -621,7 +630,7 @@ end
 local function rules_match(program, hdr, ap, brk)
   if ap == cjson.null then ap = nil end
   if ap ~= nil and type(ap) ~= 'table' then return nil, 'the application properties are not an object', 'FilterException' end
-  local v, err, reason = rules_run(rules_match_run, rules_program(program), hdr, ap, brk)
+  local v, err, reason = rules_run(rules_match_run, rules_program(program), hdr, ap, brk, true)
   if v == nil then return nil, err, reason end
   return v
 end
