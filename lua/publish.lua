@@ -123,8 +123,9 @@ for j = 1, k do
 end
 
 -- evaluation: nothing is written until every copy is known and fits
--- rule evaluation's work: a base, and more for a larger batch (docs/rules.md, Limits)
-rules_limits(cfg.max_msg, 4194304 + 8 * total)
+-- rule evaluation's work: a base, and more per message and per byte of the batch (docs/rules.md,
+-- Limits): ordinary rules use a few thousand units a message
+rules_limits(cfg.max_msg, 2097152 + 32768 * n + 4 * total)
 local seq0 = tonumber(redis.call('HGET', K_ST, 'seq') or '0')
 local tseqs = {}
 local fresh = 0

@@ -178,9 +178,11 @@ def test_untouched_properties_come_out_exactly_as_sent(admin: Any, client: Any, 
             "set_same": (None, SqlRuleAction("SET two_point_zero = two_point_zero + 0.5; SET tenth = tenth")),
         },
     )
-    props = dict(EXACT, gone="x")
+    props: dict[str, Any] = dict(EXACT, gone="x")
+    sent: dict[str | bytes, Any] = {}
+    sent.update(props)
     with client.get_topic_sender(topic) as s:
-        s.send_messages(ServiceBusMessage(b"\x01body", application_properties=props, subject="s", message_id="m-1"))
+        s.send_messages(ServiceBusMessage(b"\x01body", application_properties=sent, subject="s", message_id="m-1"))
     [m] = drain(client, topic, "act")
     got = dict(m.application_properties or {})
     assert got == dict(EXACT, added=1, f=5.0)
@@ -249,7 +251,7 @@ def hostile_text(draw: st.DrawFn, max_len: int) -> str:
 def test_fuzzed_rules_at_the_limits_never_hold_the_server(
     admin: Any, client: Any, fuzz_topic: str, slowlog: Any, label: str, p: str, s: str, count: int
 ) -> None:
-    props = {"p": p, "s": s}
+    props: dict[str | bytes, Any] = {"p": p, "s": s}
     with client.get_topic_sender(fuzz_topic) as sender:
         try:
             sender.send_messages(

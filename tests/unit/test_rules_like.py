@@ -30,17 +30,20 @@ def _evaluator() -> Any:
     api = lua.execute(source + "\nreturn {match = rules_match, limits = rules_limits}")
     like = lua.eval(
         """function(api, s, p, esc)
-          api.limits(nil, 4194304)  -- a script call's budget (publish.lua's base)
+          api.limits(nil, 4194304)  -- a fresh script call's budget
           return api.match({1, {'like', {'p', 's'}, p, esc}}, {}, {s = s}, nil)
         end"""
     )
     return lambda s, p, esc: like(api, s, p, esc)
 
 
+def _bytes(x: str | bytes) -> bytes:
+    return x.encode() if isinstance(x, str) else x
+
+
 def lua_like(s: str | bytes, p: str | bytes, esc: str | None = None) -> Any:
     """True / False, or ("error", message, reason)."""
-    enc = lambda x: x.encode() if isinstance(x, str) else x  # noqa: E731
-    r = _evaluator()(enc(s), enc(p), None if esc is None else esc.encode())
+    r = _evaluator()(_bytes(s), _bytes(p), None if esc is None else esc.encode())
     if isinstance(r, tuple):
         value, err, reason = r
         if value is None:
