@@ -151,6 +151,33 @@ def test_a_rule_over_its_work_limit_dead_letters_the_copy(admin: Any, client: An
     assert len(drain(client, topic, "all")) == 1
 
 
+def test_a_large_batch_of_ordinary_rules_stays_within_the_publish_budget(admin: Any, client: Any, slowlog: Any) -> None:
+    """The per-publish budget grows with the batch: 2,000 small messages through LIKE filters and an
+    action on 4 subscriptions are all delivered, none dead-lettered."""
+    topic = make_topic(
+        admin,
+        {
+            "prefix": (SqlRuleFilter("sys.label LIKE 'order-%'"), None),
+            "infix": (SqlRuleFilter("color LIKE '%e%' AND sys.label LIKE '%-_%'"), None),
+            "escaped": (SqlRuleFilter("code LIKE 'A!_%' ESCAPE '!'"), None),
+            "action": (SqlRuleFilter("color IN ('red', 'blue')"), SqlRuleAction("SET tag = sys.label + '/' + color")),
+        },
+    )
+    n = 2_000
+    with client.get_topic_sender(topic) as s:
+        s.send_messages(
+            [
+                ServiceBusMessage(
+                    str(i), subject=f"order-{i}", application_properties={"color": "red", "code": f"A_{i}"}
+                )
+                for i in range(n)
+            ]
+        )
+    for sub in ("prefix", "infix", "escaped", "action"):
+        assert len(drain(client, topic, sub)) == n, sub
+        assert dead(client, topic, sub) == [], sub
+
+
 EXACT: dict[str, Any] = {
     "above_2_53": 2**53 + 1,
     "int64_max": 2**63 - 1,
