@@ -151,9 +151,10 @@ def test_a_rule_over_its_work_limit_dead_letters_the_copy(admin: Any, client: An
     assert len(drain(client, topic, "all")) == 1
 
 
-def test_a_large_batch_of_ordinary_rules_stays_within_the_publish_budget(admin: Any, client: Any, slowlog: Any) -> None:
+def test_a_large_batch_of_ordinary_rules_stays_within_the_publish_budget(admin: Any, client: Any) -> None:
     """The per-publish budget grows with the batch: 2,000 small messages through LIKE filters and an
-    action on 4 subscriptions are all delivered, none dead-lettered."""
+    action on 4 subscriptions are all delivered, none dead-lettered. (No SLOWLOG check: storing
+    8,000 copies in one call takes longer than 50 ms whatever the rules.)"""
     topic = make_topic(
         admin,
         {
