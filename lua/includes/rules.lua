@@ -65,8 +65,8 @@ local R_PROGRAMS, R_LIKE, R_LOWS = {}, {}, {}
 local R_OPS = {}
 -- Work budget (units): per evaluation, the script call's (rules_limits), the units left now.
 local R_WORK_EVAL, R_STEP, R_FIND = 3145728, 400, 4
-local R_LIM = {call = 4194304, call_left = 4194304, max_string = R_HUGE, by_call = false, compile = 0, indexed = false}
-local R_WORK = 0
+local R_LIM = {call = 4194304, call_left = 4194304, max_string = R_HUGE, compile = 0}
+local R_WORK, R_INDEXED = 0, false  -- units left; whether this evaluation indexed names already
 
 -- An evaluation error: a table, so that pcall tells it from a bug in this file.
 local function rules_fail(msg, reason)
@@ -83,7 +83,7 @@ end
 local function rules_charge(units)
   R_WORK = R_WORK - units
   if R_WORK < 0 then
-    if R_LIM.by_call then
+    if R_LIM.call_left < R_WORK_EVAL then  -- the script call's budget was the smaller
       rules_fail('the evaluations of this script call needed more than ' .. R_LIM.call .. ' work units',
                  'RuleEvaluationLimitExceeded')
     end
@@ -130,8 +130,8 @@ local function rules_user_key(name, low)
   if not R_LOW then
     -- the first index of an evaluation is linear in the message, as decoding it was (and filters
     -- share theirs); one built again (after a REMOVE) is work
-    local again = R_LIM.indexed
-    R_LIM.indexed = true
+    local again = R_INDEXED
+    R_INDEXED = true
     R_LOW = {}
     for k in pairs(R_AP) do
       if again then rules_charge(2 * R_STEP + #k) end
@@ -445,7 +445,6 @@ end
 -- A cached pattern is charged what compiling it cost: the same message costs the same whatever
 -- was evaluated before it.
 local function rules_like_pattern(p, esc)
-  rules_charge(#p)
   local cache = R_LIKE[esc or '']
   if not cache then
     cache = {}
@@ -453,8 +452,9 @@ local function rules_like_pattern(p, esc)
   end
   local segs = cache[p]
   if segs then
-    rules_charge(segs.cost)
+    rules_charge(#p + segs.cost)
   else
+    rules_charge(#p)
     R_LIM.compile = R_WORK
     segs = rules_like_compile(p, esc)
     cache[p] = segs
@@ -565,9 +565,11 @@ end
 
 local function rules_like_match(s, segs)
   local n, nseg = #s, #segs
-  local pos = rules_seg_at(s, segs[1], 1, 1, n)
+  local pos = 1
+  if #segs[1] > 0 then pos = rules_seg_at(s, segs[1], 1, 1, n) end
   if nseg == 1 or not pos then return pos == n + 1 end
-  local tail = rules_seg_end(s, segs[nseg], pos, n)
+  local tail = n + 1
+  if #segs[nseg] > 0 then tail = rules_seg_end(s, segs[nseg], pos, n) end
   if not tail then return false end
   for j = 2, nseg - 1 do
     pos = rules_seg_find(s, segs[j], pos, tail - 1)
@@ -605,18 +607,15 @@ end
 -- Run fn(prog) with the message installed, within the work budget; nil, err, reason for an
 -- evaluation error (a table raised by rules_fail); any other error is a bug and is raised again.
 local function rules_run(fn, prog, hdr, ap, brk, shared)
-  local budget = R_LIM.call_left
-  R_LIM.by_call = budget < R_WORK_EVAL
-  if not R_LIM.by_call then budget = R_WORK_EVAL end
-  R_WORK = budget
-  R_HDR, R_AP, R_BRK, R_LOW = hdr or R_EMPTY, ap or R_EMPTY, brk or R_EMPTY, shared and R_LOWS[ap]
-  R_LIM.indexed = false
+  local left = R_LIM.call_left
+  local budget = left < R_WORK_EVAL and left or R_WORK_EVAL
+  R_WORK, R_INDEXED = budget, false
+  R_HDR, R_AP, R_BRK = hdr or R_EMPTY, ap or R_EMPTY, brk or R_EMPTY
+  R_LOW = shared and ap and R_LOWS[ap] or nil
   local ok, r1, r2, r3 = pcall(fn, prog)
-  if shared and ap then R_LOWS[ap] = R_LOW end
+  if shared and ap and R_LOW then R_LOWS[ap] = R_LOW end
   R_HDR, R_AP, R_BRK, R_LOW = R_EMPTY, R_EMPTY, R_EMPTY, nil
-  local spent = budget - R_WORK
-  if spent > budget then spent = budget end
-  R_LIM.call_left = R_LIM.call_left - spent
+  if R_WORK < budget then R_LIM.call_left = left - (R_WORK < 0 and budget or budget - R_WORK) end
   if ok then return r1, r2, r3 end
   if type(r1) == 'table' then return nil, r1[1], r1[2] end
   error(r1, 0)
@@ -650,6 +649,7 @@ local function rules_store(v, k)
 end
 
 local function rules_set_sys(key, v, k)
+  if not R_CHG.h then R_CHG.h = {} end
   R_CHG.h[key] = true
   if key == 'ttl' then
     if k == 'n' then R_HDR.ttl = nil return end
@@ -671,10 +671,10 @@ local function rules_set_sys(key, v, k)
   end
 end
 
--- changes: h = header keys SET, a = application property -> kind of its new value, ap = true
--- when a property was set or removed
+-- changes: h = header keys SET (false: none), a = application property -> kind of its new value,
+-- ap = true when a property was set or removed
 local function rules_action_run(prog)
-  R_CHG = {h = {}, a = {}, ap = false}
+  R_CHG = {h = false, a = {}, ap = false}
   for i = 2, #prog do
     local st = prog[i]
     local ref = st[2]
@@ -866,6 +866,7 @@ local function rules_ap_text(text, obj, ap, kinds)
 end
 
 local function rules_splice(text, hdr, ap, chg)
+  local set = chg.h or R_EMPTY
   local _, open = string.find(text, '^%s*{')
   local obj = rules_json_members(text, open, 'ap')
   local list, last, lead = obj[1], obj[2], obj[3]
@@ -882,7 +883,7 @@ local function rules_splice(text, hdr, ap, chg)
         elseif has_ap then
           parts[#parts + 1] = string.sub(text, m[2], m[3]) .. ':' .. rules_ap_text(text, m[6], ap, chg.a)
         end
-      elseif not chg.h[key] then
+      elseif not set[key] then
         parts[#parts + 1] = string.sub(text, m[2], m[5])
       elseif hdr[key] ~= nil then
         parts[#parts + 1] = string.sub(text, m[2], m[3]) .. ':' .. rules_json(hdr[key])
@@ -890,7 +891,7 @@ local function rules_splice(text, hdr, ap, chg)
     end
   end
   local added = {}
-  for key in pairs(chg.h) do
+  for key in pairs(set) do
     if not seen[key] and hdr[key] ~= nil then added[#added + 1] = key end
   end
   table.sort(added)
@@ -907,16 +908,22 @@ local function rules_header_of(hdr, ap, kinds)
   end
   if next(ap) ~= nil then keys[#keys + 1] = 'ap' end
   table.sort(keys)
-  local parts = {}
   for i = 1, #keys do
     local k = keys[i]
     if k == 'ap' then
-      parts[i] = '"ap":' .. rules_ap_text(nil, nil, ap, kinds)
+      local names = {}
+      for name in pairs(ap) do names[#names + 1] = name end
+      table.sort(names)
+      for n = 1, #names do
+        local name = names[n]
+        names[n] = cjson.encode(name) .. ':' .. rules_encode(ap[name], kinds[name])
+      end
+      keys[i] = '"ap":{' .. table.concat(names, ',') .. '}'
     else
-      parts[i] = cjson.encode(k) .. ':' .. rules_json(hdr[k])
+      keys[i] = cjson.encode(k) .. ':' .. rules_json(hdr[k])
     end
   end
-  return '{' .. table.concat(parts, ',') .. '}'
+  return '{' .. table.concat(keys, ',') .. '}'
 end
 
 -- No number beyond 2^53 among t's values (and in the tagged tables among them).
