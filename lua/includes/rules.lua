@@ -2,7 +2,7 @@
   rules: evaluate subscription rule programs (compiled by sbredis/_core/rules.py) on one message.
   No Redis calls, no globals, deterministic. Needs nothing else included.
 
-  rules_limits(max_string)                          -> nil
+  rules_limits(max_string, call_work)               -> nil (once per script call)
   rules_match(program, hdr, ap, brk)                -> true | false | nil, err, reason
   rules_apply_action(program, hdr, ap, brk)         -> hdr2, ap2, changes | nil, err, reason
   rules_header(text, hdr2, ap2, changes)            -> header JSON after an action
