@@ -188,8 +188,11 @@ for i = 1, n do
                   copy = {false, 'The action of a rule failed: ' .. tostring(a2), chg}
                 else
                   local js = rules_header(htext, h2, a2, chg)
-                  local len = #js
-                  if 5 + len + #body > cfg.max_msg then
+                  local len = js and #js or 0
+                  if not js then
+                    copy = {false, 'The action of a rule failed: the application properties are not an object of names',
+                            'FilterException'}
+                  elseif 5 + len + #body > cfg.max_msg then
                     copy = {false, 'The copy after the action of a rule is ' .. (5 + len + #body) .. ' bytes, over ' ..
                             'the maximum message size (' .. cfg.max_msg .. ' bytes)', 'MessageSizeExceeded'}
                   else

@@ -5,7 +5,7 @@
   rules_limits(max_string, call_work)               -> nil (once per script call)
   rules_match(program, hdr, ap, brk)                -> true | false | nil, err, reason
   rules_apply_action(program, hdr, ap, brk)         -> hdr2, ap2, changes | nil, err, reason
-  rules_header(text, hdr2, ap2, changes)            -> header JSON after an action
+  rules_header(text, hdr2, ap2, changes)            -> header JSON after an action | nil
   rules_json(value)                                 -> JSON text (lossless numbers, sorted keys)
 
   program  the JSON text of a compiled program, or its cjson.decode table (decoded programs are
@@ -134,10 +134,12 @@ local function rules_user_key(name, low)
     R_INDEXED = true
     R_LOW = {}
     for k in pairs(R_AP) do
-      if again then rules_charge(2 * R_STEP + #k) end
-      local l = string.lower(k)
-      local cur = R_LOW[l]
-      if cur == nil or k < cur then R_LOW[l] = k end
+      if type(k) == 'string' then  -- (a raw client's "ap" may be an array)
+        if again then rules_charge(2 * R_STEP + #k) end
+        local l = string.lower(k)
+        local cur = R_LOW[l]
+        if cur == nil or k < cur then R_LOW[l] = k end
+      end
     end
   end
   return R_LOW[low or name]
@@ -958,12 +960,15 @@ local function rules_reencodes(text, hdr, ap)
   return rules_exact_values(hdr) and rules_exact_values(ap)
 end
 
--- The header after an action (docs at the top). A header that is not a JSON object (only a raw
--- client could store one) is written again whole.
+-- The header after an action (docs at the top), or nil when it cannot be written: only a raw
+-- client can store properties that are not an object of names (an array, names of mixed types).
 local function rules_header(text, hdr, ap, chg)
-  if type(ap) ~= 'table' then return rules_header_of(hdr, {}, chg.a) end
-  if rules_reencodes(text, hdr, ap) then return rules_header_of(hdr, ap, chg.a) end
-  local ok, out = pcall(rules_splice, text, hdr, ap, chg)
+  local ok, out
+  if not rules_reencodes(text, hdr, ap) then
+    ok, out = pcall(rules_splice, text, hdr, ap, chg)
+    if ok then return out end
+  end
+  ok, out = pcall(rules_header_of, hdr, ap, chg.a)
   if ok then return out end
-  return rules_header_of(hdr, ap, chg.a)
+  return nil
 end

@@ -50,6 +50,7 @@ if ARGV[1] == 'blob' then
   local h2, a2, chg = rules_apply_action(ARGV[4], h, a, nil)
   if h2 == nil then return {'error', a2, chg} end
   local js = rules_header(string.sub(blob, 6, 5 + hlen), h2, a2, chg)
+  if not js then return {'error', 'no header'} end
   local n = #js
   return {'ok', string.char(1, math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
                             math.floor(n / 256) % 256, n % 256) .. js .. string.sub(blob, 6 + hlen)}
@@ -696,3 +697,16 @@ def test_re_encoded_headers_keep_values_and_types(evaluate: Any) -> None:
     expected = dict(before["ap"], d=1.0, i=14, s2="x/y")
     assert back["ap"] == expected
     assert {k: type(v) for k, v in back["ap"].items()} == {k: type(v) for k, v in expected.items()}
+
+
+def test_a_raw_clients_properties_array_is_an_evaluation_error_not_a_script_error(evaluate: Any) -> None:
+    """Only a raw client can store "ap" as an array or a number: an array has no such property, a
+    number is an evaluation error; an action that cannot write the header back fails that copy."""
+    array = raw_blob(b'{"id":"x","ap":[1,2]}')
+    assert evaluate("blob", compile_filter(SqlRuleFilter("a IS NULL")), array, "") == [b"true"]
+    action = compile_action(SqlRuleAction("SET a = 1"))
+    assert evaluate("blob", compile_filter(TrueRuleFilter()), array, action) == [b"error", b"no header"]
+    number = raw_blob(b'{"id":"x","ap":5}')
+    for program, act in ((compile_filter(SqlRuleFilter("a IS NULL")), ""), (compile_filter(TrueRuleFilter()), action)):
+        reply = evaluate("blob", program, number, act)
+        assert reply[0] == b"error" and b"not an object" in reply[1], reply
