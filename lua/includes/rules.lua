@@ -565,13 +565,26 @@ local function rules_seg_end(s, seg, first, last)
   return pos + 1
 end
 
+-- A first or last segment that is one literal (a prefix, a suffix: the common patterns) is
+-- compared in place; its work is bounded by the pattern's length, which was charged.
 local function rules_like_match(s, segs)
   local n, nseg = #s, #segs
-  local pos = 1
-  if #segs[1] > 0 then pos = rules_seg_at(s, segs[1], 1, 1, n) end
+  local first, last, pos, tail = segs[1], segs[nseg], 1, n + 1
+  if #first == 1 and type(first[1]) == 'string' then
+    local lit = first[1]
+    if string.sub(s, 1, #lit) ~= lit then return false end
+    pos = #lit + 1
+  elseif #first > 0 then
+    pos = rules_seg_at(s, first, 1, 1, n)
+  end
   if nseg == 1 or not pos then return pos == n + 1 end
-  local tail = n + 1
-  if #segs[nseg] > 0 then tail = rules_seg_end(s, segs[nseg], pos, n) end
+  if #last == 1 and type(last[1]) == 'string' then
+    local lit = last[1]
+    tail = n - #lit + 1
+    if tail < pos or string.sub(s, tail) ~= lit then return false end
+  elseif #last > 0 then
+    tail = rules_seg_end(s, last, pos, n)
+  end
   if not tail then return false end
   for j = 2, nseg - 1 do
     pos = rules_seg_find(s, segs[j], pos, tail - 1)
