@@ -22,8 +22,10 @@
   one copy for all matching rules without an action, one copy per matching rule with an action
   (the action applied to it; a copy for a session subscription goes to its session, see
   includes/sessions.lua); an evaluation error stores one copy in the subscription's
-  dead-letter subqueue (reason FilterException) when its cfg says dlf = 1, else none. TTL: the
-  message's, else the topic's default, capped by the topic's and by the subscription's.
+  dead-letter subqueue when its cfg says dlf = 1, else none, with the reason rules.lua gives
+  (FilterException, RuleEvaluationLimitExceeded, MessageSizeExceeded: also an action's copy
+  over max_msg). TTL: the message's, else the topic's default, capped by the topic's and by the
+  subscription's.
 ]]
 --@include partition
 --@include keysets
@@ -121,6 +123,9 @@ for j = 1, k do
 end
 
 -- evaluation: nothing is written until every copy is known and fits
+-- rule evaluation's work: a base, and more per message and per byte of the batch (docs/rules.md,
+-- Limits): ordinary rules use a few thousand units a message
+rules_limits(cfg.max_msg, 2097152 + 32768 * n + 4 * total)
 local seq0 = tonumber(redis.call('HGET', K_ST, 'seq') or '0')
 local tseqs = {}
 local fresh = 0
@@ -132,11 +137,12 @@ for i = 1, n do
     local blob = ARGV[base + 7 * i]
     local ttl = tonumber(ARGV[base + 7 * i - 5])
     local at = tonumber(ARGV[base + 7 * i - 4])
-    local hdr, ap, body, brk
+    local hdr, ap, body, brk, htext
     if decode_needed then
       local b1, b2, b3, b4 = string.byte(blob, 2, 5)
       local hlen = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
-      hdr = cjson.decode(string.sub(blob, 6, 5 + hlen))
+      htext = string.sub(blob, 6, 5 + hlen)
+      hdr = cjson.decode(htext)
       ap = hdr.ap
       hdr.ap = nil
       body = string.sub(blob, 6 + hlen)
@@ -152,7 +158,7 @@ for i = 1, n do
     for j = 1, k do
       local sub = subs[j]
       if sub.on then
-        local plain, acted, err = false, {}, nil
+        local plain, acted, err, reason = false, {}, nil, nil
         for r = 1, #sub.rules do
           local rule = sub.rules[r]
           local matched
@@ -163,13 +169,13 @@ for i = 1, n do
           else
             local memo = matches[rule[2]]
             if not memo then
-              local m, e = rules_match(rule[2], hdr, ap, brk)
-              memo = {m, e}
+              local m, e, why = rules_match(rule[2], hdr, ap, brk)
+              memo = {m, e, why}
               matches[rule[2]] = memo
             end
             matched = memo[1]
             if matched == nil then
-              err = memo[2]
+              err, reason = 'The filter of a rule failed: ' .. tostring(memo[2]), memo[3]
               break
             end
           end
@@ -177,23 +183,30 @@ for i = 1, n do
             if rule[3] then
               local copy = actions[rule[3]]
               if not copy then
-                local h2, a2 = rules_apply_action(rule[3], hdr, ap, brk)
+                local h2, a2, chg = rules_apply_action(rule[3], hdr, ap, brk)
                 if h2 == nil then
-                  copy = {false, a2}
+                  copy = {false, 'The action of a rule failed: ' .. tostring(a2), chg}
                 else
-                  if next(a2) ~= nil then h2.ap = a2 end
-                  local js = rules_json(h2)
-                  local len = #js
-                  local cttl, cat = ttl, at
-                  if h2.ttl ~= hdr.ttl then cttl = tonumber(h2.ttl or 0) end
-                  if h2.se ~= hdr.se then cat = tonumber(h2.se or 0) end
-                  copy = {string.char(1, math.floor(len / 16777216) % 256, math.floor(len / 65536) % 256,
-                                      math.floor(len / 256) % 256, len % 256) .. js .. body, cttl, cat}
+                  local js = rules_header(htext, h2, a2, chg)
+                  local len = js and #js or 0
+                  if not js then
+                    copy = {false, 'The action of a rule failed: the application properties are not an object of names',
+                            'FilterException'}
+                  elseif 5 + len + #body > cfg.max_msg then
+                    copy = {false, 'The copy after the action of a rule is ' .. (5 + len + #body) .. ' bytes, over ' ..
+                            'the maximum message size (' .. cfg.max_msg .. ' bytes)', 'MessageSizeExceeded'}
+                  else
+                    local cttl, cat = ttl, at
+                    if h2.ttl ~= hdr.ttl then cttl = tonumber(h2.ttl or 0) end
+                    if h2.se ~= hdr.se then cat = tonumber(h2.se or 0) end
+                    copy = {string.char(1, math.floor(len / 16777216) % 256, math.floor(len / 65536) % 256,
+                                        math.floor(len / 256) % 256, len % 256) .. js .. body, cttl, cat}
+                  end
                 end
                 actions[rule[3]] = copy
               end
               if not copy[1] then
-                err = copy[2]
+                err, reason = copy[2], copy[3]
                 break
               end
               acted[#acted + 1] = copy
@@ -204,7 +217,7 @@ for i = 1, n do
         end
         if err then
           if sub.dlf then
-            sub.dead[#sub.dead + 1] = {blob, 'The filter of a rule failed: ' .. tostring(err)}
+            sub.dead[#sub.dead + 1] = {blob, err, reason or 'FilterException'}
             sub.added = sub.added + #blob
           end
         else
@@ -306,7 +319,7 @@ for j = 1, k do
   end
   for d = 1, #sub.dead do
     local dseq = redis.call('HINCRBY', S.st, 'dseq', 1)
-    redis.call('XADD', S.d.log, dseq .. '-0', 'b', sub.dead[d][1], 'e', now, 'x', '0', 'r', 'FilterException',
+    redis.call('XADD', S.d.log, dseq .. '-0', 'b', sub.dead[d][1], 'e', now, 'x', '0', 'r', sub.dead[d][3],
                'rd', sub.dead[d][2], 'os', '0')
     redis.call('ZADD', S.d.ready, dseq, dseq)
   end

@@ -47,10 +47,10 @@ if ARGV[1] == 'blob' then
   if matched == nil then return {'error', err} end
   if not matched then return {'false'} end
   if ARGV[4] == '' then return {'true'} end
-  local h2, a2 = rules_apply_action(ARGV[4], h, a, nil)
-  if h2 == nil then return {'error', a2} end
-  if next(a2) ~= nil then h2.ap = a2 end
-  local js = rules_json(h2)
+  local h2, a2, chg = rules_apply_action(ARGV[4], h, a, nil)
+  if h2 == nil then return {'error', a2, chg} end
+  local js = rules_header(string.sub(blob, 6, 5 + hlen), h2, a2, chg)
+  if not js then return {'error', 'no header'} end
   local n = #js
   return {'ok', string.char(1, math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
                             math.floor(n / 256) % 256, n % 256) .. js .. string.sub(blob, 6 + hlen)}
@@ -634,3 +634,79 @@ def test_blob_round_trip_as_a_fan_out_script_does_it(evaluate: Any) -> None:
     old = codec.header_of(blob)
     old.pop("ap")
     assert header == dict(old, sj="routed")
+
+
+def raw_blob(header: bytes, body: bytes = b"body") -> bytes:
+    return b"\x01" + len(header).to_bytes(4, "big") + header + body
+
+
+def test_untouched_members_are_copied_byte_for_byte(evaluate: Any) -> None:
+    """cjson rounds numbers to 14 digits and writes 2.0 as 2: everything an action does not change
+    is copied from the stored header text, whatever its spacing; what it sets is written in its
+    kind (a double keeps its point)."""
+    header = (
+        b'{   "id":"m-1" , "sj":"s","ap": { "big" : 9007199254740993, "max":9223372036854775807,'
+        b' "two":2.0, "e":1E+300, "esc\\u0041\\"k":"v\\/", "dup":1, "dup":2, "nested":{"$td":1152921504606846977},'
+        b' "gone":true } , "pk" : "p"}'
+    )
+    action = compile_action(SqlRuleAction("SET sys.Label = 'r'; SET f = 5.0; SET i = 5; REMOVE gone; SET dup = dup"))
+    reply = evaluate("blob", compile_filter(TrueRuleFilter()), raw_blob(header), action)
+    assert reply[0] == b"ok", reply
+    text = reply[1][5 : 5 + int.from_bytes(reply[1][1:5], "big")]
+    for untouched in (
+        b'"id":"m-1"',
+        b'"big" : 9007199254740993',
+        b'"max":9223372036854775807',
+        b'"two":2.0',
+        b'"e":1E+300',
+        b'"nested":{"$td":1152921504606846977}',
+        b'"pk" : "p"',
+    ):
+        assert untouched in text, text
+    assert text.startswith(b"{   ")  # codec.spread's spaces stay
+    assert b"gone" not in text and text.count(b'"dup"') == 1
+    back = json.loads(text)
+    assert back["sj"] == "r"
+    assert back["ap"]["f"] == 5.0 and type(back["ap"]["f"]) is float
+    assert back["ap"]["i"] == 5 and type(back["ap"]["i"]) is int
+    assert back["ap"]["dup"] == 2 and back["ap"]['escA"k'] == "v/"
+    assert reply[1][5 + len(text) :] == b"body"
+
+
+def test_an_action_that_changes_nothing_keeps_the_header(evaluate: Any) -> None:
+    header = b'{"id":"x","ap":{"n":18446744073709551615,"f":0.1}}'
+    reply = evaluate(
+        "blob", compile_filter(TrueRuleFilter()), raw_blob(header), compile_action(SqlRuleAction("REMOVE nope"))
+    )
+    assert reply == [b"ok", raw_blob(header)]
+
+
+def test_re_encoded_headers_keep_values_and_types(evaluate: Any) -> None:
+    """A header whose numbers cjson reads exactly (integers below 2^53, doubles that are not
+    integral) is written again from the decoded tables: same values, same types."""
+    header = (
+        b'{"id":"8e7d","sj":"v1.05","ap":{"q":7,"p":2.5,"t":0.1,"neg":-12,"s":"x/y","n":null,"b":true,'
+        b'"dt":{"$dt":1700000000000},"big":9007199254740991}}'
+    )
+    action = compile_action(SqlRuleAction("SET d = 1.0; SET i = q * 2; SET s2 = s"))
+    reply = evaluate("blob", compile_filter(TrueRuleFilter()), raw_blob(header), action)
+    assert reply[0] == b"ok", reply
+    back = codec.header_of(reply[1])
+    before = json.loads(header)
+    assert {k: v for k, v in back.items() if k != "ap"} == {k: v for k, v in before.items() if k != "ap"}
+    expected = dict(before["ap"], d=1.0, i=14, s2="x/y")
+    assert back["ap"] == expected
+    assert {k: type(v) for k, v in back["ap"].items()} == {k: type(v) for k, v in expected.items()}
+
+
+def test_a_raw_clients_properties_array_is_an_evaluation_error_not_a_script_error(evaluate: Any) -> None:
+    """Only a raw client can store "ap" as an array or a number: an array has no such property, a
+    number is an evaluation error; an action that cannot write the header back fails that copy."""
+    array = raw_blob(b'{"id":"x","ap":[1,2]}')
+    assert evaluate("blob", compile_filter(SqlRuleFilter("a IS NULL")), array, "") == [b"true"]
+    action = compile_action(SqlRuleAction("SET a = 1"))
+    assert evaluate("blob", compile_filter(TrueRuleFilter()), array, action) == [b"error", b"no header"]
+    number = raw_blob(b'{"id":"x","ap":5}')
+    for program, act in ((compile_filter(SqlRuleFilter("a IS NULL")), ""), (compile_filter(TrueRuleFilter()), action)):
+        reply = evaluate("blob", program, number, act)
+        assert reply[0] == b"error" and b"not an object" in reply[1], reply

@@ -1,0 +1,294 @@
+"""Hostile rules and messages through a topic's fan-out (lua/publish.lua, lua/includes/rules.lua):
+a LIKE that backtracked for seconds, actions that grew a copy past every limit, actions that
+changed numbers they never touched, and a fuzz of filters and actions at the documented limits
+(docs/rules.md, Limits) during which the server's SLOWLOG must show no script call over 50 ms.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import strategies as st
+
+from sbredis import ServiceBusClient, ServiceBusMessage, ServiceBusReceiveMode, ServiceBusSubQueue
+from sbredis._core.rules import MAX_ACTION_STATEMENTS, MAX_NESTING, SqlRuleAction, SqlRuleFilter, TrueRuleFilter
+from sbredis.exceptions import MessageSizeExceededError
+from sbredis.management import ServiceBusAdministrationClient
+from tests.redis_server import RedisServer
+
+pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.standalone]
+
+SLOW_US = 50_000  # a script call slower than this is a failure
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RedisServer]:
+    srv = RedisServer().start()
+    raw = redis.Redis.from_url(srv.url)
+    raw.config_set("slowlog-log-slower-than", SLOW_US)
+    raw.config_set("slowlog-max-len", 1024)
+    raw.close()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def admin(server: RedisServer) -> Iterator[ServiceBusAdministrationClient]:
+    with ServiceBusAdministrationClient.from_connection_string(server.url) as a:
+        yield a
+
+
+@pytest.fixture(scope="module")
+def client(server: RedisServer) -> Iterator[ServiceBusClient]:
+    with ServiceBusClient.from_connection_string(server.url) as c:
+        yield c
+
+
+@pytest.fixture()
+def slowlog(server: RedisServer) -> Iterator[redis.Redis]:
+    """The test's script calls must each take less than SLOW_US (the server's own measure)."""
+    raw = redis.Redis.from_url(server.url)
+    raw.slowlog_reset()
+    yield raw
+    slow = [
+        (e["duration"], e["command"][:60])
+        for e in raw.slowlog_get(1024)
+        if e["command"].split(b" ", 1)[0].upper() in (b"EVALSHA", b"EVAL")
+    ]
+    raw.close()
+    assert not slow, f"script calls over {SLOW_US} us: {slow}"
+
+
+def make_topic(admin: Any, rules: dict[str, tuple[Any, Any]], **kw: Any) -> str:
+    """A topic with one subscription per entry: name -> (filter, action), the only rule."""
+    topic = "t-" + uuid.uuid4().hex[:10]
+    admin.create_topic(topic, **kw)
+    for name, (rule_filter, action) in rules.items():
+        admin.create_subscription(topic, name)
+        admin.delete_rule(topic, name, "$Default")
+        admin.create_rule(topic, name, "r", filter=rule_filter or TrueRuleFilter(), action=action)
+    return topic
+
+
+def drain(client: Any, topic: str, sub: str, **kw: Any) -> list[Any]:
+    with client.get_subscription_receiver(topic, sub, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, **kw) as r:
+        out: list[Any] = []
+        while True:
+            got = r.receive_messages(100, max_wait_time=0.3)
+            if not got:
+                return out
+            out += got
+
+
+def dead(client: Any, topic: str, sub: str) -> list[Any]:
+    return drain(client, topic, sub, sub_queue=ServiceBusSubQueue.DEAD_LETTER)
+
+
+# ------------------------------------------------------------------------------ regressions
+def test_like_that_backtracked_for_seconds_answers_at_once(admin: Any, client: Any, slowlog: Any) -> None:
+    """sys.label LIKE '%a%b%c%d%e%f%g%' on a 360-character subject kept a publish running 15-25 s
+    (one string.find backtracking); with LIKE user.p a sender alone picked the pattern."""
+    pattern = "%a%b%c%d%e%f%g%"
+    topic = make_topic(
+        admin,
+        {
+            "constant": (SqlRuleFilter(f"sys.label LIKE '{pattern}'"), None),
+            "sender": (SqlRuleFilter("sys.label LIKE user.p"), None),
+        },
+    )
+    with client.get_topic_sender(topic) as s:
+        for subject in ("abcdef" * 60, "abcdef" * 10_000, "abcdef" * 60 + "g"):
+            s.send_messages(ServiceBusMessage(subject, subject=subject, application_properties={"p": pattern}))
+    for sub in ("constant", "sender"):
+        assert [m.subject for m in drain(client, topic, sub)] == ["abcdef" * 60 + "g"]
+        assert dead(client, topic, sub) == []
+
+
+def test_action_growth_past_the_message_size_dead_letters_the_copy(admin: Any, client: Any, slowlog: Any) -> None:
+    """Eight SET p = p + p stored a 2,560,000-character property on a topic of 64 KiB messages."""
+    doubling = SqlRuleAction("; ".join(["SET p = p + p"] * 8))
+    topic = make_topic(
+        admin,
+        {
+            "double": (None, doubling),
+            "copies": (None, SqlRuleAction("; ".join(f"SET c{i} = p" for i in range(7)))),
+            "small": (None, SqlRuleAction("SET q = p + '!'")),
+            "plain": (None, None),
+        },
+        max_message_size_in_kilobytes=64,
+    )
+    with client.get_topic_sender(topic) as s:
+        s.send_messages(ServiceBusMessage("body", application_properties={"p": "x" * 10_000}))
+    assert [str(m) for m in drain(client, topic, "plain")] == ["body"]
+    assert [(m.application_properties or {})["q"] for m in drain(client, topic, "small")] == ["x" * 10_000 + "!"]
+    for sub, words in (
+        ("double", "longer than the maximum message size"),
+        ("copies", "The copy after the action of a rule is"),
+    ):
+        assert drain(client, topic, sub) == []
+        [d] = dead(client, topic, sub)
+        assert d.dead_letter_reason == "MessageSizeExceeded"
+        assert words in (d.dead_letter_error_description or "")
+        assert str(d) == "body" and (d.application_properties or {})["p"] == "x" * 10_000  # the message as sent
+
+
+def test_a_rule_over_its_work_limit_dead_letters_the_copy(admin: Any, client: Any, slowlog: Any) -> None:
+    topic = make_topic(admin, {"sender": (SqlRuleFilter("sys.label LIKE user.p"), None), "all": (None, None)})
+    subject = "a" * 200_000
+    pattern = "%" + ("a" * 500 + "_") * 2 + "b%"  # a candidate at every position
+    with client.get_topic_sender(topic) as s:
+        s.send_messages(ServiceBusMessage("body", subject=subject, application_properties={"p": pattern}))
+    assert drain(client, topic, "sender") == []
+    [d] = dead(client, topic, "sender")
+    assert d.dead_letter_reason == "RuleEvaluationLimitExceeded"
+    assert "work units" in (d.dead_letter_error_description or "")
+    assert len(drain(client, topic, "all")) == 1
+
+
+def test_a_large_batch_of_ordinary_rules_stays_within_the_publish_budget(admin: Any, client: Any) -> None:
+    """The per-publish budget grows with the batch: 2,000 small messages through LIKE filters and an
+    action on 4 subscriptions are all delivered, none dead-lettered. (No SLOWLOG check: storing
+    8,000 copies in one call takes longer than 50 ms whatever the rules.)"""
+    topic = make_topic(
+        admin,
+        {
+            "prefix": (SqlRuleFilter("sys.label LIKE 'order-%'"), None),
+            "infix": (SqlRuleFilter("color LIKE '%e%' AND sys.label LIKE '%-_%'"), None),
+            "escaped": (SqlRuleFilter("code LIKE 'A!_%' ESCAPE '!'"), None),
+            "action": (SqlRuleFilter("color IN ('red', 'blue')"), SqlRuleAction("SET tag = sys.label + '/' + color")),
+        },
+    )
+    n = 2_000
+    with client.get_topic_sender(topic) as s:
+        s.send_messages(
+            [
+                ServiceBusMessage(
+                    str(i), subject=f"order-{i}", application_properties={"color": "red", "code": f"A_{i}"}
+                )
+                for i in range(n)
+            ]
+        )
+    for sub in ("prefix", "infix", "escaped", "action"):
+        assert len(drain(client, topic, sub)) == n, sub
+        assert dead(client, topic, sub) == [], sub
+
+
+EXACT: dict[str, Any] = {
+    "above_2_53": 2**53 + 1,
+    "int64_max": 2**63 - 1,
+    "int64_min": -(2**63),
+    "two_point_zero": 2.0,
+    "minus_zero": -0.0,
+    "tenth": 0.1,
+    "huge": 1e300,
+    "subnormal": 5e-324,
+    "text": 'a/b \u2028 é "q" \\',
+    "when": datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC),
+    "span": timedelta(microseconds=2**60 + 1),
+    "flag": True,
+    "nothing": None,
+    "bytes": b"\x00\xff",
+}
+
+
+def test_untouched_properties_come_out_exactly_as_sent(admin: Any, client: Any, slowlog: Any) -> None:
+    """An action re-encoded every property: 2**53+1 came back as 2**53, 2**63-1 as a float, 2.0 as 2."""
+    topic = make_topic(
+        admin,
+        {
+            "act": (None, SqlRuleAction("SET added = 1; SET f = 5.0; SET sys.Label = 'routed'; REMOVE gone")),
+            "set_same": (None, SqlRuleAction("SET two_point_zero = two_point_zero + 0.5; SET tenth = tenth")),
+        },
+    )
+    props: dict[str, Any] = dict(EXACT, gone="x")
+    sent: dict[str | bytes, Any] = {}
+    sent.update(props)
+    with client.get_topic_sender(topic) as s:
+        s.send_messages(ServiceBusMessage(b"\x01body", application_properties=sent, subject="s", message_id="m-1"))
+    [m] = drain(client, topic, "act")
+    got = dict(m.application_properties or {})
+    assert got == dict(EXACT, added=1, f=5.0)
+    assert {k: type(v) for k, v in got.items()} == {k: type(v) for k, v in dict(EXACT, added=1, f=5.0).items()}
+    assert str(got["minus_zero"]) == "-0.0"
+    assert m.subject == "routed" and m.message_id == "m-1" and bytes(m.body) == b"\x01body"
+    [m] = drain(client, topic, "set_same")
+    got = dict(m.application_properties or {})
+    assert got == dict(props, two_point_zero=2.5)
+    assert type(got["tenth"]) is float and got["tenth"] == 0.1
+
+
+# ---------------------------------------------------------------------------------- the fuzz
+LONGEST = 1024  # rules.MAX_EXPRESSION_LENGTH
+
+
+def _constant_pattern() -> str:
+    """The longest constant LIKE pattern a filter can hold, full of % and _."""
+    head = "sys.label LIKE '"
+    body = ("%a_b" * LONGEST)[: LONGEST - len(head) - 2]
+    return head + body + "'"
+
+
+def _nested() -> str:
+    core = "sys.label LIKE user.p OR user.s LIKE user.p ESCAPE '!'"
+    return "(" * (MAX_NESTING - 1) + core + ")" * (MAX_NESTING - 1)
+
+
+def _chain() -> str:
+    expr = "SET q = s"
+    while len(expr) + 2 <= LONGEST:
+        expr += "+s"
+    return expr
+
+
+FUZZ_RULES: dict[str, tuple[Any, Any]] = {
+    "pattern": (SqlRuleFilter("sys.label LIKE user.p"), None),
+    "escaped": (SqlRuleFilter("user.s LIKE user.p ESCAPE '!'"), None),
+    "constant": (SqlRuleFilter(_constant_pattern()), None),
+    "nested": (SqlRuleFilter(_nested()), None),
+    "named": (SqlRuleFilter("p(user.s) = 1 OR p(user.p) IS NULL"), None),
+    "doubling": (None, SqlRuleAction("; ".join(["SET s = s + s"] * MAX_ACTION_STATEMENTS))),
+    "chain": (None, SqlRuleAction(_chain())),
+    "like_act": (SqlRuleFilter("user.s LIKE user.p"), SqlRuleAction("SET q = sys.label + user.p")),
+    "all": (None, None),
+}
+
+PIECES = ["a", "b", "ab", "%", "_", "!", "a_", "%a", "é", "😀", "aaaaaaaaaaaaaaab"]
+
+
+@st.composite
+def hostile_text(draw: st.DrawFn, max_len: int) -> str:
+    """A few pieces repeated up to max_len characters: long, regular and near-matching."""
+    unit = "".join(draw(st.lists(st.sampled_from(PIECES), min_size=1, max_size=6)))
+    reps = draw(st.integers(1, max(1, max_len // len(unit))))
+    return (unit * reps)[:max_len] + draw(st.sampled_from(["", "b", "%", "g"]))
+
+
+@given(
+    label=hostile_text(60_000),
+    p=hostile_text(40_000),
+    s=hostile_text(30_000),
+    count=st.sampled_from([1, 2]),
+)
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+def test_fuzzed_rules_at_the_limits_never_hold_the_server(
+    admin: Any, client: Any, fuzz_topic: str, slowlog: Any, label: str, p: str, s: str, count: int
+) -> None:
+    props: dict[str | bytes, Any] = {"p": p, "s": s}
+    with client.get_topic_sender(fuzz_topic) as sender:
+        try:
+            sender.send_messages(
+                [ServiceBusMessage(str(i), subject=label, application_properties=props) for i in range(count)]
+            )
+        except MessageSizeExceededError:
+            reject()  # a batch over 256 KiB: refused before any script runs
+
+
+@pytest.fixture(scope="module")
+def fuzz_topic(admin: Any) -> str:
+    return make_topic(admin, FUZZ_RULES)
