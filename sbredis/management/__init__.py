@@ -12,8 +12,12 @@ from .._core.topic_entity import RuleProperties, SubscriptionProperties, TopicPr
 from .._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from .._sync._admin import ServiceBusAdministrationClient
 from .._topic_models import SubscriptionRuntimeProperties, TopicRuntimeProperties
+from ._sdk_names import AccessRights, ApiVersion, AuthorizationRule
 
 __all__ = [
+    "AccessRights",
+    "ApiVersion",
+    "AuthorizationRule",
     "CorrelationRuleFilter",
     "EntityStatus",
     "FalseRuleFilter",

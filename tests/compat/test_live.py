@@ -95,6 +95,7 @@ def _summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"totals": dict(totals)}
 
 
+@pytest.mark.timeout(3600)  # the first test waits for every file (about 6 minutes on 2 cores)
 @pytest.mark.parametrize("relative", FILES)
 def test_live_file(relative: str, live_results: dict[str, dict[str, Any]]) -> None:
     tests = live_results[relative]

@@ -11,9 +11,13 @@ from ..._core.rules import (
 from ..._core.topic_entity import RuleProperties, SubscriptionProperties, TopicProperties
 from ..._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from ..._topic_models import SubscriptionRuntimeProperties, TopicRuntimeProperties
+from ...management._sdk_names import AccessRights, ApiVersion, AuthorizationRule
 from .._admin import ServiceBusAdministrationClient
 
 __all__ = [
+    "AccessRights",
+    "ApiVersion",
+    "AuthorizationRule",
     "CorrelationRuleFilter",
     "EntityStatus",
     "FalseRuleFilter",
