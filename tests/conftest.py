@@ -9,7 +9,7 @@ Tests that start, kill or proxy their own server (they ask for ``redis_server``)
 Each conformance test that uses the ``client`` or ``admin`` fixture also runs through both APIs (the
 ``api`` parameter): ``sync`` gives the sbredis classes, ``async`` the sbredis.aio ones behind the sync
 adapter of tests/sync_over_async.py. A test that builds its own client or renewer takes the classes
-from the ``sb`` fixture so that it too runs through the API under test.
+from the ``sb_api`` fixture so that it too runs through the API under test.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tests.redis_server import RedisServer
 MEMORY_URL = "memory://conformance"  # the in-process backend (fakeredis running the same Lua scripts)
 
 
-API_FIXTURES = {"client", "admin", "sb"}  # asked for by the test itself, not only through make_queue
+API_FIXTURES = {"client", "admin", "sb_api"}  # asked for by the test itself, not only through make_queue
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -91,7 +91,7 @@ def api(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture()
-def sb(api: str) -> Iterator[Any]:
+def sb_api(api: str) -> Iterator[Any]:
     """The classes of the API under test: ``ServiceBusClient``, ``ServiceBusAdministrationClient``,
     ``AutoLockRenewer``, each presenting the sync API."""
     from tests.sync_over_async import AsyncApi, SyncApi
@@ -102,14 +102,14 @@ def sb(api: str) -> Iterator[Any]:
 
 
 @pytest.fixture()
-def admin(url: str, sb: Any) -> Iterator[Any]:
-    with sb.ServiceBusAdministrationClient.from_connection_string(url) as a:
+def admin(url: str, sb_api: Any) -> Iterator[Any]:
+    with sb_api.ServiceBusAdministrationClient.from_connection_string(url) as a:
         yield a
 
 
 @pytest.fixture()
-def client(url: str, sb: Any) -> Iterator[Any]:
-    with sb.ServiceBusClient.from_connection_string(url) as c:
+def client(url: str, sb_api: Any) -> Iterator[Any]:
+    with sb_api.ServiceBusClient.from_connection_string(url) as c:
         yield c
 
 
