@@ -504,14 +504,6 @@ def test_key_heuristic_catches_bad_calls() -> None:
 
 
 # --------------------------------------------------------------------------- Lua 5.1 checks
-@pytest.fixture(scope="module")
-def lua51() -> Any:
-    """A Lua 5.1 runtime (lupa, in the test extra: a missing lupa is an error here, never a skip)."""
-    from lupa import lua51 as lupa_lua51
-
-    return lupa_lua51.LuaRuntime(encoding=None)
-
-
 def compile51(lua: Any, src: str, name: str) -> bytes:
     """The Lua 5.1 bytecode of `src`; AssertionError with the compiler's message on a syntax error."""
     dump = lua.eval(
