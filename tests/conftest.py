@@ -5,10 +5,16 @@ The conformance suite (modules marked ``conformance``) runs three times (the ``b
 against the standalone server, against the cluster, and on ``memory://`` (fakeredis in-process).
 Tests that start, kill or proxy their own server (they ask for ``redis_server``) or are marked
 ``standalone`` run on the standalone server only.
+
+Each conformance test that uses the ``client`` or ``admin`` fixture also runs through both APIs (the
+``api`` parameter): ``sync`` gives the sbredis classes, ``async`` the sbredis.aio ones behind the sync
+adapter of tests/sync_over_async.py. A test that builds its own client or renewer takes the classes
+from the ``sb_api`` fixture so that it too runs through the API under test.
 """
 
 from __future__ import annotations
 
+import inspect
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,12 +28,17 @@ from tests.redis_server import RedisServer
 MEMORY_URL = "memory://conformance"  # the in-process backend (fakeredis running the same Lua scripts)
 
 
+API_FIXTURES = {"client", "admin", "sb_api"}  # asked for by the test itself, not only through make_queue
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "backend" not in metafunc.fixturenames or metafunc.definition.get_closest_marker("conformance") is None:
+    if metafunc.definition.get_closest_marker("conformance") is None:
         return
-    if metafunc.definition.get_closest_marker("standalone") or "redis_server" in metafunc.fixturenames:
-        return
-    metafunc.parametrize("backend", ["standalone", "cluster", "memory"], indirect=True)
+    one_server = metafunc.definition.get_closest_marker("standalone") or "redis_server" in metafunc.fixturenames
+    if "backend" in metafunc.fixturenames and not one_server:
+        metafunc.parametrize("backend", ["standalone", "cluster", "memory"], indirect=True)
+    if API_FIXTURES & set(inspect.signature(metafunc.function).parameters):
+        metafunc.parametrize("api", ["sync", "async"], indirect=True)
 
 
 @pytest.fixture()
@@ -74,18 +85,31 @@ def raw_redis(request: pytest.FixtureRequest, backend: str) -> Any:
 
 
 @pytest.fixture()
-def admin(url: str) -> Iterator[Any]:
-    from sbredis.management import ServiceBusAdministrationClient
+def api(request: pytest.FixtureRequest) -> str:
+    """The API a conformance test runs through: ``sync`` (sbredis) or ``async`` (sbredis.aio, adapted)."""
+    return str(getattr(request, "param", "sync"))
 
-    with ServiceBusAdministrationClient.from_connection_string(url) as a:
+
+@pytest.fixture()
+def sb_api(api: str) -> Iterator[Any]:
+    """The classes of the API under test: ``ServiceBusClient``, ``ServiceBusAdministrationClient``,
+    ``AutoLockRenewer``, each presenting the sync API."""
+    from tests.sync_over_async import AsyncApi, SyncApi
+
+    classes = AsyncApi() if api == "async" else SyncApi()
+    yield classes
+    classes.close()
+
+
+@pytest.fixture()
+def admin(url: str, sb_api: Any) -> Iterator[Any]:
+    with sb_api.ServiceBusAdministrationClient.from_connection_string(url) as a:
         yield a
 
 
 @pytest.fixture()
-def client(url: str) -> Iterator[Any]:
-    from sbredis import ServiceBusClient
-
-    with ServiceBusClient.from_connection_string(url) as c:
+def client(url: str, sb_api: Any) -> Iterator[Any]:
+    with sb_api.ServiceBusClient.from_connection_string(url) as c:
         yield c
 
 

@@ -212,8 +212,9 @@ def run_pytest(block: Block, env: dict[str, str], timeout: float = 120) -> str:
     return ""
 
 
-def run_chain(block: Block, namespace: dict[str, object], env: dict[str, str]) -> None:
-    """Run `block` and its `continues` blocks, checking each one's expected output."""
+def run_chain(block: Block, namespace: dict[str, object], env: dict[str, str]) -> str:
+    """Run `block` and its `continues` blocks, checking each one's expected output; all they printed."""
+    printed = []
     for b in chain(block):
         if "pytest" in b.tags:
             out = run_pytest(b, env)
@@ -223,3 +224,5 @@ def run_chain(block: Block, namespace: dict[str, object], env: dict[str, str]) -
             out = run_python(b, namespace)
         if b.output is not None:
             assert out == b.output, f"{b.id}: the output differs from the page\n--- page\n{b.output}--- ran\n{out}"
+        printed.append(out)
+    return "".join(printed)

@@ -48,9 +48,82 @@ def sample_env(redis_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[d
     raw.close()
 
 
+def _peek(url: str, queue: str, **kwargs: Any) -> list[Any]:
+    from sbredis import ServiceBusClient
+
+    with ServiceBusClient.from_connection_string(url) as client, client.get_queue_receiver(queue, **kwargs) as r:
+        return list(r.peek_messages(10))
+
+
+def _check_paired(ns: dict[str, Any], printed: str, url: str) -> None:
+    paired = ns["paired"]
+    # the primary was up: nothing failed over, the message is in the primary's queue
+    assert list(paired.unavailable_entities) == [] and paired.metrics.backlog_messages_sent == 0
+    assert printed == f"{paired.unavailable_entities} 0\n"
+    assert [str(m) for m in _peek(url, "orders")] == ["hello"]
+
+
+def _check_rules(ns: dict[str, Any], printed: str, url: str) -> None:
+    import json
+
+    block = next(b for b in STANDALONE if b.id == "docs/rules.md:12")
+    shown = re.search(r"program = compile_filter\(f\)  # '(.*)'", block.code)
+    assert shown is not None
+    assert ns["program"] == shown.group(1)  # the compiled program the page shows
+    assert ns["compile_filter"](ns["filter_from_dict"](json.loads(json.dumps(ns["stored"])))) == ns["program"]
+    steps = json.loads(ns["action"])[1:]
+    assert [step[0] for step in steps] == ["set", "rm"] and steps[1] == ["rm", ["p", "priority"]]
+
+
+def _check_topics(ns: dict[str, Any], printed: str, url: str) -> None:
+    from sbredis import ServiceBusClient, ServiceBusSubQueue
+    from sbredis.management import ServiceBusAdministrationClient
+
+    with ServiceBusAdministrationClient.from_connection_string(url) as admin:
+        assert admin.get_subscription_runtime_properties("orders", "all").total_message_count == 0  # completed
+    # the eu copy went through the rule's action; the sample never creates eu-orders, so the forward
+    # lands in the transfer dead-letter subqueue
+    with (
+        ServiceBusClient.from_connection_string(url) as client,
+        client.get_subscription_receiver("orders", "eu", sub_queue=ServiceBusSubQueue.TRANSFER_DEAD_LETTER) as r,
+    ):
+        [copy] = r.peek_messages(10)
+    assert str(copy) == "o-1" and copy.application_properties == {"region": "eu", "routed": True}
+    assert copy.dead_letter_reason == "MessagingEntityNotFound"
+
+
+def _check_readme(ns: dict[str, Any], printed: str, url: str) -> None:
+    from sbredis.management import ServiceBusAdministrationClient
+
+    assert printed == "[]\n"  # nothing dead-lettered
+    with ServiceBusAdministrationClient.from_connection_string(url) as admin:
+        props = admin.get_queue_runtime_properties("orders")
+    assert props.total_message_count == 0 and props.dead_letter_message_count == 0  # "hi" was completed
+
+
+# what a sample with no output block on its page must leave behind (its id: file and first code line)
+SAMPLE_CHECKS = {
+    "docs/paired-namespaces.md:10": _check_paired,
+    "docs/rules.md:12": _check_rules,
+    "docs/topics.md:4": _check_topics,
+    "README.md:44": _check_readme,
+}
+
+
 @pytest.mark.parametrize("block", STANDALONE, ids=_ids(STANDALONE))
 def test_sample(block: samples.Block, sample_env: dict[str, str]) -> None:
-    samples.run_chain(block, {"__name__": "__main__"}, sample_env)
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    printed = samples.run_chain(block, namespace, sample_env)
+    if block.id in SAMPLE_CHECKS:
+        SAMPLE_CHECKS[block.id](namespace, printed, sample_env["SBREDIS_URL"])
+
+
+def test_every_sample_has_an_oracle() -> None:
+    """A sample is checked by its page's output block, by being a test module, or by SAMPLE_CHECKS."""
+    unchecked = {
+        b.id for b in STANDALONE if not any(c.output is not None or "pytest" in c.tags for c in samples.chain(b))
+    }
+    assert unchecked == set(SAMPLE_CHECKS), "add an output block to the page, or a check to SAMPLE_CHECKS"
 
 
 def _entities(url: str) -> set[tuple[str, str]]:

@@ -3,7 +3,6 @@ killed (SIGKILL), failover to a replica, seeds, AUTH, and waiting for replicas."
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -79,12 +78,10 @@ def test_a_killed_primary(cluster: RedisCluster) -> None:
 
         # a send pinned to a dead partition fails, retryable, naming the partition
         key = next(k for k in (f"key-{i}" for i in range(1000)) if partition_of(k, 16) in dead_parts)
-        t = time.monotonic()
         with pytest.raises(ServiceBusConnectionError) as info:
             s.send_messages(ServiceBusMessage("pinned", partition_key=key))
         assert info.value.retryable
         assert f"partition {partition_of(key, 16)} of 'q'" in info.value.message
-        assert time.monotonic() - t < 5
 
         # receives keep serving from the live partitions
         with c.get_queue_receiver("q", max_wait_time=0.5) as r:

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+import sbredis
 import sbredis.aio
-from sbredis import AutoLockRenewer, ServiceBusClient, ServiceBusMessage
+from sbredis import ServiceBusClient, ServiceBusMessage
 from sbredis.exceptions import (
     AutoLockRenewFailed,
     AutoLockRenewTimeout,
@@ -24,10 +25,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 LOCK = timedelta(seconds=1)
 
 
-def test_renewer_keeps_a_lock_for_three_lock_durations(client: ServiceBusClient, make_queue: Any) -> None:
+def test_renewer_keeps_a_lock_for_three_lock_durations(client: ServiceBusClient, make_queue: Any, sb_api: Any) -> None:
     q = make_queue(lock_duration=LOCK)
     client.get_queue_sender(q).send_messages(ServiceBusMessage("long job"))
-    with AutoLockRenewer() as renewer, client.get_queue_receiver(q, max_wait_time=0.2) as r:
+    with sb_api.AutoLockRenewer() as renewer, client.get_queue_receiver(q, max_wait_time=0.2) as r:
         (m,) = r.receive_messages(1, max_wait_time=2)
         renewer.register(r, m, max_lock_renewal_duration=30)
         first_until = m.locked_until_utc
@@ -40,10 +41,10 @@ def test_renewer_keeps_a_lock_for_three_lock_durations(client: ServiceBusClient,
         assert m.auto_renew_error is None
 
 
-def test_receiver_option_registers_every_message(client: ServiceBusClient, make_queue: Any) -> None:
+def test_receiver_option_registers_every_message(client: ServiceBusClient, make_queue: Any, sb_api: Any) -> None:
     q = make_queue(lock_duration=LOCK)
     client.get_queue_sender(q).send_messages([ServiceBusMessage(str(i)) for i in range(5)])
-    renewer = AutoLockRenewer(max_lock_renewal_duration=30)
+    renewer = sb_api.AutoLockRenewer(max_lock_renewal_duration=30)
     with client.get_queue_receiver(q, auto_lock_renewer=renewer) as r:
         got = []
         while len(got) < 5:
@@ -53,12 +54,14 @@ def test_receiver_option_registers_every_message(client: ServiceBusClient, make_
     renewer.close()
 
 
-def test_failure_callback_gets_the_message_and_the_error(client: ServiceBusClient, make_queue: Any) -> None:
+def test_failure_callback_gets_the_message_and_the_error(
+    client: ServiceBusClient, make_queue: Any, sb_api: Any
+) -> None:
     q = make_queue(lock_duration=LOCK)
     client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
     failures: list[tuple[Any, Any]] = []
     with (
-        AutoLockRenewer(on_lock_renew_failure=lambda m, e: failures.append((m, e))) as renewer,
+        sb_api.AutoLockRenewer(on_lock_renew_failure=lambda m, e: failures.append((m, e))) as renewer,
         client.get_queue_receiver(q) as r,
     ):
         (m,) = r.receive_messages(1, max_wait_time=2)
@@ -72,12 +75,12 @@ def test_failure_callback_gets_the_message_and_the_error(client: ServiceBusClien
     assert m.auto_renew_error is err
 
 
-def test_max_renewal_duration_lets_the_lock_elapse(client: ServiceBusClient, make_queue: Any) -> None:
+def test_max_renewal_duration_lets_the_lock_elapse(client: ServiceBusClient, make_queue: Any, sb_api: Any) -> None:
     q = make_queue(lock_duration=LOCK)
     client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
     failures: list[Any] = []
     with (
-        AutoLockRenewer(max_lock_renewal_duration=0.5, on_lock_renew_failure=failures.append) as renewer,
+        sb_api.AutoLockRenewer(max_lock_renewal_duration=0.5, on_lock_renew_failure=failures.append) as renewer,
         client.get_queue_receiver(q) as r,
     ):
         (m,) = r.receive_messages(1, max_wait_time=2)
@@ -91,10 +94,10 @@ def test_max_renewal_duration_lets_the_lock_elapse(client: ServiceBusClient, mak
     assert failures == []  # a timeout is not a failure (as in the Azure SDK)
 
 
-def test_register_rejects_what_holds_no_lock(client: ServiceBusClient, make_queue: Any) -> None:
+def test_register_rejects_what_holds_no_lock(client: ServiceBusClient, make_queue: Any, sb_api: Any) -> None:
     q = make_queue()
     client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
-    renewer = AutoLockRenewer()
+    renewer = sb_api.AutoLockRenewer()
     with client.get_queue_receiver(q) as r:
         (peeked,) = r.peek_messages(1)
         with pytest.raises(InvalidOperationError):
@@ -102,7 +105,7 @@ def test_register_rejects_what_holds_no_lock(client: ServiceBusClient, make_queu
         with pytest.raises(InvalidArgumentError):
             renewer.register(r, ServiceBusMessage("not received"))
         with pytest.raises(InvalidArgumentError):
-            AutoLockRenewer(max_lock_renewal_duration=0)
+            sb_api.AutoLockRenewer(max_lock_renewal_duration=0)
         (m,) = r.receive_messages(1, max_wait_time=2)
         renewer.close()
         with pytest.raises(InvalidOperationError):
@@ -128,6 +131,22 @@ def test_async_renewer(url: str, make_queue: Any) -> None:
                 await asyncio.sleep(2.5)
                 await r.complete_message(m)
             assert failures == []
+
+    asyncio.run(main())
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: an aio receiver takes a sync AutoLockRenewer without a word; its thread then dies on "
+    "`receiver._renew_each` (a coroutine: TypeError) and the lock elapses with no callback or auto_renew_error",
+)
+def test_an_async_receiver_refuses_a_sync_renewer(url: str, make_queue: Any) -> None:
+    q = make_queue(lock_duration=LOCK)
+
+    async def main() -> None:
+        async with sbredis.aio.ServiceBusClient.from_connection_string(url) as c:
+            with pytest.raises(InvalidArgumentError):
+                c.get_queue_receiver(q, auto_lock_renewer=sbredis.AutoLockRenewer())
 
     asyncio.run(main())
 

@@ -4,7 +4,6 @@ stored twice when duplicate detection is on."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -85,11 +84,11 @@ def test_no_retries_when_retry_total_is_zero(redis_server: RedisServer, make_que
 
 def test_errors_that_are_not_retryable_are_not_retried(url: str) -> None:
     before = redis.Redis.from_url(url).info("commandstats").get("cmdstat_hget", {}).get("calls", 0)
-    with ServiceBusClient.from_connection_string(url, retry_total=5, retry_backoff_factor=1) as c:
-        t = time.monotonic()
-        with pytest.raises(MessagingEntityNotFoundError):
-            c.get_queue_sender("missing-queue").send_messages(ServiceBusMessage("x"))
-        assert time.monotonic() - t < 1
+    with (
+        ServiceBusClient.from_connection_string(url, retry_total=5, retry_backoff_factor=1) as c,
+        pytest.raises(MessagingEntityNotFoundError),
+    ):
+        c.get_queue_sender("missing-queue").send_messages(ServiceBusMessage("x"))
     after = redis.Redis.from_url(url).info("commandstats")["cmdstat_hget"]["calls"]
     assert after - before == 1  # one registry read, no retries
 

@@ -12,7 +12,6 @@ import pytest
 
 from sbredis import (
     NEXT_AVAILABLE_SESSION,
-    AutoLockRenewer,
     ServiceBusClient,
     ServiceBusMessage,
     ServiceBusReceiveMode,
@@ -205,10 +204,10 @@ def test_renewing_the_session_renews_its_messages(client: ServiceBusClient, make
         r.complete_message(m)  # 1.5 s after the receive: alive thanks to the session renewals
 
 
-def test_auto_lock_renewer_keeps_a_session(client: ServiceBusClient, make_queue: Any) -> None:
+def test_auto_lock_renewer_keeps_a_session(client: ServiceBusClient, make_queue: Any, sb_api: Any) -> None:
     q = make_queue(requires_session=True, lock_duration=LOCK)
     send(client, q, msg("m", "a"))
-    with AutoLockRenewer() as renewer:
+    with sb_api.AutoLockRenewer() as renewer:
         with client.get_queue_receiver(q, session_id="a", auto_lock_renewer=renewer) as r:
             (m,) = r.receive_messages(1, max_wait_time=1)
             time.sleep(2.2)

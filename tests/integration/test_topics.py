@@ -40,11 +40,13 @@ def topic(admin: Any) -> str:
     return name
 
 
-def drain(client: Any, topic: str, sub: str, **kw: Any) -> list[Any]:
+def drain(client: Any, topic: str, sub: str, wait: float = 0, **kw: Any) -> list[Any]:
+    """Receive-and-delete until a receive gets nothing. A send stores every subscription's copy before it
+    returns, so nothing is waited for unless `wait` (seconds) says so."""
     with client.get_subscription_receiver(topic, sub, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, **kw) as r:
         out: list[Any] = []
         while True:
-            got = r.receive_messages(100, max_wait_time=0.3)
+            got = r.receive_messages(100, max_wait_time=wait)
             if not got:
                 return out
             out += got

@@ -77,6 +77,8 @@ class Msg:
     exp: int  # 0: never
     dc: int = 0
     seq: int = 0  # global sequence number, once known
+    dseq: int = 0  # the dead-letter subqueue's own sequence number, once stored there
+    dseq_received: int = 0  # the one a dead-letter receiver reported before the model saw it stored
     holder: Any = None  # the received message object whose lock holds it
     until: int = 0  # locked until (server ms)
     home: str = ACTIVE  # where a released lock returns it
@@ -96,6 +98,7 @@ class Seen:
     nonce: str = ""
     reason: str | None = None
     place: str = ""
+    dseq: int = 0  # the dead-letter subqueue's sequence number (0: not stored there)
 
 
 class QueueModel(RuleBasedStateMachine):
@@ -110,6 +113,7 @@ class QueueModel(RuleBasedStateMachine):
         self.ids: list[str] = []
         self.handles: list[tuple[str, Any]] = []  # (receiver name, received message)
         self.scheduled_seqs: list[int] = []
+        self.last_dseq: dict[int, int] = {}  # partition -> the highest dead-letter sequence number seen
         self.counter = 0
         self.closers: list[Any] = []
 
@@ -298,8 +302,13 @@ class QueueModel(RuleBasedStateMachine):
             assert g.enqueued_time_utc == codec.from_ms(m.enq)
             dead = states == (DLQ,)  # dead-lettered messages never expire
             assert g.expires_at_utc == (codec.from_ms(m.exp) if m.exp and not dead else None)
-            if m.seq:
-                assert g.sequence_number == m.seq or states == (DLQ,)
+            if states == (DLQ,):  # the dead-letter subqueue numbers its messages itself
+                if m.dseq:
+                    assert g.sequence_number == m.dseq, (g.sequence_number, m.dseq)
+                else:  # moved there by this receive's sweep: the next look checks it is the stored one
+                    m.dseq_received = g.sequence_number
+            elif m.seq:
+                assert g.sequence_number == m.seq
             out.append(m)
         if states != (DLQ,):  # main queue: per partition, the oldest available ones
             for p in {g.partition_id for g in got}:
@@ -501,6 +510,7 @@ class QueueModel(RuleBasedStateMachine):
                 places = [n for n, z in z3 if dseq in z]
                 assert len(places) == 1, f"dead-lettered {key} (dseq {dseq}) is in {places}"
                 view = Seen(DLQ, int(ddc.get(dseq, 0)), base | int(f[b"os"]), reason=f[b"r"].decode() or None)
+                view.dseq = base | dseq
                 if places[0] == "deferred":
                     view.state = DLQ_DEFERRED
                 elif places[0] == "locked":
@@ -551,6 +561,26 @@ class QueueModel(RuleBasedStateMachine):
             return Seen(DLQ, count, 0, reason=TTL_REASON) if self.dl_exp else Seen(GONE, count, 0)
         return Seen(state, count, 0)
 
+    def _check_dead_letter_numbers(self, seen: dict[str, list[Seen]]) -> None:
+        """Each partition's dead-letter subqueue numbers what it receives 1, 2, 3, ... in arrival order
+        (its own sequence, not the main queue's), and a message keeps its number while it stays there."""
+        new: dict[int, list[int]] = {}
+        for key, views in seen.items():
+            m, view = self.msgs.get(key), views[0]
+            if m is None or not view.dseq:
+                continue
+            if m.dseq:
+                assert view.dseq == m.dseq, f"{key}: dead-letter sequence number {m.dseq} became {view.dseq}"
+                continue
+            if m.dseq_received:
+                assert view.dseq == m.dseq_received, f"{key}: received as {m.dseq_received}, stored as {view.dseq}"
+            m.dseq = view.dseq
+            new.setdefault(view.dseq >> PARTITION_SHIFT, []).append(view.dseq & ((1 << PARTITION_SHIFT) - 1))
+        for p, numbers in new.items():
+            last = self.last_dseq.get(p, 0)
+            assert sorted(numbers) == list(range(last + 1, last + 1 + len(numbers))), (p, last, sorted(numbers))
+            self.last_dseq[p] = last + len(numbers)
+
     @invariant()
     def keyspace_matches_the_model(self) -> None:
         if not hasattr(self, "name"):
@@ -563,6 +593,7 @@ class QueueModel(RuleBasedStateMachine):
             assert key not in self.never, f"duplicate {key} was stored"
             assert len(views) == 1, f"{key} is stored {len(views)} times: {views}"
             assert key in self.msgs, f"unknown message {key}"
+        self._check_dead_letter_numbers(seen)
         for key, m in self.msgs.items():
             view = seen.get(key, [Seen(GONE, m.dc, m.seq)])[0]
             where = f"{key} at {self.now}: model {m}, keyspace {view}"

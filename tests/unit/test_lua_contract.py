@@ -29,6 +29,7 @@ import re
 import struct
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis.crc import key_slot
@@ -504,17 +505,9 @@ def test_key_heuristic_catches_bad_calls() -> None:
 
 
 # --------------------------------------------------------------------------- Lua 5.1 checks
-lupa_lua51 = pytest.importorskip("lupa.lua51")
-
-
-@cache
-def _lua() -> object:
-    return lupa_lua51.LuaRuntime(encoding=None)
-
-
-def compile51(src: str, name: str) -> bytes:
+def compile51(lua: Any, src: str, name: str) -> bytes:
     """The Lua 5.1 bytecode of `src`; AssertionError with the compiler's message on a syntax error."""
-    dump = _lua().eval(  # type: ignore[attr-defined]
+    dump = lua.eval(
         "function(s, n) local f, e = loadstring(s, n); if not f then return nil, e end; return string.dump(f), nil end"
     )
     code, err = dump(src.encode(), ("=" + name).encode())
@@ -580,24 +573,24 @@ def globals_of(bytecode: bytes) -> tuple[set[str], set[str]]:
     return reads, writes
 
 
-def test_global_scanner_sees_globals() -> None:
-    reads, writes = globals_of(compile51("local a = 1\nx = tonumber(y)\nlocal function f() return z end", "t"))
+def test_global_scanner_sees_globals(lua51: Any) -> None:
+    reads, writes = globals_of(compile51(lua51, "local a = 1\nx = tonumber(y)\nlocal function f() return z end", "t"))
     assert reads == {"tonumber", "y", "z"}
     assert writes == {"x"}
 
 
 @pytest.mark.parametrize("name", scripts.SCRIPT_NAMES)
-def test_composed_script_compiles_as_lua51(name: str) -> None:
-    compile51(scripts.load(name).source, name)
+def test_composed_script_compiles_as_lua51(lua51: Any, name: str) -> None:
+    compile51(lua51, scripts.load(name).source, name)
 
 
-def test_compile_check_rejects_lua53_syntax() -> None:
+def test_compile_check_rejects_lua53_syntax(lua51: Any) -> None:
     with pytest.raises(AssertionError, match="does not compile"):
-        compile51("local x = 7 // 2", "floor_div")
+        compile51(lua51, "local x = 7 // 2", "floor_div")
 
 
 @pytest.mark.parametrize("name", scripts.SCRIPT_NAMES)
-def test_composed_script_uses_only_sandbox_globals(name: str) -> None:
-    reads, writes = globals_of(compile51(scripts.load(name).source, name))
+def test_composed_script_uses_only_sandbox_globals(lua51: Any, name: str) -> None:
+    reads, writes = globals_of(compile51(lua51, scripts.load(name).source, name))
     assert writes == set(), f"{name} sets globals {sorted(writes)} (Redis refuses: use local)"
     assert reads <= SANDBOX_GLOBALS, f"{name} reads undefined globals {sorted(reads - SANDBOX_GLOBALS)}"

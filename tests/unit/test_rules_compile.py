@@ -517,12 +517,13 @@ def test_lua_system_property_table_matches_python() -> None:
     assert lua == python
 
 
-def test_rules_lua_compiles_as_lua51_with_sandbox_globals_only() -> None:
-    contract = pytest.importorskip("tests.unit.test_lua_contract")
+def test_rules_lua_compiles_as_lua51_with_sandbox_globals_only(lua51: Any) -> None:
+    from tests.unit import test_lua_contract as contract
+
     composed = scripts._resolve(
         "--@include partition\n--@include messages\n--@include rules\nreturn 1\n", scripts.lua_dir(), ()
     )
-    reads, writes = contract.globals_of(contract.compile51(composed, "rules_composed"))
+    reads, writes = contract.globals_of(contract.compile51(lua51, composed, "rules_composed"))
     assert writes == set()
     assert reads <= contract.SANDBOX_GLOBALS, reads - contract.SANDBOX_GLOBALS
     assert "redis.call" not in RULES_LUA.read_text()
