@@ -51,4 +51,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
     except OSError as e:
         out.warn(f"sbredis: cannot listen on {args.host}:{args.port}: {e.strerror}")
         return ExitCode.ERROR
+    except KeyboardInterrupt:  # uvicorn raises the signal again once it has shut down: Ctrl-C is the way out
+        pass
     return ExitCode.OK

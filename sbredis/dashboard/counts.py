@@ -1,0 +1,231 @@
+"""Every entity's counts in one read: the registry (one HGETALL), then one short read-only script
+(counts.lua, beside this module) on every partition of every queue, topic and subscription, which
+reads the partition and its transfer queue together, pipelined per node by the transport's
+``run_many``: the overview costs one round trip per node whatever the number of entities and
+partitions. ``Rates`` turns two reads into per-second rates.
+
+Internals used (as the Prometheus exporter, observability/exporter.py): the sync ``Transport``
+(``run_many``, ``node_names``), ``ops.Call`` and ``scripts.Script`` to run a script of our own,
+and from ``keys`` the registry key, the transfer suffix and ``entity_keys`` (a partition's key
+names, in the order lua/includes/partition.lua documents). The public admin client reads one
+entity per round trip, which at a thousand entities is a second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._core.keys import REGISTRY, TRANSFER, entity_keys
+from .._core.ops import Call
+from .._core.scripts import Script
+from .._sync._transport import Transport
+from ..exceptions import ServiceBusError
+
+_SOURCE = (Path(__file__).with_name("counts.lua")).read_text()
+SCRIPT = Script("dashboard_counts", _SOURCE, hashlib.sha1(_SOURCE.encode()).hexdigest())
+# positions in a partition's 23 keys (lua/includes/partition.lua) of those counts.lua reads
+_OWNER_KEYS = (0, 1, 2, 3, 4, 7, 8, 11, 12, 13, 16, 17)
+_TRANSFER_KEYS = (2, 8, 11, 12, 13, 16)
+KEYS_PER_PARTITION = len(_OWNER_KEYS) + len(_TRANSFER_KEYS)
+
+
+def _keys(path: str, partition: int) -> tuple[str, ...]:
+    owner, transfer = entity_keys(path, partition), entity_keys(path + TRANSFER, partition)
+    return tuple(owner[i] for i in _OWNER_KEYS) + tuple(transfer[i] for i in _TRANSFER_KEYS)
+
+
+def counts_calls(path: str, partitions: int, per_partition: bool) -> list[Call]:
+    """The counts.lua calls for a queue, topic or subscription path: one per partition (a cluster
+    routes a call by one hash tag) or one for all of them (a standalone server)."""
+    if per_partition:
+        return [Call(SCRIPT, _keys(path, i), (), i) for i in range(partitions)]
+    return [Call(SCRIPT, tuple(k for i in range(partitions) for k in _keys(path, i)), (), 0)]
+
+
+COUNTS = ("active", "locked", "deferred", "scheduled", "dead_letter", "transfer", "transfer_dead_letter", "size")
+
+
+# a partition's row from counts.lua: found, then these (transfer rows: the transfer queue's counts)
+ROW = (
+    "found",
+    "active",
+    "locked",
+    "deferred",
+    "scheduled",
+    "dead_letter",
+    "size",
+    "seq",
+    "dseq",
+    "transfer",
+    "transfer_dead_letter",
+)
+WIDTH = len(ROW)
+_AT = {name: ROW.index(name) for name in (*COUNTS, "seq", "dseq")}
+
+
+@dataclass
+class Partition:
+    partition_id: int
+    node: str
+    counts: dict[str, int]
+    reachable: bool = True
+
+
+@dataclass
+class Entity:
+    """One queue, topic or subscription with its counts summed and per partition."""
+
+    name: str
+    kind: str  # queue, topic, subscription
+    status: str
+    partition_count: int
+    max_size_bytes: int
+    topic: str | None = None
+    requires_session: bool = False
+    # counts.lua's rows of the partitions, flattened (WIDTH values each; zeros for an unreachable one)
+    rows: list[int] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    unreachable: list[int] = field(default_factory=list)
+
+    def total(self, name: str) -> int:
+        """A count (COUNTS), or "seq"/"dseq" (messages ever stored / dead-lettered), summed."""
+        return sum(self.rows[_AT[name] :: WIDTH])
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {k: self.total(k) for k in COUNTS}
+
+    @property
+    def partitions(self) -> list[Partition]:
+        out = []
+        for i in range(self.partition_count):
+            row = self.rows[i * WIDTH : (i + 1) * WIDTH]
+            counts = {k: row[_AT[k]] for k in COUNTS} if row else dict.fromkeys(COUNTS, 0)
+            node = self.nodes[i] if i < len(self.nodes) else ""
+            out.append(Partition(i, node, counts, i not in self.unreachable))
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "status": self.status,
+            "partition_count": self.partition_count,
+            "max_size_bytes": self.max_size_bytes,
+            "counts": self.counts,
+            "unreachable_partitions": self.unreachable,
+        }
+
+    def partitions_json(self) -> list[dict[str, Any]]:
+        return [{"id": p.partition_id, "node": p.node, "reachable": p.reachable, **p.counts} for p in self.partitions]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _entity(name: str, rec: dict[str, Any]) -> Entity | None:
+    kind = str(rec.get("kind", "queue"))  # records written before topics existed have no kind
+    if kind not in ("queue", "topic", "subscription"):
+        return None
+    if kind == "subscription":
+        count, topic = int(rec.get("_pc", 1)), str(rec.get("_t", name.split("/", 1)[0]))
+    else:
+        count, topic = int(rec.get("partition_count") or 1), None
+    size = int(rec.get("max_size_in_megabytes") or 1024) * 1024 * 1024
+    return Entity(
+        name=name,
+        kind=kind,
+        status=str(rec.get("status", "Active")),
+        partition_count=count,
+        max_size_bytes=size * (count if kind != "subscription" else 1),
+        topic=topic,
+        requires_session=bool(rec.get("requires_session")),
+    )
+
+
+class Reader:
+    """Reads every entity's counts; the script calls are built again only when the registry changed
+    (building 16,000 key lists costs more than running them)."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self._lock = threading.Lock()
+        self._registry: dict[Any, Any] | None = None
+        self._calls: list[Call] = []
+
+    def read(self) -> list[Entity]:
+        """Every queue, topic and subscription, sorted by name (a subscription after its topic), with
+        its counts. A partition whose node does not answer is marked unreachable and left out of the sums.
+
+        Raises:
+            ServiceBusError: the registry cannot be read.
+        """
+        raw = self.transport.execute("HGETALL", REGISTRY) or {}
+        entities = [e for k, v in raw.items() if (e := _entity(_text(k), json.loads(v))) is not None]
+        entities.sort(key=lambda e: e.name)
+        with self._lock:
+            if raw != self._registry:
+                cluster = getattr(self.transport, "cluster", None) is not None
+                self._calls = [c for e in entities for c in counts_calls(e.name, e.partition_count, cluster)]
+                self._registry = raw
+            calls = self._calls
+        replies = self.transport.run_many(calls, retry="all") if calls else []
+        nodes = self.transport.node_names([c.keys[0] for c in calls]) if calls else []
+        it = iter(zip(calls, replies, nodes, strict=True))
+        for e in entities:
+            while len(e.nodes) < e.partition_count:
+                call, reply, node = next(it)
+                n = len(call.keys) // KEYS_PER_PARTITION
+                first = len(e.nodes)
+                e.nodes += [node] * n
+                if isinstance(reply, ServiceBusError):
+                    e.unreachable += range(first, first + n)
+                    e.rows += [0] * (WIDTH * n)
+                else:
+                    e.rows += reply
+        return entities
+
+
+class Rates:
+    """Sent, completed and dead-lettered messages per second per entity, from successive reads
+    (the partitions' sequence counters; completed: what left the entity other than by
+    dead-lettering). Thread-safe: the server serves requests on threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: tuple[float, dict[str, tuple[int, int, int]]] | None = None
+        self.rates: dict[str, dict[str, float]] = {}
+
+    def update(self, entities: list[Entity], now: float | None = None) -> dict[str, dict[str, float]]:
+        now = time.monotonic() if now is None else now
+        snapshot = {
+            e.name: (e.total("seq"), e.total("dseq"), e.total("active") + e.total("scheduled")) for e in entities
+        }
+        with self._lock:
+            if self._last is not None and now - self._last[0] >= 0.2:
+                then, before = self._last
+                seconds = now - then
+                rates = {}
+                for name, (sent, dead, held) in snapshot.items():
+                    old = before.get(name)
+                    if old is None:
+                        continue
+                    d_sent, d_dead = max(sent - old[0], 0), max(dead - old[1], 0)
+                    completed = max(d_sent - (held - old[2]) - d_dead, 0)
+                    rates[name] = {
+                        "sent": round(d_sent / seconds, 1),
+                        "completed": round(completed / seconds, 1),
+                        "dead_lettered": round(d_dead / seconds, 1),
+                    }
+                self.rates = rates
+                self._last = (now, snapshot)
+            elif self._last is None:
+                self._last = (now, snapshot)
+            return dict(self.rates)

@@ -1,0 +1,168 @@
+"""The dashboard in headless Chromium: every page loads and shows what the namespace holds (a
+screenshot of each), the charts move without a reload, a resubmit and a purge clicked through and
+checked against Redis, and the main actions done with the keyboard alone."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from sbredis import ServiceBusMessage, ServiceBusSubQueue
+
+pytestmark = pytest.mark.integration
+
+
+def cell(page: Any, entity: str, count: str) -> str:
+    return str(page.locator(f'#entities tr[data-entity="{entity}"] [data-count="{count}"]').inner_text())
+
+
+def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any) -> None:
+    page.goto(dashboard.url + "/")
+    assert page.title() == "Overview · sbredis"
+    names = page.locator("#entities tbody tr").evaluate_all("rows => rows.map(r => r.dataset.entity)")
+    assert names == ["archive", "carts", "events", "events/Subscriptions/audit", "events/Subscriptions/lost", "orders"]
+    assert (cell(page, "orders", "active"), cell(page, "orders", "dead_letter")) == ("13", "5")
+    assert (cell(page, "orders", "scheduled"), cell(page, "orders", "deferred")) == ("2", "1")
+    assert cell(page, "events/Subscriptions/lost", "transfer_dead_letter") == "3"
+    assert cell(page, "events/Subscriptions/audit", "active") == "3"
+    # the charts fill from the JSON endpoint without a reload
+    expect(page.locator("svg[data-chart=sent]")).to_have_attribute("data-points", re.compile(r"^([3-9]|\d\d+)$"))
+    assert page.locator("svg[data-chart=sent] polyline").get_attribute("points").count(",") >= 3
+    shoot(page, "overview")
+
+    page.get_by_role("link", name="orders", exact=True).click()
+    assert page.locator("h1").inner_text() == "queue orders"
+    partitions = page.locator("#partitions tbody tr")
+    assert partitions.count() == 4
+    assert "127.0.0.1:" in partitions.first.inner_text()  # the node holding each partition
+    assert page.locator("#partitions tfoot [data-count=active]").inner_text() == "13"
+    assert page.get_by_label("max_delivery_count").input_value() == "3"
+    shoot(page, "queue")
+
+    page.goto(dashboard.url + "/entity/events")
+    rules = page.locator("#rules").inner_text()
+    assert "eu-only" in rules and "region = 'eu'" in rules and "SET audited = 1" in rules
+    assert "$Default" in rules  # lost's rule
+    shoot(page, "topic")
+
+    page.goto(dashboard.url + "/entity/events/Subscriptions/lost?view=messages&queue=transferdeadletter")
+    assert page.locator("#messages tr.msg").count() == 3
+    assert "MessagingEntityNotFound" in page.locator("#messages").inner_text()
+    shoot(page, "transfer-dead-letter")
+
+    page.goto(dashboard.url + "/entity/carts")
+    sessions = page.locator("#sessions").inner_text()
+    assert "cart-0" in sessions and '{"step": "checkout"}' in sessions and "cart-1" in sessions
+    shoot(page, "sessions")
+
+    expected = {"active": 12, "scheduled": 2, "deferred": 1, "deadletter": 5, "transferdeadletter": 0}
+    for queue, n in expected.items():
+        page.goto(dashboard.url + f"/entity/orders?view=messages&queue={queue}")
+        assert page.locator("#found").inner_text().startswith(f"{n} message(s)"), queue
+        assert page.locator("#messages tr.msg").count() == n
+    page.goto(dashboard.url + "/entity/orders?view=messages&queue=deadletter&body=json")
+    row = page.locator("#messages tr.msg").first
+    row.locator("summary").click()
+    body = row.locator("pre.body").inner_text()
+    assert re.search(r'"order": \d+,\n  "total"', body), body  # pretty JSON
+    assert "BadOrder" in row.inner_text() and "region" in row.inner_text()
+    shoot(page, "dead-letter")
+
+    page.goto(dashboard.url + "/entity/orders?view=messages&queue=active&body=hex")
+    page.locator("#messages summary").first.click()
+    assert re.match(r"00000000  7b 22 6f 72", page.locator("pre.body").first.inner_text())  # '{"or'
+    page.goto(dashboard.url + "/entity/orders?view=messages&queue=active&find=order-7")
+    assert page.locator("#messages tr.msg").count() == 1
+    page.get_by_label("Find").fill("region=us")
+    page.get_by_role("button", name="Find").click()
+    assert page.locator("#found").inner_text().startswith("6 message(s)")  # 12 active: even ones are us
+    shoot(page, "find")
+
+
+def test_resubmit_selected_then_purge(page: Any, dashboard: Any, admin: Any, client: Any, shoot: Any) -> None:
+    admin.create_queue("refunds", enable_partitioning=True, partition_count=2)
+    try:
+        with client.get_queue_sender("refunds") as s:
+            s.send_messages([ServiceBusMessage(f"refund-{i}", message_id=f"refund-{i}") for i in range(6)])
+        from tests.dashboard.conftest import dead_letter
+
+        dead_letter(client, "refunds", 6)
+        page.goto(dashboard.url + "/entity/refunds?view=messages&queue=deadletter")
+        boxes = page.locator('#messages input[name="seq"]')
+        assert boxes.count() == 6
+        chosen = [boxes.nth(i).get_attribute("value") for i in (0, 2)]
+        boxes.nth(0).check()
+        boxes.nth(2).check()
+        page.get_by_role("button", name="Resubmit selected…").click()
+        assert page.locator("#question").inner_text() == (
+            "Resubmit the 2 selected dead-letter messages of refunds to refunds?"
+        )
+        shoot(page, "confirm")
+        page.get_by_role("button", name="Yes, resubmit").click()
+        assert page.locator(".notice").inner_text() == "Resubmitted 2 message(s) of refunds to refunds."
+        props = admin.get_queue_runtime_properties("refunds")
+        assert (props.active_message_count, props.dead_letter_message_count) == (2, 4)
+        with client.get_queue_receiver("refunds", sub_queue=ServiceBusSubQueue.DEAD_LETTER) as r:
+            left = {str(m.sequence_number) for m in r.peek_messages(10, sequence_number=0)}
+        assert not left & set(chosen)  # exactly the chosen ones left the dead-letter subqueue
+
+        page.locator("form.purge").get_by_label("Messages").select_option("deadletter")
+        page.get_by_role("button", name="Purge…").click()
+        assert "Purge every dead-letter message of refunds" in page.locator("#question").inner_text()
+        page.get_by_role("button", name="Yes, purge").click()
+        assert page.locator(".notice").inner_text() == "Purged 4 message(s) of refunds."
+        props = admin.get_queue_runtime_properties("refunds")
+        assert (props.active_message_count, props.dead_letter_message_count) == (2, 0)
+    finally:
+        admin.delete_queue("refunds")
+
+
+def focus_on(page: Any, label: str, limit: int = 300) -> None:
+    """Press Tab until the focused element's text or label is `label` (keyboard only)."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        focused = page.evaluate(
+            "() => { const el = document.activeElement;"
+            " return (el.innerText || el.getAttribute('aria-label') || el.value || '').trim(); }"
+        )
+        if focused == label:
+            return
+    raise AssertionError(f"Tab never reached {label!r}")
+
+
+def test_keyboard_only(page: Any, dashboard: Any, admin: Any, client: Any) -> None:
+    admin.create_queue("keys")
+    try:
+        page.goto(dashboard.url + "/")
+        focus_on(page, "keys")
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r"/entity/keys$"))
+        focus_on(page, "Send test message")
+        page.keyboard.press("Enter")
+        assert page.locator("#question").inner_text() == "Send a test message to keys?"
+        page.keyboard.press("Enter")  # the confirmation's button has the focus
+        assert page.locator(".notice").inner_text() == "Sent a test message to keys."
+        assert admin.get_queue_runtime_properties("keys").active_message_count == 1
+
+        with client.get_queue_receiver("keys") as r:
+            (m,) = r.receive_messages(1, max_wait_time=2)
+            r.dead_letter_message(m, reason="ByKeyboard")
+        page.reload()
+        focus_on(page, "Resubmit all…")
+        page.keyboard.press("Enter")
+        assert page.locator("#question").inner_text() == "Resubmit all the dead-letter messages of keys to keys?"
+        page.keyboard.press("Enter")
+        assert page.locator(".notice").inner_text() == "Resubmitted 1 message(s) of keys to keys."
+
+        focus_on(page, "Purge…")
+        page.keyboard.press("Enter")
+        assert "Purge every active message of keys" in page.locator("#question").inner_text()
+        page.keyboard.press("Enter")
+        assert page.locator(".notice").inner_text() == "Purged 1 message(s) of keys."
+        props = admin.get_queue_runtime_properties("keys")
+        assert (props.active_message_count, props.dead_letter_message_count) == (0, 0)
+    finally:
+        admin.delete_queue("keys")
