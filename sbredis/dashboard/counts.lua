@@ -13,8 +13,8 @@
   partition: one hash tag per call).
   ARGV: none
   Returns: per partition {found, active, locked, deferred, scheduled, dead_letter, size_bytes, last_seq,
-            last_dlq_seq, transfer, transfer_dead_letter}, flattened; found = 0 and zeros when the
-            partition has no config
+            last_dlq_seq, transfer, transfer_dead_letter}, flattened (found is always 1: a partition
+            deleted since the registry was read counts as empty)
   Every message of a group has an entry in the group's log (scheduled ones too, in the main log),
   so an empty log means an empty group.
 ]]
@@ -45,8 +45,6 @@ for base = 0, #KEYS - 18, 18 do
     local transfer = redis.call('XLEN', K(13))
     if transfer > 0 then row[10] = transfer - redis.call('ZCARD', K(14)) end
     row[11] = group(K(15), K(16), K(17), K(18))
-  elseif redis.call('EXISTS', K(1)) == 0 then
-    row[1] = 0  -- no config: deleted (or not created yet) since the registry was read
   end
   for i = 1, 11 do out[#out + 1] = row[i] end
 end

@@ -40,18 +40,20 @@ def _keys(path: str, partition: int) -> tuple[str, ...]:
     return tuple(owner[i] for i in _OWNER_KEYS) + tuple(transfer[i] for i in _TRANSFER_KEYS)
 
 
-def counts_calls(path: str, partitions: int, per_partition: bool) -> list[Call]:
-    """The counts.lua calls for a queue, topic or subscription path: one per partition (a cluster
-    routes a call by one hash tag) or one for all of them (a standalone server)."""
+def counts_calls(parts: list[tuple[str, int]], per_partition: bool, chunk: int = 256) -> list[Call]:
+    """The counts.lua calls for (entity path, partition) pairs: one per partition on a cluster (a
+    call is routed by one hash tag), else `chunk` partitions per call (a standalone server takes
+    any keys; fewer, longer calls spare the per-call cost)."""
     if per_partition:
-        return [Call(SCRIPT, _keys(path, i), (), i) for i in range(partitions)]
-    return [Call(SCRIPT, tuple(k for i in range(partitions) for k in _keys(path, i)), (), 0)]
+        return [Call(SCRIPT, _keys(path, i), (), i) for path, i in parts]
+    return [
+        Call(SCRIPT, tuple(k for path, i in parts[j : j + chunk] for k in _keys(path, i)), (), 0)
+        for j in range(0, len(parts), chunk)
+    ]
 
 
 COUNTS = ("active", "locked", "deferred", "scheduled", "dead_letter", "transfer", "transfer_dead_letter", "size")
-
-
-# a partition's row from counts.lua: found, then these (transfer rows: the transfer queue's counts)
+# a partition's row from counts.lua (found is always 1 now; the transfer columns: its transfer queue's counts)
 ROW = (
     "found",
     "active",
@@ -173,23 +175,29 @@ class Reader:
         with self._lock:
             if raw != self._registry:
                 cluster = getattr(self.transport, "cluster", None) is not None
-                self._calls = [c for e in entities for c in counts_calls(e.name, e.partition_count, cluster)]
+                parts = [(e.name, i) for e in entities for i in range(e.partition_count)]
+                self._calls = counts_calls(parts, cluster)
                 self._registry = raw
             calls = self._calls
         replies = self.transport.run_many(calls, retry="all") if calls else []
         nodes = self.transport.node_names([c.keys[0] for c in calls]) if calls else []
-        it = iter(zip(calls, replies, nodes, strict=True))
+        flat: list[int] = []  # every partition's row, in entity then partition order
+        where: list[str] = []  # the node of each partition
+        failed: set[int] = set()  # partitions whose node did not answer
+        for call, reply, node in zip(calls, replies, nodes, strict=True):
+            n = len(call.keys) // KEYS_PER_PARTITION
+            if isinstance(reply, ServiceBusError):
+                failed.update(range(len(where), len(where) + n))
+                flat += [0] * (WIDTH * n)
+            else:
+                flat += reply
+            where += [node] * n
+        at = 0
         for e in entities:
-            while len(e.nodes) < e.partition_count:
-                call, reply, node = next(it)
-                n = len(call.keys) // KEYS_PER_PARTITION
-                first = len(e.nodes)
-                e.nodes += [node] * n
-                if isinstance(reply, ServiceBusError):
-                    e.unreachable += range(first, first + n)
-                    e.rows += [0] * (WIDTH * n)
-                else:
-                    e.rows += reply
+            e.rows = flat[at * WIDTH : (at + e.partition_count) * WIDTH]
+            e.nodes = where[at : at + e.partition_count]
+            e.unreachable = [i - at for i in range(at, at + e.partition_count) if i in failed]
+            at += e.partition_count
         return entities
 
 

@@ -394,9 +394,13 @@ def messages_page(
     )
 
 
+VERBS = {"settings": "save"}
+
+
 def confirm_page(question: str, verb: str, fields: Mapping[str, Any], back: str) -> str:
     return (
         f'<h1>Confirm</h1><form method="post" action="/action/{e(verb)}" class="confirm">'
         f'<p id="question">{e(question)}</p>{hidden({**fields, "confirmed": "yes"})}'
-        f'<button type="submit" autofocus>Yes, {e(verb)}</button> <a href="{e(back)}">Cancel</a></form>'
+        f'<button type="submit" autofocus>Yes, {e(VERBS.get(verb, verb))}</button> '
+        f'<a href="{e(back)}">Cancel</a></form>'
     )

@@ -19,7 +19,7 @@ def cell(page: Any, entity: str, count: str) -> str:
     return str(page.locator(f'#entities tr[data-entity="{entity}"] [data-count="{count}"]').inner_text())
 
 
-def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any) -> None:
+def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, client: Any) -> None:
     page.goto(dashboard.url + "/")
     assert page.title() == "Overview · sbredis"
     names = page.locator("#entities tbody tr").evaluate_all("rows => rows.map(r => r.dataset.entity)")
@@ -31,6 +31,11 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any) -> No
     # the charts fill from the JSON endpoint without a reload
     expect(page.locator("svg[data-chart=sent]")).to_have_attribute("data-points", re.compile(r"^([3-9]|\d\d+)$"))
     assert page.locator("svg[data-chart=sent] polyline").get_attribute("points").count(",") >= 3
+    with client.get_queue_sender("archive") as s:  # traffic: the rates move on the page, no reload
+        s.send_messages([ServiceBusMessage(f"a{i}") for i in range(40)])
+    expect(page.locator("[data-rate-total=sent]")).not_to_have_text("0")
+    expect(page.locator('#entities tr[data-entity="archive"] [data-rate="sent"]')).not_to_have_text("0")
+    expect(page.locator('#entities tr[data-entity="archive"] [data-count="active"]')).to_have_text("40")
     shoot(page, "overview")
 
     page.get_by_role("link", name="orders", exact=True).click()
@@ -166,3 +171,44 @@ def test_keyboard_only(page: Any, dashboard: Any, admin: Any, client: Any) -> No
         assert (props.active_message_count, props.dead_letter_message_count) == (0, 0)
     finally:
         admin.delete_queue("keys")
+
+
+def test_settings_cancel_and_send(page: Any, dashboard: Any, admin: Any, client: Any) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    admin.create_queue("later")
+    try:
+        with client.get_queue_sender("later") as s:
+            seqs = s.schedule_messages(
+                [ServiceBusMessage(f"t{i}") for i in range(3)], datetime.now(UTC) + timedelta(hours=1)
+            )
+        page.goto(dashboard.url + "/entity/later?view=messages&queue=scheduled")
+        assert page.locator("#messages tr.msg").count() == 3
+        page.locator(f'#messages input[name="seq"][value="{seqs[1]}"]').check()
+        page.get_by_role("button", name="Cancel selected…").click()
+        assert page.locator("#question").inner_text() == f"Cancel the scheduled messages {seqs[1]} of later?"
+        page.get_by_role("button", name="Yes, cancel").click()
+        assert page.locator(".notice").inner_text() == "Cancelled 1 scheduled message(s) of later."
+        assert admin.get_queue_runtime_properties("later").scheduled_message_count == 2
+
+        page.get_by_label("max_delivery_count").fill("7")
+        page.get_by_label("lock_duration").fill("12.5")
+        page.get_by_role("button", name="Save settings").click()
+        page.get_by_role("button", name="Yes, save").click()
+        assert page.locator(".notice").inner_text() == "Saved the settings of later."
+        q = admin.get_queue("later")
+        assert (q.max_delivery_count, q.lock_duration) == (7, timedelta(seconds=12.5))
+        page.get_by_label("max_delivery_count").fill("lots")
+        page.get_by_role("button", name="Save settings").click()
+        page.get_by_role("button", name="Yes, save").click()
+        assert "max_delivery_count: cannot use 'lots'" in page.locator(".error").inner_text()
+
+        page.locator("form.send").get_by_label("Body").fill('{"ping": 1}')
+        page.locator("form.send").get_by_label("Properties (NAME=VALUE per line)").fill("kind=test\nn=2")
+        page.get_by_role("button", name="Send test message").click()
+        page.get_by_role("button", name="Yes, send").click()
+        with client.get_queue_receiver("later") as r:
+            (m,) = r.receive_messages(1, max_wait_time=2)
+        assert str(m) == '{"ping": 1}' and m.application_properties == {"kind": "test", "n": 2}
+    finally:
+        admin.delete_queue("later")
