@@ -135,7 +135,10 @@ def overview(entities: Sequence[Entity], rates: Mapping[str, Mapping[str, float]
         )
         rows.append(
             f'<tr data-entity="{e(ent.name)}"><td{indent}><a href="{e(href(ent.name))}">{e(name)}</a></td>'
-            f"<td>{e(ent.kind)}</td><td>{status}</td><td class=n>{ent.partition_count}</td>{cells}"
+            f"<td>{e(ent.kind)}</td><td>{status}</td><td class=n><button type=button class=parts "
+            f'aria-expanded="false" data-partitions="{e(ent.name)}" '
+            f'aria-label="{ent.partition_count} partitions of {e(ent.name)}">{ent.partition_count}</button></td>'
+            f"{cells}"
             f"<td>{quota(ent)}</td>{rate}</tr>"
         )
     head = "".join(f'<th scope="col" class="n">{e(LABELS[k])}</th>' for k in COUNTS if k != "size")

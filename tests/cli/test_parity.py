@@ -85,6 +85,22 @@ def test_memory_without_fakeredis_is_one_line() -> None:
     assert "state lasts one command" in " ".join(run_cli("peek", "--help").out.split())
 
 
+def test_dashboard_without_its_extra_is_one_line(url: str) -> None:
+    hide = "import sys; sys.modules['starlette'] = None; from sbredis.cli import main; sys.exit(main())"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), SBREDIS_URL=url)
+    proc = subprocess.run(
+        [sys.executable, "-c", hide, "dashboard", "--port", "0"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    r = Run(proc)
+    assert r.code == 2 and "pip install 'sbredis[dashboard]'" in r.err and "Traceback" not in r.err, r
+    assert len(r.err.strip().splitlines()) == 1
+
+
 def test_memory_with_fakeredis_works() -> None:
     r = run_cli("--url", "memory://cli", "entities", "create", "queue", "q")
     assert r.code == 0, r

@@ -37,6 +37,13 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
     expect(page.locator('#entities tr[data-entity="archive"] [data-rate="sent"]')).not_to_have_text("0")
     expect(page.locator('#entities tr[data-entity="archive"] [data-count="active"]')).to_have_text("40")
     shoot(page, "overview")
+    page.get_by_role("button", name="4 partitions of orders").click()  # fetched, not in the page
+    inner = page.locator("#entities tr.partitions table")
+    expect(inner.locator("tbody tr")).to_have_count(4)
+    assert "127.0.0.1:" in inner.locator("tbody tr").first.inner_text()
+    shoot(page, "overview-partitions")
+    page.get_by_role("button", name="4 partitions of orders").click()
+    expect(page.locator("#entities tr.partitions")).to_have_count(0)
 
     page.get_by_role("link", name="orders", exact=True).click()
     assert page.locator("h1").inner_text() == "queue orders"

@@ -55,6 +55,47 @@
     document.body.setAttribute("data-updated", String(data.time));
   }
 
+  var COLUMNS = ["active", "locked", "deferred", "scheduled", "dead_letter", "transfer", "transfer_dead_letter"];
+
+  function togglePartitions(button) {
+    var row = button.closest("tr");
+    var open = row.nextElementSibling && row.nextElementSibling.classList.contains("partitions");
+    if (open) {
+      row.parentNode.removeChild(row.nextElementSibling);
+      button.setAttribute("aria-expanded", "false");
+      return;
+    }
+    var name = button.getAttribute("data-partitions");
+    fetch("/api/overview?entity=" + encodeURIComponent(name), { credentials: "same-origin" })
+      .then(function (r) { return r.json(); })
+      .then(function (data) {
+        var ent = data.entities[0];
+        if (!ent) return;
+        var detail = document.createElement("tr");
+        detail.className = "partitions";
+        var cell = document.createElement("td");
+        cell.colSpan = row.children.length;
+        var table = document.createElement("table");
+        table.className = "grid inner";
+        var head = table.createTHead().insertRow();
+        ["Partition", "Node"].concat(COLUMNS).concat(["Size"]).forEach(function (h) {
+          var th = document.createElement("th");
+          th.textContent = h.replace(/_/g, " ");
+          head.appendChild(th);
+        });
+        var body = table.createTBody();
+        ent.partitions.forEach(function (p) {
+          var tr = body.insertRow();
+          [p.id + (p.reachable ? "" : " (unreachable)"), p.node].concat(COLUMNS.map(function (k) { return p[k]; }))
+            .concat([size(p.size)]).forEach(function (v) { tr.insertCell().textContent = String(v); });
+        });
+        cell.appendChild(table);
+        detail.appendChild(cell);
+        row.parentNode.insertBefore(detail, row.nextSibling);
+        button.setAttribute("aria-expanded", "true");
+      });
+  }
+
   function poll(url, every) {
     fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (r) { return r.ok ? r.json() : null; })
@@ -66,6 +107,11 @@
   document.addEventListener("DOMContentLoaded", function () {
     var url = document.body.getAttribute("data-poll");
     if (url) poll(url, Number(document.body.getAttribute("data-poll-ms") || 2000));
+    // a row's partitions (with the node holding each), fetched when asked for: the overview itself
+    // carries only the sums, so a thousand 16-partition entities stay a light page
+    document.querySelectorAll("button[data-partitions]").forEach(function (button) {
+      button.addEventListener("click", function () { togglePartitions(button); });
+    });
     var all = document.querySelector("[data-select-all]");
     if (all) {
       all.addEventListener("change", function () {
