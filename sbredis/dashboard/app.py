@@ -219,20 +219,19 @@ class Dashboard:
         self.admin.close()
         self.transport.close()
 
-    def entities(self) -> tuple[list[Entity], dict[str, dict[str, float]]]:
-        found = self.reader.read()
+    def entities(self, only: str | None = None) -> tuple[list[Entity], dict[str, dict[str, float]]]:
+        found = self.reader.read(only)
         return found, self.rates.update(found)
 
     def entity(self, name: str) -> tuple[Entity, dict[str, dict[str, float]]]:
-        found, rates = self.entities()
-        for ent in found:
-            if ent.name == name:
-                return ent, rates
-        raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
+        found, rates = self.entities(name)
+        if not found:
+            raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
+        return found[0], rates
 
     def targets(self) -> list[str]:
-        found = self.reader.read()
-        return [e.name for e in found if e.kind in ("queue", "topic")]
+        """Queues and topics: where messages can be resubmitted."""
+        return [name for name, kind in self.reader.names() if kind in ("queue", "topic")]
 
 
 def create_app(settings: Settings) -> Starlette:
@@ -278,15 +277,12 @@ def create_app(settings: Settings) -> Starlette:
         d = state["d"]
         only = request.query_params.get("entity")
         try:
-            found, rates = d.entities()
+            found, rates = d.entities(only or None)
         except ServiceBusError as err:
             return JSONResponse({"error": redact_text(err.message)}, status_code=502)
         totals = {
             k: round(sum(r.get(k, 0.0) for r in rates.values()), 1) for k in ("sent", "completed", "dead_lettered")
         }
-        if only:
-            found = [e for e in found if e.name == only]
-            totals = {k: rates.get(only, {}).get(k, 0.0) for k in totals}
         out = []
         for ent in found:
             row = {**ent.as_json(), "rates": rates.get(ent.name, {})}

@@ -162,23 +162,36 @@ class Reader:
         self._registry: dict[Any, Any] | None = None
         self._calls: list[Call] = []
 
-    def read(self) -> list[Entity]:
-        """Every queue, topic and subscription, sorted by name (a subscription after its topic), with
-        its counts. A partition whose node does not answer is marked unreachable and left out of the sums.
+    def names(self) -> list[tuple[str, str]]:
+        """(name, kind) of every queue, topic and subscription, sorted; no counts (one HGETALL)."""
+        raw = self.transport.execute("HGETALL", REGISTRY) or {}
+        found = [e for k, v in raw.items() if (e := _entity(_text(k), json.loads(v))) is not None]
+        return sorted((e.name, e.kind) for e in found)
+
+    def read(self, only: str | None = None) -> list[Entity]:
+        """Every queue, topic and subscription (or only the one named `only`), sorted by name (a
+        subscription after its topic), with its counts. A partition whose node does not answer is
+        marked unreachable and left out of the sums.
 
         Raises:
             ServiceBusError: the registry cannot be read.
         """
-        raw = self.transport.execute("HGETALL", REGISTRY) or {}
-        entities = [e for k, v in raw.items() if (e := _entity(_text(k), json.loads(v))) is not None]
-        entities.sort(key=lambda e: e.name)
-        with self._lock:
-            if raw != self._registry:
-                cluster = getattr(self.transport, "cluster", None) is not None
-                parts = [(e.name, i) for e in entities for i in range(e.partition_count)]
-                self._calls = counts_calls(parts, cluster)
-                self._registry = raw
-            calls = self._calls
+        cluster = getattr(self.transport, "cluster", None) is not None
+        if only is not None:
+            value = self.transport.execute("HGET", REGISTRY, only)
+            entity = _entity(only, json.loads(value)) if value is not None else None
+            entities = [entity] if entity is not None else []
+            calls = counts_calls([(e.name, i) for e in entities for i in range(e.partition_count)], cluster)
+        else:
+            raw = self.transport.execute("HGETALL", REGISTRY) or {}
+            entities = [e for k, v in raw.items() if (e := _entity(_text(k), json.loads(v))) is not None]
+            entities.sort(key=lambda e: e.name)
+            with self._lock:
+                if raw != self._registry:
+                    parts = [(e.name, i) for e in entities for i in range(e.partition_count)]
+                    self._calls = counts_calls(parts, cluster)
+                    self._registry = raw
+                calls = self._calls
         replies = self.transport.run_many(calls, retry="all") if calls else []
         nodes = self.transport.node_names([c.keys[0] for c in calls]) if calls else []
         flat: list[int] = []  # every partition's row, in entity then partition order
@@ -204,36 +217,36 @@ class Reader:
 class Rates:
     """Sent, completed and dead-lettered messages per second per entity, from successive reads
     (the partitions' sequence counters; completed: what left the entity other than by
-    dead-lettering). Thread-safe: the server serves requests on threads."""
+    dead-lettering). Each entity keeps its own last reading, so reading one entity (its page)
+    does not disturb the others' rates. Thread-safe: the server serves requests on threads."""
+
+    MIN_GAP = 0.2  # seconds between two readings that make a rate (closer ones keep the last rate)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._last: tuple[float, dict[str, tuple[int, int, int]]] | None = None
-        self.rates: dict[str, dict[str, float]] = {}
+        self._last: dict[str, tuple[float, int, int, int]] = {}
+        self._rates: dict[str, dict[str, float]] = {}
 
     def update(self, entities: list[Entity], now: float | None = None) -> dict[str, dict[str, float]]:
+        """The rates of `entities` after this reading of them (an entity seen once has none yet)."""
         now = time.monotonic() if now is None else now
-        snapshot = {
-            e.name: (e.total("seq"), e.total("dseq"), e.total("active") + e.total("scheduled")) for e in entities
-        }
+        out: dict[str, dict[str, float]] = {}
         with self._lock:
-            if self._last is not None and now - self._last[0] >= 0.2:
-                then, before = self._last
-                seconds = now - then
-                rates = {}
-                for name, (sent, dead, held) in snapshot.items():
-                    old = before.get(name)
-                    if old is None:
-                        continue
-                    d_sent, d_dead = max(sent - old[0], 0), max(dead - old[1], 0)
-                    completed = max(d_sent - (held - old[2]) - d_dead, 0)
-                    rates[name] = {
+            for e in entities:
+                sent, dead, held = e.total("seq"), e.total("dseq"), e.total("active") + e.total("scheduled")
+                old = self._last.get(e.name)
+                if old is None:
+                    self._last[e.name] = (now, sent, dead, held)
+                elif now - old[0] >= self.MIN_GAP:
+                    seconds = now - old[0]
+                    d_sent, d_dead = max(sent - old[1], 0), max(dead - old[2], 0)
+                    completed = max(d_sent - (held - old[3]) - d_dead, 0)
+                    self._rates[e.name] = {
                         "sent": round(d_sent / seconds, 1),
                         "completed": round(completed / seconds, 1),
                         "dead_lettered": round(d_dead / seconds, 1),
                     }
-                self.rates = rates
-                self._last = (now, snapshot)
-            elif self._last is None:
-                self._last = (now, snapshot)
-            return dict(self.rates)
+                    self._last[e.name] = (now, sent, dead, held)
+                if e.name in self._rates:
+                    out[e.name] = dict(self._rates[e.name])
+        return out

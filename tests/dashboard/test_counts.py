@@ -92,8 +92,8 @@ def check(url: str, admin: Any, client: Any, backend: str, Transport: Any) -> No
 def test_rates() -> None:
     from sbredis.dashboard.counts import WIDTH, Entity
 
-    def entity(seq: int, dseq: int, active: int) -> Entity:
-        e = Entity("q", "queue", "Active", 1, 1 << 30)
+    def entity(seq: int, dseq: int, active: int, name: str = "q") -> Entity:
+        e = Entity(name, "queue", "Active", 1, 1 << 30)
         row = [0] * WIDTH
         row[0], row[1], row[7], row[8] = 1, active, seq, dseq
         e.rows = row
@@ -104,4 +104,12 @@ def test_rates() -> None:
     # 2 s later: 50 more sent, 10 dead-lettered, 130 active: 10 completed
     assert rates.update([entity(150, 10, 130)], now=12.0) == {
         "q": {"sent": 25.0, "completed": 5.0, "dead_lettered": 5.0}
+    }
+    # one entity's page reads only it: the others keep their own last reading
+    assert rates.update([entity(0, 0, 0, "other")], now=12.0) == {}
+    assert rates.update([entity(170, 10, 150)], now=13.0) == {
+        "q": {"sent": 20.0, "completed": 0.0, "dead_lettered": 0.0}
+    }
+    assert rates.update([entity(10, 0, 0, "other")], now=14.0) == {
+        "other": {"sent": 5.0, "completed": 5.0, "dead_lettered": 0.0}
     }
