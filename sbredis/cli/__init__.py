@@ -80,9 +80,19 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Main]]:
     return p, passthrough
 
 
+def _leading_url(argv: list[str]) -> int:
+    """How many leading arguments are a --url option (0, 1 for --url=U, 2 for --url U)."""
+    if argv[:1] and argv[0].startswith("--url="):
+        return 1
+    return 2 if argv[:1] == ["--url"] and len(argv) > 1 else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p, passthrough = parser()
+    before = _leading_url(argv)  # `sbredis --url U worker ...`: the worker's own parser takes --url
+    if before and len(argv) > before and argv[before] in passthrough:
+        argv = [argv[before], *argv[before + 1 :], *argv[:before]]
     if argv[:1] and argv[0] in passthrough:
         return passthrough[argv[0]](argv[1:])
     args = p.parse_args(argv)

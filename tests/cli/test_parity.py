@@ -36,6 +36,9 @@ def test_url_before_or_after_the_command(url: str, make_queue: Any) -> None:
     r = run_cli("--url", SECRET_URL, "entities", "list", "--url", url, "--json", url=SECRET_URL)
     assert r.code == 0 and q in r.out, r
     assert run_cli("entities", "list").code == 2  # no URL anywhere
+    # the worker parses its own arguments: a --url before it is handed over
+    r = run_cli("--url", url, "worker", "tests.no_such_module:app", "--entity", q)
+    assert r.code != 0 and "give --url" not in r.err and "no_such_module" in r.err, r
 
 
 @pytest.mark.parametrize(
@@ -49,6 +52,8 @@ def test_url_before_or_after_the_command(url: str, make_queue: Any) -> None:
         ("peek", "q", "--count", "x", "--url", SECRET_URL),
         ("--url", SECRET_URL, "entities", "list"),  # the connection error
         ("--url", SECRET_URL, "--help"),
+        ("worker", "--urll", SECRET_URL, "x:y"),  # the worker has a parser of its own
+        ("--url", SECRET_URL, "worker", "--bogus"),
     ],
 )
 def test_no_password_in_usage_errors(args: tuple[str, ...]) -> None:
