@@ -142,7 +142,8 @@ def _authorized(settings: Settings, request: Request) -> bool:
 
 
 class Guard(BaseHTTPMiddleware):
-    """Authentication (when needed), the read-only refusal and the CSRF check, before any route."""
+    """Authentication (when needed) and the read-only refusal, before any route; the CSRF check is
+    the action route's first step (it needs the form, and a request body can be read once)."""
 
     def __init__(self, app: Any, settings: Settings) -> None:
         super().__init__(app)
@@ -168,7 +169,6 @@ class Guard(BaseHTTPMiddleware):
                 status_code=401,
                 headers=headers,
             )
-        # the CSRF check needs the form, which the action route reads (a body is read once): csrf_ok()
         if request.method not in ("GET", "HEAD") and s.read_only:
             return _refused("This dashboard is read-only: no action is allowed.", s)
         response = await call_next(request)

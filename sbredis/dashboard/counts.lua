@@ -26,10 +26,12 @@ end
 local out = {}
 for base = 0, #KEYS - 18, 18 do
   local K = function(i) return KEYS[base + i] end
-  local st = redis.call('HMGET', K(2), 'size', 'seq', 'dseq')
-  local row = {1, 0, 0, 0, 0, 0, tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0'), 0, 0}
-  -- a partition never written to has none of its logs: one call tells (most partitions of an idle namespace)
+  local row = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+  -- a partition never written to has none of its logs (a log outlives its last entry), hence no size
+  -- and no sequence numbers yet: one call settles it, for most partitions of an idle namespace
   if redis.call('EXISTS', K(3), K(8), K(13), K(15)) > 0 then
+    local st = redis.call('HMGET', K(2), 'size', 'seq', 'dseq')
+    row[7], row[8], row[9] = tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0')
     local n = redis.call('XLEN', K(3))
     if n > 0 then
       local ready
