@@ -121,11 +121,31 @@ def test_resubmit_selected_then_purge(page: Any, dashboard: Any, admin: Any, cli
             left = {str(m.sequence_number) for m in r.peek_messages(10, sequence_number=0)}
         assert not left & set(chosen)  # exactly the chosen ones left the dead-letter subqueue
 
+        # one more, to another queue, with a new message id
+        page.goto(dashboard.url + "/entity/refunds?view=messages&queue=deadletter")
+        first = page.locator('#messages input[name="seq"]').first
+        moved = first.get_attribute("value")
+        first.check()
+        page.locator("form#selected").get_by_label("To").select_option("archive")
+        page.locator("form#selected").get_by_label("new message ids").check()
+        page.get_by_role("button", name="Resubmit selected…").click()
+        assert page.locator("#question").inner_text() == (
+            "Resubmit the 1 selected dead-letter messages of refunds to archive, with new message ids?"
+        )
+        page.get_by_role("button", name="Yes, resubmit").click()
+        assert page.locator(".notice").inner_text() == "Resubmitted 1 message(s) of refunds to archive."
+        with client.get_queue_receiver("archive") as r:
+            copies = [m for m in r.peek_messages(200, sequence_number=0) if str(m).startswith("refund-")]
+        assert len(copies) == 1 and not (copies[0].message_id or "").startswith("refund-")
+        with client.get_queue_receiver("refunds", sub_queue=ServiceBusSubQueue.DEAD_LETTER) as r:
+            assert moved not in {str(m.sequence_number) for m in r.peek_messages(10, sequence_number=0)}
+
+        page.goto(dashboard.url + "/entity/refunds")
         page.locator("form.purge").get_by_label("Messages").select_option("deadletter")
         page.get_by_role("button", name="Purge…").click()
         assert "Purge every dead-letter message of refunds" in page.locator("#question").inner_text()
         page.get_by_role("button", name="Yes, purge").click()
-        assert page.locator(".notice").inner_text() == "Purged 4 message(s) of refunds."
+        assert page.locator(".notice").inner_text() == "Purged 3 message(s) of refunds."
         props = admin.get_queue_runtime_properties("refunds")
         assert (props.active_message_count, props.dead_letter_message_count) == (2, 0)
     finally:
