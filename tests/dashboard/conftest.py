@@ -124,7 +124,10 @@ def dashboard(redis_url: str, namespace: dict[str, Any]) -> Iterator[Running]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+        why = f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
+        if os.environ.get("SBREDIS_REQUIRE_BROWSER") == "1":  # CI: a missing browser is a failure, not a skip
+            pytest.fail(why)
+        pytest.skip(why)
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
