@@ -11,6 +11,8 @@ Security, all enforced on the server:
   its cookie is refused (403). A page from another site can neither read the cookie nor set it.
 * In read-only mode every POST is refused (403) before anything else is looked at; the pages
   also leave the forms out, but that is for the eye, not the guard.
+* Without credentials it answers only requests whose Host header is a loopback name, so a web page
+  whose host name was re-pointed at 127.0.0.1 (DNS rebinding) cannot use it.
 * The Redis URL is never shown: pages show entity names and counts only, and error messages go
   through the same password masking as the command line.
 """
@@ -117,6 +119,12 @@ class Settings:
         return cls(url, host, read_only, token or None, pair, poll_seconds)
 
 
+def _local_host(header: str) -> bool:
+    """The Host header names a loopback address (with or without a port)."""
+    host = header[1 : header.find("]")] if header.startswith("[") else header.partition(":")[0]
+    return bool(host) and is_loopback(host)
+
+
 def _digest(token: str) -> str:
     return hashlib.sha256(b"sbredis-dashboard:" + token.encode()).hexdigest()
 
@@ -151,6 +159,10 @@ class Guard(BaseHTTPMiddleware):
 
     async def dispatch(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         s = self.settings
+        if not s.needs_auth and not _local_host(request.headers.get("host", "")):
+            # without credentials only a loopback name may address us: a page whose own host name was
+            # re-pointed at 127.0.0.1 (DNS rebinding) would otherwise be same-origin with the dashboard
+            return _refused("This dashboard answers to loopback host names only (127.0.0.1, localhost, [::1]).", s)
         if s.needs_auth and not _authorized(s, request):
             given = request.query_params.get("token")
             if s.token and given and hmac.compare_digest(given.encode(), s.token.encode()):

@@ -106,6 +106,19 @@ def test_csrf_refused(dashboard: Running, admin: Any) -> None:
     assert "SameSite=strict" in call(dashboard.url, "GET", "/").headers["set-cookie"]
 
 
+def test_only_loopback_host_names_without_credentials(dashboard: Running, redis_url: str) -> None:
+    assert call(dashboard.url, "GET", "/", Host=f"localhost:{dashboard.port}").status == 200
+    rebound = call(dashboard.url, "GET", "/api/overview", Host=f"attacker.example:{dashboard.port}")
+    assert rebound.status == 403 and "loopback host names only" in rebound.text
+    assert call(dashboard.url, "POST", "/action/purge", {"entity": "orders"}, Host="attacker.example").status == 403
+    running = start(Settings.make(redis_url, host="127.0.0.2", token="tok"))
+    try:  # with credentials required, any host name may reach the sign-in
+        r = call(running.url, "GET", "/", Host="dashboard.internal", Authorization="Bearer tok")
+        assert r.status == 200
+    finally:
+        running.stop()
+
+
 def test_non_loopback_needs_credentials(redis_url: str, namespace: Any, page: Any) -> None:
     with pytest.raises(SettingsError, match="needs --token"):
         Settings.make(redis_url, host="0.0.0.0")
