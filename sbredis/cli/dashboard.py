@@ -27,7 +27,12 @@ def register(cli: Registry) -> None:
         default=os.environ.get("SBREDIS_DASHBOARD_TOKEN"),
         help="a bearer token the browser must present once (default $SBREDIS_DASHBOARD_TOKEN)",
     )
-    p.add_argument("--basic-auth", metavar="USER:PASSWORD", help="require HTTP basic authentication")
+    p.add_argument(
+        "--basic-auth",
+        metavar="USER:PASSWORD",
+        default=os.environ.get("SBREDIS_DASHBOARD_BASIC_AUTH"),
+        help="require HTTP basic authentication (default $SBREDIS_DASHBOARD_BASIC_AUTH)",
+    )
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
