@@ -20,6 +20,10 @@ def cell(page: Any, entity: str, count: str) -> str:
 
 
 def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, client: Any) -> None:
+    requested: list[str] = []
+    page.on("request", lambda r: requested.append(r.url))
+    failed: list[str] = []
+    page.on("requestfailed", lambda r: failed.append(r.url))
     page.goto(dashboard.url + "/")
     assert page.title() == "Overview · sbredis"
     names = page.locator("#entities tbody tr").evaluate_all("rows => rows.map(r => r.dataset.entity)")
@@ -92,6 +96,14 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
     page.get_by_role("button", name="Find").click()
     assert page.locator("#found").inner_text().startswith("6 message(s)")  # 12 active: even ones are us
     shoot(page, "find")
+    # every asset came from the dashboard itself (no CDN, no font service): it works offline
+    assert requested and all(u.startswith(dashboard.url + "/") for u in requested), requested
+    assert {u.split("?")[0].removeprefix(dashboard.url) for u in requested} >= {
+        "/static/app.js",
+        "/static/style.css",
+        "/api/overview",
+    }
+    assert failed == []
 
 
 def test_resubmit_selected_then_purge(page: Any, dashboard: Any, admin: Any, client: Any, shoot: Any) -> None:
