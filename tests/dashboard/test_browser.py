@@ -23,7 +23,7 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
     requested: list[str] = []
     page.on("request", lambda r: requested.append(r.url))
     failed: list[str] = []
-    page.on("requestfailed", lambda r: failed.append(r.url))
+    page.on("requestfailed", lambda r: failed.append(f"{r.url} {r.failure}"))
     page.goto(dashboard.url + "/")
     assert page.title() == "Overview · sbredis"
     names = page.locator("#entities tbody tr").evaluate_all("rows => rows.map(r => r.dataset.entity)")
@@ -90,6 +90,8 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
     page.goto(dashboard.url + "/entity/orders?view=messages&queue=active&body=hex")
     page.locator("#messages summary").first.click()
     assert re.match(r"00000000  7b 22 6f 72", page.locator("pre.body").first.inner_text())  # '{"or'
+    page.goto(dashboard.url + "/entity/carts?view=messages&queue=active&find=cart-1")
+    assert page.locator("#messages tr.msg").count() == 1 and "cart-1" in page.locator("#messages").inner_text()
     page.goto(dashboard.url + "/entity/orders?view=messages&queue=active&find=order-7")
     assert page.locator("#messages tr.msg").count() == 1
     page.get_by_label("Find").fill("region=us")
@@ -103,7 +105,7 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
         "/static/style.css",
         "/api/overview",
     }
-    assert failed == []
+    assert [f for f in failed if "ERR_ABORTED" not in f] == []  # aborted: the test moved on to the next page
 
 
 def test_resubmit_selected_then_purge(page: Any, dashboard: Any, admin: Any, client: Any, shoot: Any) -> None:
@@ -198,6 +200,19 @@ def test_keyboard_only(page: Any, dashboard: Any, admin: Any, client: Any) -> No
         focus_on(page, "Resubmit all…")
         page.keyboard.press("Enter")
         assert page.locator("#question").inner_text() == "Resubmit all the dead-letter messages of keys to keys?"
+        page.keyboard.press("Enter")
+        assert page.locator(".notice").inner_text() == "Resubmitted 1 message(s) of keys to keys."
+
+        with client.get_queue_receiver("keys") as r:  # the copy, dead-lettered again: picked by keyboard
+            (m,) = r.receive_messages(1, max_wait_time=2)
+            r.dead_letter_message(m, reason="ByKeyboard")
+        page.goto(dashboard.url + "/entity/keys?view=messages&queue=deadletter")
+        seq = page.locator('#messages input[name="seq"]').first.get_attribute("value")
+        focus_on(page, f"select message {seq}")
+        page.keyboard.press("Space")
+        focus_on(page, "Resubmit selected…")
+        page.keyboard.press("Enter")
+        assert page.locator("#question").inner_text() == "Resubmit the 1 selected dead-letter messages of keys to keys?"
         page.keyboard.press("Enter")
         assert page.locator(".notice").inner_text() == "Resubmitted 1 message(s) of keys to keys."
 
