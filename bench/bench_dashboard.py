@@ -59,6 +59,34 @@ def populate(url: str, entities: int, partitions: int) -> int:
     return made
 
 
+def machine(url: str) -> dict[str, Any]:
+    """Where and with what the figures were taken (scripts/bench_page.py lists it on docs/benchmarks.md)."""
+    import os
+    import subprocess
+    from datetime import UTC, datetime
+
+    import redis
+
+    import sbredis
+
+    info = redis.Redis.from_url(url).info("server")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "redis_server_version": info.get("redis_version"),
+        "redis_py_version": redis.__version__,
+        "sbredis_version": sbredis.__version__,
+        "git_commit": git("rev-parse", "HEAD"),
+        "git_dirty": bool(git("status", "--porcelain")),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
 def timed(fn: Any, rounds: int) -> list[float]:
     out = []
     for _ in range(rounds):
@@ -90,6 +118,7 @@ def main() -> int:
     if url is None:
         server = RedisServer().start()
         url = server.url
+    url_used = url
     try:
         t = time.perf_counter()
         made = populate(url, args.entities, args.partitions)
@@ -117,6 +146,7 @@ def main() -> int:
         finally:
             conn.close()
             running.stop()
+        where = machine(url_used)
     finally:
         if server is not None:
             server.stop()
@@ -132,7 +162,7 @@ def main() -> int:
         "rounds": args.rounds,
         "html_bytes": html_bytes,
         "ms": {name: {"median": statistics.median(v), "min": min(v), "max": max(v)} for name, v in rows},
-        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "machine": where,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
