@@ -375,7 +375,7 @@ def messages_page(
         f'<th scope="col">Body</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
     )
     more = f" (scanned {found.scanned}; more not shown)" if found.more else ""
-    summary = f'<p class=meta id="found">{len(found.messages)} message(s){e(more)}</p>'
+    summary = f'<p class=meta id="found">{len(found.messages)} message(s){html.escape(more)}</p>'
     selected = ""
     if not read_only and queue in ("deadletter", "transferdeadletter") and found.messages:
         extra = target_select(ent, targets) + (
