@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -324,15 +324,3 @@ def session_states(c: ServiceBusClient, path: str, limit: int = 50) -> list[dict
             row["held"] = True
         out.append(row)
     return out
-
-
-def guarded(fn: Callable[..., Outcome]) -> Callable[..., Outcome]:
-    """`fn` with library errors turned into ActionError (shown on the page)."""
-
-    def run(*args: Any, **kwargs: Any) -> Outcome:
-        try:
-            return fn(*args, **kwargs)
-        except ServiceBusError as e:
-            raise ActionError(f"{type(e).__name__}: {e.message}") from e
-
-    return run

@@ -257,7 +257,7 @@ def actions_panel(ent: Entity, csrf: str, read_only: bool, targets: Sequence[str
         )
         select = f'<label>Messages <select name="queue">{options}</select></label>'
         parts.append(action_form("purge", "Purge…", csrf, {"entity": ent.name}, select, "purge"))
-        parts.append(resubmit_fields(ent, csrf, targets, all_messages=True))
+        parts.append(resubmit_fields(ent, csrf, targets))
     if ent.kind in ("queue", "topic"):
         extra = '<label>Sequence numbers (comma-separated) <input name="seq_list" inputmode="numeric"></label>'
         parts.append(action_form("cancel", "Cancel scheduled", csrf, {"entity": ent.name}, extra, "cancel"))
@@ -272,7 +272,8 @@ def target_select(ent: Entity, targets: Sequence[str]) -> str:
     return f'<label>To <select name="target">{"".join(opts)}</select></label>'
 
 
-def resubmit_fields(ent: Entity, csrf: str, targets: Sequence[str], all_messages: bool) -> str:
+def resubmit_fields(ent: Entity, csrf: str, targets: Sequence[str]) -> str:
+    """The form that resubmits every dead letter of a list (the message browser resubmits a selection)."""
     options = "".join(
         f'<option value="{q}">{e(QUEUE_LABELS[q])}</option>' for q in ("deadletter", "transferdeadletter")
     )
