@@ -231,7 +231,7 @@ class Dashboard:
         self.admin.close()
         self.transport.close()
 
-    def entities(self, only: str | None = None) -> tuple[list[Entity], dict[str, dict[str, float]]]:
+    def entities(self, only: str | list[str] | None = None) -> tuple[list[Entity], dict[str, dict[str, float]]]:
         found = self.reader.read(only)
         return found, self.rates.update(found)
 
@@ -319,7 +319,8 @@ def create_app(settings: Settings) -> Starlette:
             elif ent.kind == "topic":
                 props = d.admin.get_topic(name)
                 subs = [(s, list(d.admin.list_rules(name, s.name))) for s in d.admin.list_subscriptions(name)]
-                rules = html.rules_table(name, subs)
+                counted, _ = d.entities([f"{name}/Subscriptions/{s.name}" for s, _ in subs])
+                rules = html.subscriptions_table(counted) + html.rules_table(name, subs)
             else:
                 assert sub is not None
                 props = d.admin.get_subscription(topic, sub)

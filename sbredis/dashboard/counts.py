@@ -17,6 +17,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,8 +169,8 @@ class Reader:
         found = [e for k, v in raw.items() if (e := _entity(_text(k), json.loads(v))) is not None]
         return sorted((e.name, e.kind) for e in found)
 
-    def read(self, only: str | None = None) -> list[Entity]:
-        """Every queue, topic and subscription (or only the one named `only`), sorted by name (a
+    def read(self, only: str | Sequence[str] | None = None) -> list[Entity]:
+        """Every queue, topic and subscription (or only those named in `only`), sorted by name (a
         subscription after its topic), with its counts. A partition whose node does not answer is
         marked unreachable and left out of the sums.
 
@@ -178,9 +179,11 @@ class Reader:
         """
         cluster = getattr(self.transport, "cluster", None) is not None
         if only is not None:
-            value = self.transport.execute("HGET", REGISTRY, only)
-            entity = _entity(only, json.loads(value)) if value is not None else None
-            entities = [entity] if entity is not None else []
+            names = [only] if isinstance(only, str) else list(only)
+            values = self.transport.execute("HMGET", REGISTRY, *names) if names else []
+            entities = [
+                e for n, v in zip(names, values, strict=True) if v is not None and (e := _entity(n, json.loads(v)))
+            ]
             calls = counts_calls([(e.name, i) for e in entities for i in range(e.partition_count)], cluster)
         else:
             raw = self.transport.execute("HGETALL", REGISTRY) or {}

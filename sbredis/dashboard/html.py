@@ -199,6 +199,27 @@ def settings_form(path: str, kind: str, props: Any, csrf: str, read_only: bool, 
     )
 
 
+def subscriptions_table(subs: Sequence[Entity]) -> str:
+    shown = ("active", "dead_letter", "transfer_dead_letter")
+    head = "".join(f'<th scope="col" class="n">{e(LABELS[k])}</th>' for k in shown)
+    rows = []
+    for s in subs:
+        name = s.name.split("/Subscriptions/", 1)[1]
+        cells = "".join(f'<td class="n">{s.total(k)}</td>' for k in shown)
+        links = " ".join(
+            f'<a href="{e(href(s.name, view="messages", queue=q))}">{e(QUEUE_LABELS[q])}</a>'
+            for q in ("active", "deadletter", "transferdeadletter")
+        )
+        rows.append(
+            f'<tr><td><a href="{e(href(s.name))}">{e(name)}</a></td><td>{e(s.status)}</td>{cells}<td>{links}</td></tr>'
+        )
+    return (
+        '<h2>Subscriptions</h2><table class="grid" id="subscriptions"><thead><tr><th scope="col">Subscription</th>'
+        f'<th scope="col">Status</th>{head}<th scope="col">Messages</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
 def rules_table(topic: str, subs: Sequence[tuple[Any, Sequence[Any]]]) -> str:
     rows = []
     for s, rules in subs:
@@ -220,7 +241,7 @@ def rules_table(topic: str, subs: Sequence[tuple[Any, Sequence[Any]]]) -> str:
                 f"<tr>{first}<td>{e(r.name)}</td><td><code>{e(what)}</code></td><td><code>{e(action)}</code></td></tr>"
             )
     return (
-        '<h2>Subscriptions and rules</h2><table class="grid" id="rules"><thead><tr><th scope="col">Subscription</th>'
+        '<h2>Rules</h2><table class="grid" id="rules"><thead><tr><th scope="col">Subscription</th>'
         '<th scope="col">Rule</th><th scope="col">Filter</th><th scope="col">Action</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>"
     )

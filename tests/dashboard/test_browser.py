@@ -59,6 +59,10 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
     shoot(page, "queue")
 
     page.goto(dashboard.url + "/entity/events")
+    subs = page.locator("#subscriptions tbody tr")
+    assert subs.count() == 2
+    assert subs.nth(0).inner_text().split("\t")[:5] == ["audit", "Active", "3", "0", "0"]
+    assert subs.nth(1).inner_text().split("\t")[:5] == ["lost", "Active", "0", "0", "3"]
     rules = page.locator("#rules").inner_text()
     assert "eu-only" in rules and "region = 'eu'" in rules and "SET audited = 1" in rules
     assert "$Default" in rules  # lost's rule
