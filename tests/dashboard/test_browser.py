@@ -83,6 +83,15 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
         page.goto(dashboard.url + f"/entity/orders?view=messages&queue={queue}")
         assert page.locator("#found").inner_text().startswith(f"{n} message(s)"), queue
         assert page.locator("#messages tr.msg").count() == n
+        shoot(page, f"messages-{queue}")
+    page.goto(dashboard.url + "/entity/events/Subscriptions/audit")
+    assert page.locator("h1").inner_text() == "subscription events/Subscriptions/audit"
+    assert "eu-only" in page.locator("#rules").inner_text()
+    assert page.locator("#partitions tfoot [data-count=active]").inner_text() == "3"
+    shoot(page, "subscription")
+    page.goto(dashboard.url + "/entity/no-such-queue")
+    assert "was not found" in page.locator(".error").inner_text()
+    shoot(page, "not-found")
     page.goto(dashboard.url + "/entity/orders?view=messages&queue=deadletter&body=json")
     row = page.locator("#messages tr.msg").first
     row.locator("summary").click()

@@ -66,9 +66,10 @@ def read_only(redis_url: str, namespace: Any) -> Iterator[Running]:
     running.stop()
 
 
-def test_read_only_refuses_every_action(read_only: Running, admin: Any, page: Any) -> None:
+def test_read_only_refuses_every_action(read_only: Running, admin: Any, page: Any, shoot: Any) -> None:
     before = admin.get_queue_runtime_properties("orders")
     page.goto(read_only.url + "/entity/orders")
+    shoot(page, "read-only")
     assert page.locator("header .badge").inner_text() == "read-only"
     assert page.get_by_role("button").count() == 0  # no forms at all
     assert page.get_by_label("max_delivery_count").count() == 0  # settings shown as text
@@ -119,7 +120,7 @@ def test_only_loopback_host_names_without_credentials(dashboard: Running, redis_
         running.stop()
 
 
-def test_non_loopback_needs_credentials(redis_url: str, namespace: Any, page: Any) -> None:
+def test_non_loopback_needs_credentials(redis_url: str, namespace: Any, page: Any, shoot: Any) -> None:
     with pytest.raises(SettingsError, match="needs --token"):
         Settings.make(redis_url, host="0.0.0.0")
     with pytest.raises(SettingsError, match="needs --token"):
@@ -138,6 +139,7 @@ def test_non_loopback_needs_credentials(redis_url: str, namespace: Any, page: An
         assert call(running.url, "GET", "/api/overview", Authorization="Bearer t0k3n-for-tests").status == 200
         page.goto(running.url + "/entity/orders")
         assert page.locator("h1").inner_text() == "Unauthorized"
+        shoot(page, "unauthorized")
         page.goto(running.url + "/entity/orders?token=t0k3n-for-tests")
         assert page.url == running.url + "/entity/orders"  # the token left the address bar for a cookie
         assert page.locator("h1").inner_text() == "queue orders"
