@@ -113,3 +113,33 @@ def test_rates() -> None:
     assert rates.update([entity(10, 0, 0, "other")], now=14.0) == {
         "other": {"sent": 5.0, "completed": 5.0, "dead_lettered": 0.0}
     }
+
+
+@pytest.mark.cluster
+def test_pages_on_a_cluster(redis_cluster: Any) -> None:
+    """On a 3-primary cluster the overview and an entity page show each partition's node."""
+    import http.client
+    import re
+
+    from sbredis.dashboard.app import Settings
+    from sbredis.dashboard.server import start
+    from sbredis.management import ServiceBusAdministrationClient
+
+    name = "cl-" + uuid.uuid4().hex[:8]
+    url = str(redis_cluster.url)
+    with ServiceBusAdministrationClient.from_connection_string(url) as admin:
+        admin.create_queue(name, enable_partitioning=True, partition_count=8)
+        running = start(Settings.make(url))
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=30)
+            conn.request("GET", "/")
+            overview = conn.getresponse().read().decode()
+            conn.request("GET", f"/entity/{name}")
+            page = conn.getresponse().read().decode()
+            conn.close()
+        finally:
+            running.stop()
+            admin.delete_queue(name)
+    assert f'data-entity="{name}"' in overview
+    nodes = set(re.findall(r"<td>(127\.0\.0\.1:\d+)</td>", page))
+    assert len(nodes) >= 2, nodes  # 8 partitions over 3 primaries
