@@ -4,6 +4,7 @@
 (function () {
   var HISTORY = 60; // points per chart: two minutes at the default two-second poll
   var series = { sent: [], completed: [], dead_lettered: [] };
+  var rowsByName = {}; // entity name -> the elements showing its counts, found once (a poll updates a thousand rows)
 
   function draw(name) {
     var svg = document.querySelector('svg[data-chart="' + name + '"]');
@@ -39,8 +40,7 @@
       draw(k);
     });
     data.entities.forEach(function (ent) {
-      var rows = document.querySelectorAll('[data-entity="' + CSS.escape(ent.name) + '"]');
-      rows.forEach(function (row) {
+      (rowsByName[ent.name] || []).forEach(function (row) {
         Object.keys(ent.counts).forEach(function (k) {
           var cell = row.querySelector('[data-count="' + k + '"]');
           if (cell && !cell.closest("tbody tr:not([data-entity])")) {
@@ -105,6 +105,10 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-entity]").forEach(function (el) {
+      var name = el.getAttribute("data-entity");
+      (rowsByName[name] = rowsByName[name] || []).push(el);
+    });
     var url = document.body.getAttribute("data-poll");
     if (url) poll(url, Number(document.body.getAttribute("data-poll-ms") || 2000));
     // a row's partitions (with the node holding each), fetched when asked for: the overview itself
