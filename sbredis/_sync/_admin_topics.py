@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .._admin_checks import check_forward_targets, forward_targets
 from .._core import codec, fanout, ops
 from .._core.entity import check_name
 from .._core.keys import (
@@ -245,11 +246,14 @@ class TopicAdministration:
 
         Raises:
             InvalidArgumentError / InvalidOperationError: bad or unsupported properties.
-            MessagingEntityNotFoundError: no such topic.
+            MessagingEntityNotFoundError: no such topic, or forward_to or forward_dead_lettered_messages_to
+                names no entity.
             MessagingEntityAlreadyExistsError: the topic has a subscription of that name.
         """
         t, _ = self._topic_entry(topic_name)
         s = build_subscription(t.name, subscription_name, **kwargs)
+        targets = forward_targets(s)
+        check_forward_targets(targets, [self._transport.execute("HGET", REGISTRY, n, entity=n) for n in targets])
         now = self._server_ms()
         path = subscription_path(t.name, s.name)
         default = build_rule(DEFAULT_RULE, TrueRuleFilter())

@@ -8,6 +8,7 @@ from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
+from .._admin_checks import check_forward_targets, forward_targets
 from .._core import codec, ops
 from .._core.entity import QueueProperties, build_queue, check_name
 from .._core.keys import FORWARDERS, IDLE, REGISTRY, partition_keys
@@ -65,8 +66,11 @@ class ServiceBusAdministrationClient(TopicAdministration):
         Raises:
             InvalidArgumentError / InvalidOperationError: bad or unsupported properties.
             MessagingEntityAlreadyExistsError: a queue of that name exists.
+            MessagingEntityNotFoundError: forward_to or forward_dead_lettered_messages_to names no entity.
         """
         p = build_queue(queue_name, **kwargs)
+        targets = forward_targets(p)
+        check_forward_targets(targets, [await self._transport.execute("HGET", REGISTRY, t, entity=t) for t in targets])
         now = await self._now_ms()
         cmds = ops.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
         cmds += ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)

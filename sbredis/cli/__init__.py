@@ -32,11 +32,23 @@ import importlib
 import logging
 import sys
 
+from .. import __version__
 from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
-from ._registry import ExitCode, Main, Registry, UsageError
+from ._registry import MEMORY_HINT, ExitCode, Main, Parser, Registry, UsageError, add_url, resolve_url
 from .output import Output, masked
 
-COMMANDS = ("entities", "messages", "dlq", "sessions", "stats", "syphon", "demo", "worker", "metrics")
+COMMANDS = (
+    "entities",
+    "messages",
+    "dlq",
+    "sessions",
+    "stats",
+    "syphon",
+    "demo",
+    "worker",
+    "metrics",
+    "dashboard",
+)
 
 EPILOG = """\
 exit codes:
@@ -45,19 +57,22 @@ exit codes:
   2  usage: bad arguments, or a destructive command without --yes when stdin is not a terminal
   3  nothing found: no such entity, or no message to peek, receive, resubmit or purge
 
-every command takes --url (default $SBREDIS_URL) and --json; passwords in URLs are never printed.
+every command takes --url (before or after the command; default $SBREDIS_URL) and --json; passwords
+in URLs are never printed. memory:// (needs sbredis[memory]) is in-process: its state lasts one command.
 """
 
 
 def parser() -> tuple[argparse.ArgumentParser, dict[str, Main]]:
     """The whole command line, and the commands that parse their own arguments."""
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="sbredis",
         description="Azure Service Bus semantics on Redis: manage entities, send, receive, peek, "
         "resubmit dead letters, watch counts.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument("--version", action="version", version=f"sbredis {__version__}")
+    add_url(p, "url_before")
     passthrough: dict[str, Main] = {}
     cli = Registry(p.add_subparsers(dest="command", metavar="COMMAND", required=True), passthrough)
     for name in COMMANDS:
@@ -65,12 +80,23 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Main]]:
     return p, passthrough
 
 
+def _leading_url(argv: list[str]) -> int:
+    """How many leading arguments are a --url option (0, 1 for --url=U, 2 for --url U)."""
+    if argv[:1] and argv[0].startswith("--url="):
+        return 1
+    return 2 if argv[:1] == ["--url"] and len(argv) > 1 else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p, passthrough = parser()
+    before = _leading_url(argv)  # `sbredis --url U worker ...`: the worker's own parser takes --url
+    if before and len(argv) > before and argv[before] in passthrough:
+        argv = [argv[before], *argv[before + 1 :], *argv[:before]]
     if argv[:1] and argv[0] in passthrough:
         return passthrough[argv[0]](argv[1:])
     args = p.parse_args(argv)
+    resolve_url(args)
     logging.basicConfig(
         level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],
         format="[%(asctime)s %(levelname)s %(name)s] %(message)s",
@@ -84,6 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     except ServiceBusError as e:
         out.warn(f"sbredis: {type(e).__name__}: {e.message}")
         return ExitCode.EMPTY if isinstance(e, MessagingEntityNotFoundError) else ExitCode.ERROR
+    except ModuleNotFoundError as e:
+        if e.name != "fakeredis":
+            raise
+        out.warn(f"sbredis: {MEMORY_HINT}")
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         out.warn("sbredis: interrupted")
         return 130

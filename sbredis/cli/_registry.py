@@ -9,11 +9,14 @@ subcommands, e.g. ``entities``) or ``cli.passthrough(...)`` (a command with its 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from collections.abc import Callable
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from .._core.redact import redact_text
 
 if TYPE_CHECKING:
     from .output import Output
@@ -35,13 +38,43 @@ class UsageError(Exception):
     """Arguments the command cannot use (exit code 2)."""
 
 
-def _common() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
+URL_HELP = (
+    "redis://, rediss://, redis+cluster://, unix:// or memory:// URL (default $SBREDIS_URL); memory:// "
+    "needs sbredis[memory] and its state lasts one command"
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose every message (usage errors quote the offending argument, which can
+    be a URL with a password) goes out with passwords masked; subparsers inherit the class."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        super()._print_message(redact_text(message), file)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        super().exit(status, None if message is None else redact_text(message))
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {redact_text(message)}\n")
+
+
+def add_url(p: argparse.ArgumentParser, dest: str = "url") -> None:
+    """--url; before the command (``sbredis --url U entities list``) it goes to ``url_before``, as a
+    subparser's defaults would overwrite a value of the same name given before it."""
     p.add_argument(
-        "--url",
-        default=os.environ.get("SBREDIS_URL"),
-        help="redis://, rediss://, redis+cluster://, unix:// or memory:// URL (default $SBREDIS_URL)",
+        "--url", dest=dest, metavar="URL", default=None if dest == "url" else argparse.SUPPRESS, help=URL_HELP
     )
+
+
+def resolve_url(args: argparse.Namespace) -> None:
+    """args.url: --url after the command, else before it, else $SBREDIS_URL."""
+    args.url = getattr(args, "url", None) or getattr(args, "url_before", None) or os.environ.get("SBREDIS_URL")
+
+
+def _common() -> argparse.ArgumentParser:
+    p = Parser(add_help=False)
+    add_url(p)
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     p.add_argument("--progress", action="store_true", help="show progress bars even when stderr is not a terminal")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
@@ -69,6 +102,7 @@ class Registry:
     def group(self, name: str, help: str) -> Registry:
         """A command with subcommands (``sbredis <name> <subcommand>``)."""
         p = self._sub.add_parser(name, help=help, description=help)
+        add_url(p, "url_before")  # `sbredis entities --url U list` as well
         return Registry(p.add_subparsers(dest=f"{name}_command", metavar="COMMAND", required=True), self._passthrough)
 
     def passthrough(self, name: str, help: str, main: Main) -> None:
@@ -95,8 +129,36 @@ def confirm(args: argparse.Namespace, question: str) -> bool:
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
+def add_sub_queue(p: argparse.ArgumentParser, verb: str) -> None:
+    """--dlq / --transfer-dlq: the dead-letter or transfer dead-letter subqueue (``args.sub_queue``)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--dlq", dest="sub_queue", action="store_const", const="deadletter", help=f"{verb} the dead-letter subqueue"
+    )
+    g.add_argument(
+        "--transfer-dlq",
+        dest="sub_queue",
+        action="store_const",
+        const="transferdeadletter",
+        help=f"{verb} the transfer dead-letter subqueue (messages that could not be forwarded)",
+    )
+
+
 def require_url(args: argparse.Namespace) -> str:
     """Raises UsageError when neither --url nor $SBREDIS_URL is set."""
-    if not args.url:
+    url = getattr(args, "url", None)
+    if not url:
         raise UsageError("give --url (or set SBREDIS_URL)")
-    return str(args.url)
+    if str(url).lower().startswith("memory://") and not _has_fakeredis():
+        raise UsageError(MEMORY_HINT)
+    return str(url)
+
+
+MEMORY_HINT = "memory:// needs the memory extra: pip install 'sbredis[memory]'"
+
+
+def _has_fakeredis() -> bool:
+    try:
+        return importlib.util.find_spec("fakeredis") is not None
+    except (ImportError, ValueError):  # a broken install, or None in sys.modules
+        return False

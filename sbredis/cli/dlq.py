@@ -10,9 +10,15 @@ message stays where it is (``--new-message-id`` gives copies new ids). A subscri
 letters go back through its topic (``--to TOPIC``), so every subscription whose rules match gets a
 copy.
 
+``--transfer-dlq`` works on the transfer dead-letter subqueue instead (messages that could not be
+forwarded: a missing or disabled destination, too many hops).
+
 purge receives and deletes in batches. Both stop after the number of messages the subqueue held
 when they started (or ``--count``), so messages dead-lettered meanwhile are left alone, and both
 take ``--dry-run`` (count and show, change nothing) and need ``--yes`` or a "y" on the terminal.
+
+``sbredis purge ENTITY`` does the same to the entity's active messages (not those locked by a
+receiver right now, nor deferred or scheduled ones).
 """
 
 from __future__ import annotations
@@ -45,18 +51,56 @@ def register(cli: Registry) -> None:
         p.add_argument("--batch", type=int, default=100, help="messages per round trip (default 100)")
         p.add_argument("--dry-run", action="store_true", help="count and show the messages, change nothing")
         add_yes(p)
+        p.add_argument(
+            "--transfer-dlq",
+            dest="sub_queue",
+            action="store_const",
+            const=ServiceBusSubQueue.TRANSFER_DEAD_LETTER,
+            default=ServiceBusSubQueue.DEAD_LETTER,
+            help="the transfer dead-letter subqueue (messages that could not be forwarded)",
+        )
         if name == "resubmit":
             p.add_argument(
                 "--to", help="the queue or topic to send to (default: the queue; required for a subscription)"
             )
             p.add_argument("--new-message-id", action="store_true", help="give each copy a new message id")
 
+    p = cli.command(
+        "purge",
+        "delete the active messages of a queue or subscription (not locked, deferred or scheduled ones)",
+        run_purge,
+    )
+    p.add_argument("entity", help="QUEUE, TOPIC/Subscriptions/SUB or TOPIC:SUB")
+    p.add_argument("-n", "--count", type=int, help="at most this many messages (default: all there now)")
+    p.add_argument("--batch", type=int, default=100, help="messages per round trip (default 100)")
+    p.add_argument("--dry-run", action="store_true", help="count and show the messages, change nothing")
+    add_yes(p)
+    p.set_defaults(sub_queue=None)
 
-def _dead_letter_count(admin: ServiceBusAdministrationClient, entity: str) -> int:
+
+WHAT = {
+    None: "active message(s)",
+    ServiceBusSubQueue.DEAD_LETTER: "dead-lettered message(s)",
+    ServiceBusSubQueue.TRANSFER_DEAD_LETTER: "transfer dead-lettered message(s)",
+}
+WHERE = {
+    None: "",
+    ServiceBusSubQueue.DEAD_LETTER: "the dead-letter subqueue of ",
+    ServiceBusSubQueue.TRANSFER_DEAD_LETTER: "the transfer dead-letter subqueue of ",
+}
+
+
+def _count(admin: ServiceBusAdministrationClient, entity: str, sub_queue: ServiceBusSubQueue | None) -> int:
     topic, sub = _clients.split(entity)
     if sub is None:
-        return int(admin.get_queue_runtime_properties(topic).dead_letter_message_count)
-    return int(admin.get_subscription_runtime_properties(topic, sub).dead_letter_message_count)
+        r: Any = admin.get_queue_runtime_properties(topic)
+    else:
+        r = admin.get_subscription_runtime_properties(topic, sub)
+    if sub_queue is None:
+        return int(r.active_message_count)
+    if sub_queue is ServiceBusSubQueue.DEAD_LETTER:
+        return int(r.dead_letter_message_count)
+    return int(r.transfer_dead_letter_message_count)
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -64,9 +108,11 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError("--count must be at least 1 and --batch between 1 and 5000")
 
 
-def _peek_all(c: ServiceBusClient, entity: str, limit: int) -> list[ServiceBusReceivedMessage]:
+def _peek_all(
+    c: ServiceBusClient, entity: str, limit: int, sub_queue: ServiceBusSubQueue | None
+) -> list[ServiceBusReceivedMessage]:
     msgs: list[ServiceBusReceivedMessage] = []
-    with _clients.receiver(c, entity, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as r:
+    with _clients.receiver(c, entity, sub_queue=sub_queue) as r:
         page = r.peek_messages(min(limit, 250), sequence_number=0)
         while page:
             msgs += page
@@ -77,12 +123,13 @@ def _peek_all(c: ServiceBusClient, entity: str, limit: int) -> list[ServiceBusRe
 
 
 def _dry_run(args: argparse.Namespace, out: Output, c: ServiceBusClient, limit: int, verb: str) -> int:
-    msgs = _peek_all(c, args.entity, limit)
+    msgs = _peek_all(c, args.entity, limit, args.sub_queue)
     if out.json:
         out.emit({"dry_run": True, f"would_{verb}": len(msgs), "messages": [message_dict(m) for m in msgs]})
     else:
-        out.show(messages_table(msgs), (*MESSAGE_COLUMNS[:-1], "dead_letter_reason", "body"))
-        out.say(f"dry run: would {verb} {len(msgs)} dead-lettered message(s) of {args.entity}; nothing changed")
+        columns = (*MESSAGE_COLUMNS[:-1], "dead_letter_reason", "body") if args.sub_queue else MESSAGE_COLUMNS
+        out.show(messages_table(msgs), columns)
+        out.say(f"dry run: would {verb} {len(msgs)} {WHAT[args.sub_queue]} of {args.entity}; nothing changed")
     return ExitCode.OK if msgs else ExitCode.EMPTY
 
 
@@ -97,16 +144,20 @@ def _start(
     """(how many messages to take, None) to go on, or (0, the exit code): a dry run, an empty
     subqueue, no confirmation."""
     verb, done = verbs
-    there = _dead_letter_count(admin, args.entity)
+    there = _count(admin, args.entity, args.sub_queue)
     limit = min(there, args.count or there)
     if args.dry_run:
         return 0, _dry_run(args, out, c, limit, verb)
     if limit == 0:
-        out.warn(f"the dead-letter subqueue of {args.entity} is empty")
+        out.warn(
+            f"{WHERE[args.sub_queue]}{args.entity} is empty"
+            if args.sub_queue
+            else f"{args.entity} has no active message"
+        )
         if out.json:
             out.emit({done: 0})
         return 0, ExitCode.EMPTY
-    if not confirm(args, f"{verb} {limit} dead-lettered message(s) of {args.entity} {how}?"):
+    if not confirm(args, f"{verb} {limit} {WHAT[args.sub_queue]} of {args.entity} {how}?"):
         out.warn(f"nothing {done}")
         return 0, ExitCode.ERROR
     return limit, None
@@ -130,7 +181,7 @@ def run_resubmit(args: argparse.Namespace, out: Output) -> int:
     if out.json:
         out.emit({"entity": args.entity, "to": target, **counts})
     else:
-        out.say(f"resubmitted {counts['resubmitted']} message(s) of {args.entity} to {target}")
+        out.say(f"resubmitted {counts['resubmitted']} message(s) of {WHERE[args.sub_queue]}{args.entity} to {target}")
     if counts["kept_as_duplicates"]:
         out.warn(
             f"{counts['kept_as_duplicates']} copies were dropped by duplicate detection (same message id within "
@@ -150,7 +201,7 @@ def _resubmit(args: argparse.Namespace, c: ServiceBusClient, sender: Any, limit:
     held: list[ServiceBusReceivedMessage] = []  # dropped as duplicates, or seen twice: given back at the end
     seen: set[int] = set()
     taken = 0
-    dlq = _clients.receiver(c, args.entity, sub_queue=ServiceBusSubQueue.DEAD_LETTER)
+    dlq = _clients.receiver(c, args.entity, sub_queue=args.sub_queue)
     with dlq, Progress(f"resubmit {args.entity}", limit, Progress.wanted(args)) as bar:
         try:
             while taken < limit:
@@ -197,7 +248,7 @@ def run_purge(args: argparse.Namespace, out: Output) -> int:
             return code
         purged = 0
         mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
-        dlq = _clients.receiver(c, args.entity, sub_queue=ServiceBusSubQueue.DEAD_LETTER, receive_mode=mode)
+        dlq = _clients.receiver(c, args.entity, sub_queue=args.sub_queue, receive_mode=mode)
         with dlq, Progress(f"purge {args.entity}", limit, Progress.wanted(args)) as bar:
             while purged < limit:
                 msgs = dlq.receive_messages(min(args.batch, limit - purged), max_wait_time=1)
@@ -208,5 +259,5 @@ def run_purge(args: argparse.Namespace, out: Output) -> int:
     if out.json:
         out.emit({"entity": args.entity, "purged": purged})
     else:
-        out.say(f"purged {purged} dead-lettered message(s) of {args.entity}")
+        out.say(f"purged {purged} {WHAT[args.sub_queue]} of {args.entity}")
     return ExitCode.OK

@@ -30,7 +30,18 @@ from .output import Output, plain
 
 KINDS = ("queue", "topic", "subscription", "rule")
 NEVER = timedelta(days=10675199, seconds=10085, microseconds=477581)  # TimeSpan.MaxValue
-LIST_COLUMNS = ("name", "kind", "status", "partitions", "active", "dead_letter", "scheduled", "transfer", "size")
+LIST_COLUMNS = (
+    "name",
+    "kind",
+    "status",
+    "partitions",
+    "active",
+    "dead_letter",
+    "scheduled",
+    "transfer",
+    "transfer_dead_letter",
+    "size",
+)
 
 
 def register(cli: Registry) -> None:
@@ -83,6 +94,7 @@ def _queue_row(r: Any) -> dict[str, Any]:
         "dead_letter": r.dead_letter_message_count,
         "scheduled": r.scheduled_message_count,
         "transfer": r.transfer_message_count,
+        "transfer_dead_letter": r.transfer_dead_letter_message_count,
         "size": r.size_in_bytes,
         "missing_partitions": list(r.missing_partitions),
     }
@@ -127,6 +139,7 @@ def rows(admin: ServiceBusAdministrationClient, names: set[str] | None = None) -
                         "active": sr.active_message_count,
                         "dead_letter": sr.dead_letter_message_count,
                         "transfer": sr.transfer_message_count,
+                        "transfer_dead_letter": sr.transfer_dead_letter_message_count,
                     }
                 )
         except MessagingEntityNotFoundError:

@@ -17,7 +17,7 @@ from .. import ServiceBusClient, ServiceBusMessage, ServiceBusReceiveMode, Servi
 from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
 from ..management import ServiceBusAdministrationClient
 from . import _clients
-from ._registry import ExitCode, Registry, UsageError
+from ._registry import ExitCode, Registry, UsageError, add_sub_queue
 from .output import MESSAGE_COLUMNS, Output, Progress, message_dict, messages_table
 
 SETTLE = ("complete", "abandon", "defer", "dead-letter", "ask")
@@ -54,13 +54,18 @@ def register(cli: Registry) -> None:
         help="what to do with each locked message (default: ask on a terminal, else abandon)",
     )
     p.add_argument("--reason", default="ManualDeadLetter", help="dead-letter reason for --settle dead-letter")
-    p.add_argument("--dlq", action="store_true", help="from the dead-letter subqueue")
+    add_sub_queue(p, "from")
 
     p = cli.command("peek", "show messages without locking or removing them", run_peek)
     p.add_argument("entity", help="QUEUE, TOPIC/Subscriptions/SUB or TOPIC:SUB")
     p.add_argument("-n", "--count", type=int, default=10, help="messages to show at most (default 10)")
     p.add_argument("--from-seq", type=int, default=0, help="the first sequence number (default: the lowest)")
-    p.add_argument("--dlq", action="store_true", help="from the dead-letter subqueue")
+    add_sub_queue(p, "from")
+
+
+def sub_queue_of(args: argparse.Namespace) -> ServiceBusSubQueue | None:
+    """The subqueue --dlq or --transfer-dlq named (None: the entity itself)."""
+    return ServiceBusSubQueue(args.sub_queue) if getattr(args, "sub_queue", None) else None
 
 
 # ----------------------------------------------------------------------------------------- send
@@ -206,7 +211,7 @@ def run_receive(args: argparse.Namespace, out: Output) -> int:
         raise UsageError("--settle applies to --mode peek-lock only")
     how = args.settle or ("ask" if sys.stdin.isatty() and not out.json else "abandon")
     mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE if delete else ServiceBusReceiveMode.PEEK_LOCK
-    sub_queue = ServiceBusSubQueue.DEAD_LETTER if args.dlq else None
+    sub_queue = sub_queue_of(args)
     rows: list[dict[str, Any]] = []
     with _clients.client(args) as c, _clients.receiver(c, args.entity, receive_mode=mode, sub_queue=sub_queue) as r:
         msgs = r.receive_messages(args.count, max_wait_time=args.max_wait)
@@ -235,7 +240,12 @@ def run_receive(args: argparse.Namespace, out: Output) -> int:
 
 
 def _nothing(args: argparse.Namespace, out: Output) -> int:
-    out.warn(f"no message in {args.entity}{' (dead-letter subqueue)' if args.dlq else ''}")
+    where = {
+        None: "",
+        "deadletter": " (dead-letter subqueue)",
+        "transferdeadletter": " (transfer dead-letter subqueue)",
+    }
+    out.warn(f"no message in {args.entity}{where[args.sub_queue]}")
     if out.json:
         out.emit([])
     return ExitCode.EMPTY
@@ -245,7 +255,7 @@ def _nothing(args: argparse.Namespace, out: Output) -> int:
 def run_peek(args: argparse.Namespace, out: Output) -> int:
     if args.count < 1 or args.from_seq < 0:
         raise UsageError("--count must be at least 1 and --from-seq not negative")
-    sub_queue = ServiceBusSubQueue.DEAD_LETTER if args.dlq else None
+    sub_queue = sub_queue_of(args)
     with _clients.client(args) as c, _clients.receiver(c, args.entity, sub_queue=sub_queue) as r:
         msgs = r.peek_messages(args.count, sequence_number=args.from_seq)
     if not msgs:
@@ -253,6 +263,6 @@ def run_peek(args: argparse.Namespace, out: Output) -> int:
     if out.json:
         out.emit([message_dict(m) for m in msgs])
         return ExitCode.OK
-    columns = (*MESSAGE_COLUMNS[:-1], "dead_letter_reason", "body") if args.dlq else MESSAGE_COLUMNS
+    columns = (*MESSAGE_COLUMNS[:-1], "dead_letter_reason", "body") if sub_queue else MESSAGE_COLUMNS
     out.show(messages_table(msgs), columns)
     return ExitCode.OK

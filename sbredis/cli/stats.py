@@ -18,7 +18,7 @@ from ._registry import ExitCode, Registry, UsageError
 from .entities import rows
 from .output import Output
 
-COLUMNS = ("name", "kind", "active", "dead_letter", "scheduled", "transfer", "size")
+COLUMNS = ("name", "kind", "active", "dead_letter", "scheduled", "transfer", "transfer_dead_letter", "size")
 RATES = ("active_per_s", "dead_letter_per_s")
 
 

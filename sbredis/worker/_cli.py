@@ -30,7 +30,9 @@ class UsageError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    from sbredis.cli._registry import Parser  # masks URL passwords in usage errors, as every sbredis command
+
+    p = Parser(
         prog="sbredis worker",
         description="Run a handler on every message of a queue or subscription: success completes, an exception "
         "abandons (or dead-letters, for --dead-letter-on types); locks are renewed while it runs.",

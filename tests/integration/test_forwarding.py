@@ -16,7 +16,7 @@ import pytest
 
 from sbredis import ServiceBusMessage, ServiceBusReceiveMode, ServiceBusSubQueue
 from sbredis._core.rules import SqlRuleFilter
-from sbredis.exceptions import InvalidOperationError
+from sbredis.exceptions import InvalidOperationError, MessagingEntityNotFoundError
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,8 +66,11 @@ def test_forwarding_chain(admin: Any, client: Any, hops: int) -> None:
 
 def test_a_forwarding_cycle_ends_in_the_transfer_dead_letter_subqueue(admin: Any, client: Any) -> None:
     a, b = name("a"), name("b")
-    admin.create_queue(a, forward_to=b)  # b does not exist yet: allowed (it would transfer-dead-letter)
+    admin.create_queue(a)
     admin.create_queue(b, forward_to=a)
+    q = admin.get_queue(a)
+    q.forward_to = b  # a forward target must exist at creation: the cycle closes with an update
+    admin.update_queue(q)
     with client.get_queue_sender(a) as s:
         s.send_messages(ServiceBusMessage("round and round"))
     admin.forward_pending()  # whatever the sender's drain left at its depth limit
@@ -116,9 +119,10 @@ def test_dead_lettered_messages_forward_with_their_reason(admin: Any, client: An
 @pytest.mark.parametrize("problem", ["missing", "disabled"])
 def test_undeliverable_forward_lands_in_transfer_dead_letter(admin: Any, client: Any, problem: str) -> None:
     dst, src = name("dst"), name("src")
-    if problem == "disabled":
-        admin.create_queue(dst, status="Disabled")
+    admin.create_queue(dst, status="Disabled" if problem == "disabled" else "Active")
     admin.create_queue(src, forward_to=dst)
+    if problem == "missing":
+        admin.delete_queue(dst)  # it existed at creation (required), gone by the send
     with client.get_queue_sender(src) as s:
         s.send_messages(ServiceBusMessage("x"))
     props = admin.get_queue_runtime_properties(src)
@@ -137,7 +141,10 @@ def test_undeliverable_forward_lands_in_transfer_dead_letter(admin: Any, client:
 def test_subscription_transfer_dead_letter_subqueue(admin: Any, client: Any) -> None:
     topic = name("topic")
     admin.create_topic(topic)
-    admin.create_subscription(topic, "lost", forward_to=name("nowhere"))
+    nowhere = name("nowhere")
+    admin.create_queue(nowhere)
+    admin.create_subscription(topic, "lost", forward_to=nowhere)
+    admin.delete_queue(nowhere)
     with client.get_topic_sender(topic) as s:
         s.send_messages(ServiceBusMessage("x"))
     props = admin.get_subscription_runtime_properties(topic, "lost")
@@ -167,6 +174,21 @@ def test_subscription_forwards_to_a_queue_and_a_queue_to_a_topic(admin: Any, cli
         assert len(r.receive_messages(20, max_wait_time=1)) == 10
     sub = admin.get_subscription_runtime_properties(topic, "odd")
     assert sub.active_message_count == 0 and sub.transfer_message_count == 0
+
+
+def test_forwarding_to_a_missing_entity_is_refused_at_creation(admin: Any) -> None:
+    src, topic, missing = name("src"), name("topic"), name("missing")
+    admin.create_topic(topic)
+    with pytest.raises(MessagingEntityNotFoundError, match=missing):
+        admin.create_queue(src, forward_to=missing)
+    with pytest.raises(MessagingEntityNotFoundError, match=missing):
+        admin.create_queue(src, forward_dead_lettered_messages_to=missing)
+    with pytest.raises(MessagingEntityNotFoundError, match=missing):
+        admin.create_subscription(topic, "s", forward_to=missing)
+    with pytest.raises(MessagingEntityNotFoundError):
+        admin.get_queue(src)  # nothing was created
+    admin.create_queue(src, forward_to=topic)  # a topic is a target too
+    admin.create_subscription(topic, "s", forward_dead_lettered_messages_to=src)
 
 
 def test_update_turns_forwarding_on(admin: Any, client: Any) -> None:
