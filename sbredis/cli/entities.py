@@ -217,7 +217,7 @@ def run_show(args: argparse.Namespace, out: Output) -> int:
 
 
 # ----------------------------------------------------------------------- create / update / delete
-def _value(model: type[Any], name: str, text: str) -> Any:
+def setting_value(model: type[Any], name: str, text: str) -> Any:
     """`text` as the type of `model`'s field `name` (raises UsageError for an unknown field)."""
     fields = {f.name: f for f in dataclasses.fields(model)}
     if name not in fields or name in ("name", "availability_status", "authorization_rules", "size_in_bytes"):
@@ -246,7 +246,7 @@ def _settings(model: type[Any], args: argparse.Namespace) -> dict[str, Any]:
         name, sep, text = item.partition("=")
         if not sep:
             raise UsageError(f"--set takes NAME=VALUE, not {item!r}")
-        out[name.strip()] = _value(model, name.strip(), text.strip())
+        out[name.strip()] = setting_value(model, name.strip(), text.strip())
     if getattr(args, "partitions", None) is not None:
         out.update(enable_partitioning=True, partition_count=args.partitions)
     return out

@@ -442,7 +442,7 @@ def _run(d: Dashboard, verb: str, name: str, v: dict[str, Any], seqs: list[int],
 
 def _update_settings(d: Dashboard, name: str, kind: str, v: dict[str, Any]) -> actions.Outcome:
     from ..cli._registry import UsageError
-    from ..cli.entities import _value
+    from ..cli.entities import setting_value
 
     model = MODELS.get(kind)
     if model is None:
@@ -451,7 +451,7 @@ def _update_settings(d: Dashboard, name: str, kind: str, v: dict[str, Any]) -> a
     try:
         for key, text in v.items():
             if key.startswith("set:") and key[4:] not in FIXED:
-                changes[key[4:]] = _value(model, key[4:], str(text))
+                changes[key[4:]] = setting_value(model, key[4:], str(text))
     except UsageError as err:
         raise actions.ActionError(str(err)) from None
     topic, sub = actions.split(name)
