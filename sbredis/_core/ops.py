@@ -13,7 +13,7 @@ from itertools import islice
 from operator import attrgetter
 from typing import Any, NoReturn
 
-from .._enums import ServiceBusMessageState, ServiceBusReceiveMode
+from .._enums import ServiceBusReceiveMode
 from .._message import (
     PARTITION_SHIFT,
     ServiceBusMessage,
@@ -26,16 +26,26 @@ from ..exceptions import (
     MessageAlreadySettled,
     MessageSizeExceededError,
 )
-from . import scripts
 from .entity import QueueProperties, partition_config
-from .keys import entity_keys, partition_keys
+from .keys import partition_keys
+from .protocol import SETTLE, peek, publish, receive, send
+from .protocol._held import LOCK_LOST as LOCK_LOST
+from .protocol._held import lock_args as lock_args
+from .protocol.base import SWEEP_LIMIT as SWEEP_LIMIT
+from .protocol.base import Call as Call
+from .protocol.base import Group as Group
+from .protocol.base import Mode as Mode
+from .protocol.base import partition_call
 from .topic_entity import owner_config_commands, owner_delete_keys
+
+# Moved to .protocol (one module per script); these names stay for callers written before.
+parse_received = receive.parse
+parse_peeked = peek.parse
 
 LOCAL_MASK = (1 << PARTITION_SHIFT) - 1
 _TTL_MS = attrgetter("_ttl_ms")
 _SCHED_MS = attrgetter("_sched_ms")
 MAX_RECEIVE_COUNT = 5000
-SWEEP_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -64,20 +74,10 @@ class EntityMeta:
         )
 
 
-@dataclass(frozen=True)
-class Call:
-    """One script call on one partition."""
-
-    script: scripts.Script
-    keys: tuple[str, ...]
-    args: tuple[Any, ...]
-    partition: int
-
-
 def call(name: str, entity: str, partition: int, *args: Any) -> Call:
-    """A script call on partition `partition` of `entity`: a queue or topic name, a subscription
-    path ``topic/Subscriptions/name``, or either followed by ``/$Transfer`` (keys.entity_keys)."""
-    return Call(scripts.load(name), entity_keys(entity, partition), args, partition)
+    """Script `name` with `args` as given. Only sbredis/_core/paired.py calls this (the paired
+    namespace code, moving to its own package); everything else builds calls in .protocol."""
+    return partition_call(name, entity, partition, args)
 
 
 def partition_of(key: str, count: int) -> int:
@@ -137,7 +137,7 @@ def plan_send(
         raise MessageSizeExceededError(
             f"A message of {size} bytes exceeds the maximum of {limit} bytes on '{meta.name}'."
         )
-    # send.lua's w: 4 arguments per message, or the blob alone (1) when all take the defaults
+    # send.lua's w: 4 arguments per message, or the blob alone when all take the defaults
     full = dedup or sched_ms > 0 or any(map(_TTL_MS, messages)) or any(map(_SCHED_MS, messages))
     if count > 1:
         where = [round_robin if k is None else partition_of(k, count) for k in (message_key(m, meta) for m in messages)]
@@ -159,13 +159,13 @@ def plan_send(
                 f"{limit} bytes on '{meta.name}'."
             )
         if full:
-            args: list[Any] = [len(b), 4]
+            fields: list[Any] = []
             for i in idx:
                 m = messages[i]
-                args += (m.message_id if dedup else "", m._ttl_ms, sched_ms or m._sched_ms, blobs[i])
+                fields += (m.message_id if dedup else "", m._ttl_ms, sched_ms or m._sched_ms, blobs[i])
+            calls.append(send.call(meta.name, p, len(b), send.FULL, fields))
         else:
-            args = [len(b), 1, *b]
-        calls.append(call("send", meta.name, p, *args))
+            calls.append(send.call(meta.name, p, len(b), send.BLOB_ONLY, b))
     return calls, where
 
 
@@ -230,25 +230,20 @@ def entry_outcome(
 
 
 def send_result(c: Call, reply: list[Any]) -> list[int]:
-    """Global sequence numbers of a send reply (0 for duplicates that were dropped). A reply of
-    {now, first} for n > 1 messages means none was a duplicate: first, first + 1, ... (send.lua)."""
-    base = c.partition << PARTITION_SHIFT
-    if len(reply) == 2 and c.script.name == "send" and c.args[0] > 1:
-        first = base | int(reply[1])
-        return list(range(first, first + c.args[0]))
-    return [base | int(s) if int(s) else 0 for s in reply[1:]]
+    """Global sequence numbers of a send or publish reply (0 for duplicates that were dropped)."""
+    return send.parse(c, reply) if c.script.name == send.NAME else publish.parse(c, reply)
 
 
 def new_nonce() -> str:
     return os.urandom(8).hex()
 
 
-def group_code(sub_queue: Any) -> str:
-    return "m" if sub_queue is None else "d"
+def group_code(sub_queue: Any) -> Group:
+    return Group.MAIN if sub_queue is None else Group.DEAD_LETTER
 
 
-def mode_code(mode: ServiceBusReceiveMode) -> str:
-    return "L" if mode is ServiceBusReceiveMode.PEEK_LOCK else "D"
+def mode_code(mode: ServiceBusReceiveMode) -> Mode:
+    return Mode.PEEK_LOCK if mode is ServiceBusReceiveMode.PEEK_LOCK else Mode.RECEIVE_AND_DELETE
 
 
 def check_count(name: str, n: Any, upper: int = MAX_RECEIVE_COUNT) -> int:
@@ -304,74 +299,6 @@ def fill_quota(n: int, available: dict[int, int], order: Sequence[int]) -> dict[
             out[p] = take
             n -= take
     return out
-
-
-def parse_received(
-    reply: list[Any],
-    entity: str,
-    partition: int,
-    group: str,
-    nonce: str,
-    mode: ServiceBusReceiveMode,
-    state: ServiceBusMessageState = ServiceBusMessageState.ACTIVE,
-) -> tuple[int, list[ServiceBusReceivedMessage]]:
-    """(server now ms, messages) from a receive, receive_deferred or session_receive reply (its
-    delivery counts and expiries are integer replies already)."""
-    now = int(reply[0])
-    locked = int(reply[1]) if mode is ServiceBusReceiveMode.PEEK_LOCK else 0
-    if not locked:
-        nonce = ""
-    cls = ServiceBusReceivedMessage
-    new, fill = cls.__new__, cls._fill  # _make without its call frame: this runs per message
-    out = []
-    fields = iter(reply)
-    next(fields), next(fields)
-    if group != "d":
-        for seq, dc, blob, enq, exp in zip(fields, fields, fields, fields, fields, strict=True):
-            m = new(cls)
-            fill(m, blob, entity, partition, group, int(seq), dc, int(enq), exp, locked, nonce, mode, state)
-            out.append(m)
-        return now, out
-    for seq, dc, blob, enq, exp, reason, description in zip(*[fields] * 7, strict=True):
-        m = new(cls)
-        fill(m, blob, entity, partition, group, int(seq), dc, int(enq), exp, locked, nonce, mode, state)
-        m.dead_letter_reason = _text(reason)
-        m.dead_letter_error_description = _text(description)
-        out.append(m)
-    return now, out
-
-
-def parse_peeked(reply: list[Any], entity: str, partition: int, group: str) -> list[ServiceBusReceivedMessage]:
-    dlq = group == "d"
-    stride = 8 if dlq else 6
-    make = ServiceBusReceivedMessage._make
-    out = []
-    for i in range(1, len(reply), stride):
-        m = make(
-            reply[i + 3],
-            entity,
-            partition,
-            group,
-            int(reply[i]),
-            int(reply[i + 1]),
-            int(reply[i + 4]),
-            int(reply[i + 5]),
-            0,
-            "",
-            None,
-            ServiceBusMessageState(int(reply[i + 2])),
-        )
-        if dlq:
-            m.dead_letter_reason = _text(reply[i + 6])
-            m.dead_letter_error_description = _text(reply[i + 7])
-        m._settled = True  # peeked messages hold no lock and cannot be settled
-        out.append(m)
-    return out
-
-
-def _text(v: Any) -> str | None:
-    text = v.decode() if isinstance(v, bytes) else v
-    return text or None
 
 
 def sequence_numbers(value: Any) -> list[int]:
@@ -468,41 +395,12 @@ def chunks(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Sequence[ServiceBu
     return [msgs[i : i + SETTLE_CHUNK] for i in range(0, len(msgs), SETTLE_CHUNK)]
 
 
-LOCK_LOST = object()  # a settlement status: the lock elapsed, is not ours, or the message is gone
-
-
 def apply_settled(
     name: str, msgs: Sequence[ServiceBusReceivedMessage], reply: list[Any], status: dict[int, Any]
 ) -> None:
     """Record a settlement script's reply on its messages; the lost ones go into `status`
-    (id(message) -> LOCK_LOST). A renew reply is {now, then per message the new locked-until
-    (0: lost)}; the others are a status per message, 0 for done."""
-    if name == "renew":
-        for m, code in zip(msgs, reply[1:], strict=True):
-            if code:
-                m._locked_ms = code
-            else:
-                status[id(m)] = LOCK_LOST
-        return
-    for m, code in zip(msgs, reply, strict=True):
-        if code:
-            status[id(m)] = LOCK_LOST
-        else:
-            m._settled = True
-
-
-def lock_args(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Any]:
-    """A settlement script's arguments after the group: n, then the lock nonce all n messages
-    share and their seqs (the usual case: one receive call), else '' and n pairs (seq, nonce)."""
-    nonce = msgs[0]._nonce
-    seqs = [m._local_seq for m in msgs]
-    if all(m._nonce == nonce for m in msgs):
-        return [len(msgs), nonce, *seqs]
-    args: list[Any] = [len(msgs), ""]
-    for m in msgs:
-        args.append(m._local_seq)
-        args.append(m._nonce)
-    return args
+    (id(message) -> LOCK_LOST)."""
+    SETTLE[name].apply(msgs, reply, status)
 
 
 def config_commands(p: QueueProperties) -> list[tuple[Any, ...]]:

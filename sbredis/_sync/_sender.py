@@ -10,6 +10,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._core import instrument, ops
+from .._core.protocol import cancel_scheduled
 from .._core.transaction import joinable
 from .._message import ServiceBusMessage, ServiceBusMessageBatch, schedule_ms
 from ..exceptions import (
@@ -197,7 +198,7 @@ class ServiceBusSender:
         for s in seqs:
             p, local = ops.split_sequence_number(s, meta.partition_count)
             groups.setdefault(p, []).append(local)
-        calls = [ops.call("cancel_scheduled", self.entity_name, p, len(v), *v) for p, v in groups.items()]
+        calls = [cancel_scheduled.call(self.entity_name, p, v) for p, v in groups.items()]
         for reply in self._client._transport.run_many(calls, self.entity_name):
             if isinstance(reply, ServiceBusError):
                 raise reply

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core import codec, ops
 from .._core import session as sess
+from .._core.protocol import session_lock, session_release, session_renew, session_state
 from .._enums import ServiceBusSessionFilter
 from ..exceptions import InvalidOperationError, OperationTimeoutError, ServiceBusError
 
@@ -71,7 +72,7 @@ class ServiceBusSession:
         nonce = ops.new_nonce()
         if self._id is not None:
             p = sess.session_partition(self._id, meta.partition_count)
-            reply = r._client._transport.run(sess.lock_call(r.entity_name, p, self._id, nonce), r.entity_name)
+            reply = r._client._transport.run(session_lock.call(r.entity_name, p, self._id, nonce), r.entity_name)
             self._locked(p, nonce, reply)
             return
         wait = r._max_wait_time if r._max_wait_time is not None else DEFAULT_SESSION_WAIT
@@ -81,7 +82,7 @@ class ServiceBusSession:
         while True:
             for i in range(meta.partition_count):
                 p = (start + i) % meta.partition_count
-                c = sess.lock_call(r.entity_name, p, "", nonce)
+                c = session_lock.call(r.entity_name, p, "", nonce)
                 reply = r._client._transport.run(c, r.entity_name)
                 if self._locked(p, nonce, reply):
                     r._cursor = p + 1
@@ -96,7 +97,7 @@ class ServiceBusSession:
             pause = min(pause * 2, _POLL_MAX)
 
     def _locked(self, partition: int, nonce: str, reply: list[Any]) -> bool:
-        now, until, sid = sess.parse_lock(reply)
+        now, until, sid = session_lock.parse(reply)
         if sid is None:
             return False
         self._receiver._clock_offset_ms = now - int(time.time() * 1000)
@@ -116,8 +117,8 @@ class ServiceBusSession:
     def get_state(self, *, timeout: float | None = None) -> bytes | None:
         """The session's state (None when it has none)."""
         self._open()
-        state = self._run(sess.get_state_call(self.entity_name, self._partition, self._key(), self._nonce))
-        return None if state is None else bytes(state)
+        state = self._run(session_state.get_call(self.entity_name, self._partition, self._key(), self._nonce))
+        return session_state.parse_state(state)
 
     def set_state(self, state: bytes | str | None, *, timeout: float | None = None) -> None:
         """Set the session's state (bytes, or str stored as UTF-8; None removes it). It stays after
@@ -129,21 +130,22 @@ class ServiceBusSession:
         """
         value = sess.state_bytes(state)
         self._open()
-        self._run(sess.set_state_call(self.entity_name, self._partition, self._key(), self._nonce, value))
+        self._run(session_state.set_call(self.entity_name, self._partition, self._key(), self._nonce, value))
 
     def _available_count(self) -> int:
         """How many of the session's messages are available (not locked, deferred or scheduled);
         sbredis's own (`sbredis sessions show`), not the Azure SDK's."""
         self._open()
-        return int(self._run(sess.count_call(self.entity_name, self._partition, self._key(), self._nonce)))
+        c = session_state.count_call(self.entity_name, self._partition, self._key(), self._nonce)
+        return int(self._run(c))
 
     def renew_lock(self, *, timeout: float | None = None) -> datetime:
         """Extend the session lock (and the locks of its messages) by the lock duration from now;
         returns the new locked_until_utc."""
         self._open()
-        reply = self._run(sess.renew_call(self.entity_name, self._partition, self._key(), self._nonce))
-        self._receiver._clock_offset_ms = int(reply[0]) - int(time.time() * 1000)
-        self._locked_ms = int(reply[1])
+        reply = self._run(session_renew.call(self.entity_name, self._partition, self._key(), self._nonce))
+        now, self._locked_ms = session_renew.parse(reply)
+        self._receiver._clock_offset_ms = now - int(time.time() * 1000)
         return codec.from_ms(self._locked_ms)
 
     def _key(self) -> str:
@@ -156,7 +158,7 @@ class ServiceBusSession:
             return
         self._released = True
         r = self._receiver
-        c = sess.release_call(r.entity_name, self._partition, self._key(), self._nonce, unhanded)
+        c = session_release.call(r.entity_name, self._partition, self._key(), self._nonce, unhanded)
         r._client._transport.run_many([c], r.entity_name)
 
     def __repr__(self) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 from .._core import codec, ops
 from .._core.entity import QueueProperties, build_queue, check_name
 from .._core.keys import FORWARDERS, IDLE, REGISTRY, partition_keys
+from .._core.protocol import stats
 from .._core.retry import RetryPolicy
 from .._core.topic_entity import forwarder_commands, idle_commands, kind_of, touch_commands
 from .._models import PartitionRuntimeProperties, QueueRuntimeProperties
@@ -140,7 +141,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         """
         await self._maintain()
         p, raw = await self._read(queue_name)
-        calls = [ops.call("stats", p.name, i) for i in range(p.partition_count)]
+        calls = [stats.call(p.name, i) for i in range(p.partition_count)]
         replies = await self._transport.run_many(calls, p.name, retry="all")
         nodes = await self._transport.node_names([c.keys[0] for c in calls])
         parts = []
@@ -152,7 +153,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
                 continue
             if isinstance(r, ServiceBusError):
                 raise r
-            ready, locked, deferred, sched, d_ready, d_locked, d_deferred, size, acc = (int(x) for x in r[:9])
+            ready, locked, deferred, sched, d_ready, d_locked, d_deferred, size, acc = stats.parse(r)[:9]
             accessed = max(accessed, acc)
             parts.append(
                 PartitionRuntimeProperties(

@@ -29,6 +29,7 @@ from .._core.keys import (
     subscription_path,
     subscriptions_index,
 )
+from .._core.protocol import idle, stats
 from .._core.rules import TrueRuleFilter
 from .._core.topic_entity import (
     DEFAULT_RULE,
@@ -75,10 +76,6 @@ IDLE_BATCH = 100  # idle candidates examined per maintenance run
 
 def _name(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
-
-
-def _stats(reply: list[Any]) -> list[int]:
-    return [int(x) for x in reply[:11]]
 
 
 class TopicAdministration:
@@ -185,8 +182,8 @@ class TopicAdministration:
         await self._maintain()
         p, rec = await self._topic_entry(topic_name)
         subs = await self._names(subscriptions_index(p.name))
-        calls = [ops.call("stats", p.name, i) for i in range(p.partition_count)]
-        calls += [ops.call("stats", subscription_path(p.name, s), i) for s in subs for i in range(p.partition_count)]
+        calls = [stats.call(p.name, i) for i in range(p.partition_count)]
+        calls += [stats.call(subscription_path(p.name, s), i) for s in subs for i in range(p.partition_count)]
         replies = await self._transport.run_many(calls, p.name)
         size = scheduled = accessed = 0
         for i, r in enumerate(replies):
@@ -194,7 +191,7 @@ class TopicAdministration:
                 if isinstance(r, MessagingEntityNotFoundError) and i >= p.partition_count:
                     continue  # a subscription deleted meanwhile
                 raise r
-            st = _stats(r)
+            st = stats.parse(r)
             accessed = max(accessed, st[8])
             if i < p.partition_count:
                 scheduled += st[3]
@@ -336,15 +333,15 @@ class TopicAdministration:
 
     async def _owner_counts(self, path: str, partitions: int) -> tuple[int, int, int, int, int]:
         """(active, dead-letter, transfer, transfer dead-letter, last access) of a queue or subscription."""
-        calls = [ops.call("stats", path, i) for i in range(partitions)]
-        calls += [ops.call("stats", path + TRANSFER, i) for i in range(partitions)]
+        calls = [stats.call(path, i) for i in range(partitions)]
+        calls += [stats.call(path + TRANSFER, i) for i in range(partitions)]
         active = dead = transfer = transfer_dead = accessed = 0
         for i, r in enumerate(await self._transport.run_many(calls, path)):
             if isinstance(r, ServiceBusError):
                 if i >= partitions and isinstance(r, MessagingEntityNotFoundError):
                     continue  # an entity created before transfer queues existed
                 raise r
-            st = _stats(r)
+            st = stats.parse(r)
             if i < partitions:
                 active += st[0] + st[1] + st[2]
                 dead += st[4] + st[5] + st[6]
@@ -357,11 +354,11 @@ class TopicAdministration:
     async def _transfer_counts(self, path: str, partitions: int) -> tuple[int, int]:
         """(messages waiting to be forwarded, transfer dead-letter messages); partitions that cannot
         be read count 0."""
-        calls = [ops.call("stats", path + TRANSFER, i) for i in range(partitions)]
+        calls = [stats.call(path + TRANSFER, i) for i in range(partitions)]
         transfer = transfer_dead = 0
         for r in await self._transport.run_many(calls, path):
             if not isinstance(r, ServiceBusError):
-                st = _stats(r)
+                st = stats.parse(r)
                 transfer += st[0] + st[1] + st[2]
                 transfer_dead += st[4] + st[5] + st[6]
         return transfer, transfer_dead
@@ -517,16 +514,17 @@ class TopicAdministration:
         cutoff = now - window
 
         async def run(mode: str) -> list[Any]:
-            calls = [fanout.idle_call(path, kind, p, subs, mode, cutoff) for p in range(partitions)]
+            calls = [idle.call(path, kind, p, subs, mode, cutoff) for p in range(partitions)]
             return list(await self._transport.run_many(calls, path))
 
         def still_used(replies: list[Any]) -> int | None:
             for r in replies:
                 if isinstance(r, ServiceBusError):
                     raise r
-            if all(int(r[0]) == 1 for r in replies):
+            parsed = [idle.parse(r) for r in replies]
+            if all(is_idle for is_idle, _ in parsed):
                 return None
-            return max(int(r[1]) for r in replies)
+            return max(last for _, last in parsed)
 
         last = still_used(await run("check"))
         if last is None:

@@ -12,8 +12,9 @@ from .._core.entity import check_name
 from .._core.fanout import meta_from_record
 from .._core.keys import REGISTRY, TRANSFER, subscription_path
 from .._core.ops import EntityMeta, check_count, check_wait
+from .._core.protocol import session_list
 from .._core.retry import RetryPolicy
-from .._core.session import check_session_id, list_calls, parse_list, refuse_session_receiver
+from .._core.session import check_session_id, list_calls, refuse_session_receiver
 from .._core.topic_entity import check_subscription_name
 from .._core.transaction import DEFAULT_TIMEOUT
 from .._enums import ServiceBusReceiveMode, ServiceBusSessionFilter, ServiceBusSubQueue
@@ -258,7 +259,7 @@ class ServiceBusClient:
         for r in replies:
             if isinstance(r, ServiceBusError):
                 raise r
-        return parse_list(replies)
+        return session_list.parse(replies)
 
     async def close(self) -> None:
         """Close the senders (waiting for queued sends) and receivers made here, then the connections."""

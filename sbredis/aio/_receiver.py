@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._core import codec, instrument, ops
 from .._core import session as sess
+from .._core.protocol import SETTLE, abandon, peek, probe, receive, receive_deferred, session_receive
+from .._core.protocol._held import LOCK_LOST
 from .._core.transaction import joinable
 from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSessionFilter, ServiceBusSubQueue
 from .._message import PARTITION_SHIFT, ServiceBusReceivedMessage
@@ -116,16 +118,13 @@ class ServiceBusReceiver:
     ) -> tuple[list[ServiceBusReceivedMessage], set[int]]:
         """Receive from each partition its quota; returns messages and the partitions that filled it."""
         parts = list(quotas)
-        calls = [
-            ops.call("receive", self.entity_name, p, self._group, self._mode, quotas[p], nonce, ops.SWEEP_LIMIT)
-            for p in parts
-        ]
+        calls = [receive.call(self.entity_name, p, self._group, self._mode, quotas[p], nonce) for p in parts]
         out: list[ServiceBusReceivedMessage] = []
         full = set()
         for p, reply in zip(parts, await self._run_many(calls, unreachable), strict=True):
             if isinstance(reply, ServiceBusError):
                 continue
-            now, msgs = ops.parse_received(reply, self.entity_name, p, self._group, nonce, self.receive_mode)
+            now, msgs = receive.parse(reply, self.entity_name, p, self._group, nonce, self.receive_mode)
             self._clock_offset_ms = now - int(time.time() * 1000)
             out += msgs
             if len(msgs) >= quotas[p]:
@@ -156,9 +155,9 @@ class ServiceBusReceiver:
         for _ in range(PROBE_ROUNDS):
             if not rest or len(got) >= n:
                 break
-            calls = [ops.call("probe", self.entity_name, p, self._group) for p in rest]
+            calls = [probe.call(self.entity_name, p, self._group) for p in rest]
             replies = await self._run_many(calls, unreachable)
-            avail = {p: int(r) for p, r in zip(rest, replies, strict=True) if isinstance(r, int)}
+            avail = {p: k for p, r in zip(rest, replies, strict=True) if (k := probe.parse(r)) is not None}
             more = ops.fill_quota(n - len(got), avail, rest)
             if not more:
                 break
@@ -175,9 +174,11 @@ class ServiceBusReceiver:
         s = self._session
         assert s is not None
         await s._open()
-        c = sess.receive_call(self.entity_name, s._partition, s._key(), self._mode, n, s._nonce)
+        c = session_receive.call(self.entity_name, s._partition, s._key(), self._mode, n, s._nonce)
         reply = await self._client._transport.run(c, self.entity_name)
-        now, msgs = ops.parse_received(reply, self.entity_name, s._partition, self._group, s._nonce, self.receive_mode)
+        now, msgs = session_receive.parse(
+            reply, self.entity_name, s._partition, self._group, s._nonce, self.receive_mode
+        )
         self._clock_offset_ms = now - int(time.time() * 1000)
         return msgs
 
@@ -279,7 +280,7 @@ class ServiceBusReceiver:
         elif meta.sessions and self._group == "m":
             raise sess.refuse_plain_receive(self.entity_name)
         calls = [
-            ops.call("receive_deferred", self.entity_name, p, self._group, self._mode, nonce, len(v), *v, session_id)
+            receive_deferred.call(self.entity_name, p, self._group, self._mode, nonce, v, session_id)
             for p, v in groups.items()
         ]
         replies = await self._client._transport.run_many(calls, self.entity_name)
@@ -287,7 +288,7 @@ class ServiceBusReceiver:
         for c, reply in zip(calls, replies, strict=True):
             if isinstance(reply, ServiceBusError):
                 raise reply
-            _, msgs = ops.parse_received(
+            _, msgs = receive_deferred.parse(
                 reply,
                 self.entity_name,
                 c.partition,
@@ -327,13 +328,13 @@ class ServiceBusReceiver:
                 else range(0)
             )
         calls = [
-            ops.call("peek", self.entity_name, p, self._group, first_local if p == first_p else 1, n, session_id)
+            peek.call(self.entity_name, p, self._group, first_local if p == first_p else 1, n, session_id)
             for p in parts
         ]
         msgs: list[ServiceBusReceivedMessage] = []
         for c, reply in zip(calls, await self._run_many(calls), strict=True):
             if not isinstance(reply, ServiceBusError):
-                msgs += ops.parse_peeked(reply, self.entity_name, c.partition, self._group)
+                msgs += peek.parse(reply, self.entity_name, c.partition, self._group)
         msgs.sort(key=lambda m: m.sequence_number)
         msgs = msgs[:n]
         if msgs:
@@ -371,7 +372,8 @@ class ServiceBusReceiver:
                         sent.add(id(m))
                         unique.append(m)
         groups = [(p, chunk) for p, part in ops.by_partition(unique).items() for chunk in ops.chunks(part)]
-        calls = [ops.call(name, self.entity_name, p, self._group, *ops.lock_args(c), *extra) for p, c in groups]
+        script = SETTLE[name]
+        calls = [script.call(self.entity_name, p, self._group, c, *extra) for p, c in groups]
         replies = await self._client._transport.run_many(calls, self.entity_name)
         status: dict[int, Any] = {}  # id(message) -> LOCK_LOST or the partition's error; absent: done
         for (_, chunk), reply in zip(groups, replies, strict=True):
@@ -379,7 +381,7 @@ class ServiceBusReceiver:
                 for m in chunk:
                     status[id(m)] = reply
                 continue
-            ops.apply_settled(name, chunk, reply, status)
+            script.apply(chunk, reply, status)
         if len(entries) == 1 and not status:
             return [entries[0]]
         outcomes: list[Any] = []
@@ -392,7 +394,7 @@ class ServiceBusReceiver:
                 if id(m) in seen and name != "renew" and st is None:
                     st = MessageAlreadySettled("The message was settled by a concurrent call.")
                 seen.add(id(m))
-                if st is ops.LOCK_LOST:
+                if st is LOCK_LOST:
                     lost.append(m)
                 elif st is not None:
                     error = error or st
@@ -528,9 +530,7 @@ class ServiceBusReceiver:
             await self._session._release([m._local_seq for m in pending])
         elif pending:
             groups = ops.settle_groups(pending, self.entity_name, self._group, "abandon")
-            calls = [
-                ops.call("abandon", self.entity_name, p, self._group, *ops.lock_args(v), "1") for p, v in groups.items()
-            ]
+            calls = [abandon.call(self.entity_name, p, self._group, v, "1") for p, v in groups.items()]
             await self._client._transport.run_many(calls, self.entity_name)
 
     async def __aenter__(self) -> ServiceBusReceiver:

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._core import fanout, ops
+from .._core.protocol import cancel_topic_scheduled
+from .._core.protocol.publish import TopicSubs
 from .._message import ServiceBusMessage
 from ..exceptions import InvalidOperationError, MessagingEntityNotFoundError, ServiceBusError
 from ._forwarder import run_publish
@@ -73,7 +75,9 @@ class ServiceBusTopicSender(ServiceBusSender):
         for s in seqs:
             p, local = ops.split_sequence_number(s, meta.partition_count)
             groups.setdefault(p, []).append(local)
-        calls = [fanout.cancel_call(meta.name, p, meta.subs.get(p) or fanout.TopicSubs(), v) for p, v in groups.items()]
+        calls = [
+            cancel_topic_scheduled.call(meta.name, p, meta.subs.get(p) or TopicSubs(), v) for p, v in groups.items()
+        ]
         for reply in await run_publish(self._client._transport, meta, calls):
             if isinstance(reply, ServiceBusError):
                 raise reply

@@ -33,6 +33,7 @@ from prometheus_client.registry import Collector
 from .._core import ops
 from .._core.fanout import meta_from_record
 from .._core.keys import REGISTRY as ENTITIES
+from .._core.protocol import stats
 from .._core.retry import RetryPolicy
 from .._core.topic_entity import kind_of
 from .._sync._transport import Transport
@@ -107,7 +108,7 @@ class EntityCollector(Collector):
         for name, record in records.items():
             count = meta_from_record(name, record).partition_count
             partitions[name] = count
-            calls += [ops.call("stats", name, p) for p in range(count)]
+            calls += [stats.call(name, p) for p in range(count)]
             owners += [name] * count
         replies = self.transport.run_many(calls, retry="all") if calls else []
         sums = {name: [0] * len(GAUGES) for name in records}
@@ -116,9 +117,9 @@ class EntityCollector(Collector):
             if isinstance(reply, ServiceBusError):
                 missing[name] += 1
                 continue
-            stats = [int(x) for x in reply[:8]]
+            counts = list(stats.parse(reply)[:8])
             for i, (_, _, read) in enumerate(GAUGES):
-                sums[name][i] += read(stats)
+                sums[name][i] += read(counts)
         families: list[Metric] = [up]
         for i, (metric, help_text, _) in enumerate(GAUGES):
             family = GaugeMetricFamily(metric, help_text, labels=["entity"])

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from .._core import ops
+from .._core import ops, protocol
 from .._core.keys import SUBSCRIPTIONS
 from .._enums import ServiceBusReceiveMode, ServiceBusSubQueue
 from .._message import ServiceBusMessage, ServiceBusReceivedMessage
@@ -22,7 +22,6 @@ from ..exceptions import ServiceBusError
 from ._options import UnsupportedEntityError
 
 T = TypeVar("T")
-_STATS_LAST_SEQ, _STATS_LAST_DLQ_SEQ = 9, 10
 _ATTEMPTS = 3
 
 
@@ -87,10 +86,10 @@ def next_offsets(client: ServiceBusClient, entity: str, group: str, partitions: 
     Raises:
         ServiceBusError: the entity is gone or Redis failed.
     """
-    calls = [ops.call("stats", entity, p) for p in range(partitions)]
-    idx = _STATS_LAST_DLQ_SEQ if group == "d" else _STATS_LAST_SEQ
-    replies = retrying(lambda: _run(client, calls, entity))
-    return {p: int(r[idx]) + 1 for p, r in enumerate(replies)}
+    calls = [protocol.stats.call(entity, p) for p in range(partitions)]
+    replies = [protocol.stats.parse(r) for r in retrying(lambda: _run(client, calls, entity))]
+    dlq = group == ops.Group.DEAD_LETTER
+    return {p: (s.last_dlq_seq if dlq else s.last_seq) + 1 for p, s in enumerate(replies)}
 
 
 def peek_range(
@@ -103,9 +102,9 @@ def peek_range(
     start = max(start, 1)
     while start < end:
         n = min(page, end - start)
-        c = ops.call("peek", entity, partition, group, start, n)
+        c = protocol.peek.call(entity, partition, ops.Group(group), start, n)
         reply = retrying(lambda c=c: _run(client, [c], entity)[0])  # type: ignore[misc]
-        msgs = ops.parse_peeked(reply, entity, partition, group)
+        msgs = protocol.peek.parse(reply, entity, partition, group)
         for m in msgs:
             if m._local_seq >= end:
                 return
@@ -126,9 +125,9 @@ def receive(
     """(server time in ms, up to `count` messages) from one partition, locked (or deleted in
     RECEIVE_AND_DELETE mode); settle them with a receiver of the same entity and subqueue."""
     nonce = ops.new_nonce()
-    c = ops.call("receive", entity, partition, group, ops.mode_code(mode), count, nonce, ops.SWEEP_LIMIT)
+    c = protocol.receive.call(entity, partition, ops.Group(group), ops.mode_code(mode), count, nonce)
     reply = retrying(lambda: _run(client, [c], entity)[0])
-    return ops.parse_received(reply, entity, partition, group, nonce, mode)
+    return protocol.receive.parse(reply, entity, partition, group, nonce, mode)
 
 
 def send(client: ServiceBusClient, meta: ops.EntityMeta, msgs: list[ServiceBusMessage], rr: int) -> list[int]:
@@ -201,7 +200,7 @@ def release(client: ServiceBusClient, entity: str, group: str, msgs: list[Servic
         if m._nonce and not m._settled:
             by_partition.setdefault(m.partition_id, []).append(m)
     calls = [
-        ops.call("abandon", entity, p, group, *ops.lock_args(chunk), "1")
+        protocol.abandon.call(entity, p, ops.Group(group), chunk, "1")
         for p, v in by_partition.items()
         for chunk in ops.chunks(v)
     ]
