@@ -23,6 +23,7 @@ SOURCES = [
     "_transaction.py",
     "_paired.py",
     "_session.py",
+    "_registry.py",
 ]
 # Written twice by hand: concurrency itself (tasks and futures vs. threads) differs; their shared
 # logic is in sbredis/_core (renewal.py, paired.py) and both expose the same interface.

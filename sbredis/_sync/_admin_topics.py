@@ -11,7 +11,6 @@ also bumps the topic partitions' ``subv``, which makes senders refresh their sub
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterator
@@ -19,11 +18,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._core import codec, fanout, ops
+from .._core import registry as registry_commands
 from .._core.entity import check_name
 from .._core.keys import (
     FORWARDERS,
     IDLE,
-    REGISTRY,
     TRANSFER,
     rule_path,
     rules_index,
@@ -66,6 +65,7 @@ from ..exceptions import (
     ServiceBusError,
 )
 from ._forwarder import Forwarder
+from ._registry import Registry
 
 if TYPE_CHECKING:
     from ._transport import Transport
@@ -83,6 +83,7 @@ class TopicAdministration:
     """Topic, subscription and rule administration (azure.servicebus.management names)."""
 
     _transport: Transport
+    _registry: Registry
     _maintained_at: float = 0.0
 
     def _server_ms(self) -> int:
@@ -90,8 +91,7 @@ class TopicAdministration:
         return int(sec) * 1000 + int(usec) // 1000
 
     def _entry(self, path: str, kind: str) -> dict[str, Any]:
-        raw = self._transport.execute("HGET", REGISTRY, path, entity=path)
-        rec = json.loads(raw) if raw is not None else None
+        rec = self._registry.get(path)
         if rec is None or kind_of(rec) != kind:
             raise MessagingEntityNotFoundError(f"The messaging entity '{path}' was not found.")
         return dict(rec)
@@ -123,7 +123,7 @@ class TopicAdministration:
         """
         p = build_topic(topic_name, **kwargs)
         now = self._server_ms()
-        registry = ("HSET", REGISTRY, p.name, dumps(to_record(p, "topic", _c=now, _u=now)))
+        registry = registry_commands.put(p.name, dumps(to_record(p, "topic", _c=now, _u=now)))
         self._change(p.name, registry, topic_create_commands(p, now), True)
         return p
 
@@ -151,7 +151,7 @@ class TopicAdministration:
         kwargs.pop("partition_count", None)
         p = build_topic(topic.name, base=replace(topic, partition_count=current.partition_count), **kwargs)
         now = self._server_ms()
-        registry = ("HSET", REGISTRY, p.name, dumps(to_record(p, "topic", _c=rec.get("_c", now), _u=now)))
+        registry = registry_commands.put(p.name, dumps(to_record(p, "topic", _c=rec.get("_c", now), _u=now)))
         self._change(p.name, registry, topic_update_commands(p, now), False)
 
     def delete_topic(self, topic: str | TopicProperties) -> None:
@@ -163,13 +163,13 @@ class TopicAdministration:
         name = topic.name if isinstance(topic, TopicProperties) else topic
         p, _ = self._topic_entry(name)
         subs = self._subscriptions_with_rules(p.name)
-        self._change(p.name, ("HDEL", REGISTRY, p.name), topic_delete_commands(p, subs), False)
+        self._change(p.name, registry_commands.remove(p.name), topic_delete_commands(p, subs), False)
 
     def list_topics(self) -> Iterator[TopicProperties]:
         """Every topic, by name."""
-        raw = self._transport.execute("HGETALL", REGISTRY)
-        for name in sorted(raw):
-            rec = json.loads(raw[name])
+        records = self._registry.all()
+        for name in sorted(records):
+            rec = records[name]
             if kind_of(rec) == "topic":
                 yield from_record(TopicProperties, rec)
 
@@ -251,7 +251,7 @@ class TopicAdministration:
         path = subscription_path(t.name, s.name)
         default = build_rule(DEFAULT_RULE, TrueRuleFilter())
         cmds = subscription_create_commands(t, s, default, now)
-        self._change(path, ("HSET", REGISTRY, path, self._subscription_record(t, s, now, now)), cmds, True)
+        self._change(path, registry_commands.put(path, self._subscription_record(t, s, now, now)), cmds, True)
         return s
 
     def get_subscription(self, topic_name: str, subscription_name: str) -> SubscriptionProperties:
@@ -275,7 +275,7 @@ class TopicAdministration:
         s = build_subscription(t.name, subscription.name, base=subscription, **kwargs)
         now = self._server_ms()
         path = subscription_path(t.name, s.name)
-        registry = ("HSET", REGISTRY, path, self._subscription_record(t, s, rec.get("_c", now), now))
+        registry = registry_commands.put(path, self._subscription_record(t, s, rec.get("_c", now), now))
         self._change(path, registry, subscription_set_commands(t, s, now), False)
 
     def delete_subscription(self, topic_name: str, subscription: str | SubscriptionProperties) -> None:
@@ -289,7 +289,7 @@ class TopicAdministration:
         self._subscription_entry(t.name, name)
         path = subscription_path(t.name, name)
         rules = self._names(rules_index(path))
-        self._change(path, ("HDEL", REGISTRY, path), subscription_delete_commands(t, name, rules), False)
+        self._change(path, registry_commands.remove(path), subscription_delete_commands(t, name, rules), False)
 
     def list_subscriptions(self, topic_name: str) -> Iterator[SubscriptionProperties]:
         """The topic's subscriptions, by name.
@@ -301,10 +301,9 @@ class TopicAdministration:
         names = self._names(subscriptions_index(t.name))
         if not names:
             return
-        raws = self._transport.execute("HMGET", REGISTRY, *(subscription_path(t.name, n) for n in names))
-        for raw in raws:
-            if raw is not None:
-                yield from_record(SubscriptionProperties, json.loads(raw))
+        for rec in self._registry.get_many(subscription_path(t.name, n) for n in names):
+            if rec is not None:
+                yield from_record(SubscriptionProperties, rec)
 
     def get_subscription_runtime_properties(
         self, topic_name: str, subscription_name: str
@@ -400,7 +399,7 @@ class TopicAdministration:
         rule.created_at_utc = codec.from_ms(now)
         path = rule_path(t.name, subscription_name, rule.name)
         cmds = rule_set_commands(t, subscription_name, rule, program, action_program, now_ms=now)
-        self._change(path, ("HSET", REGISTRY, path, dumps(rule_record(rule, now))), cmds, True)
+        self._change(path, registry_commands.put(path, dumps(rule_record(rule, now))), cmds, True)
         return rule
 
     def get_rule(self, topic_name: str, subscription_name: str, rule_name: str) -> RuleProperties:
@@ -429,7 +428,7 @@ class TopicAdministration:
         rec = self._entry(path, "rule")
         now = self._server_ms()
         cmds = rule_set_commands(t, subscription_name, new, program, action_program, now_ms=now)
-        self._change(path, ("HSET", REGISTRY, path, dumps(rule_record(new, rec.get("_c", now)))), cmds, False)
+        self._change(path, registry_commands.put(path, dumps(rule_record(new, rec.get("_c", now)))), cmds, False)
 
     def delete_rule(self, topic_name: str, subscription_name: str, rule: str | RuleProperties) -> None:
         """Remove a rule (a subscription without rules receives nothing).
@@ -441,7 +440,9 @@ class TopicAdministration:
         t, _ = self._topic_entry(topic_name)
         path = rule_path(t.name, subscription_name, check_rule_name(name))
         self._entry(path, "rule")
-        self._change(path, ("HDEL", REGISTRY, path), rule_delete_commands(t, subscription_name, name), False)
+        self._change(
+            path, registry_commands.remove(path), rule_delete_commands(t, subscription_name, name), False
+        )
 
     def list_rules(self, topic_name: str, subscription_name: str) -> Iterator[RuleProperties]:
         """The subscription's rules, by name.
@@ -453,12 +454,9 @@ class TopicAdministration:
         names = self._names(rules_index(subscription_path(topic_name, subscription_name)))
         if not names:
             return
-        raws = self._transport.execute(
-            "HMGET", REGISTRY, *(rule_path(topic_name, subscription_name, n) for n in names)
-        )
-        for raw in raws:
-            if raw is not None:
-                yield rule_from_record(json.loads(raw))
+        for rec in self._registry.get_many(rule_path(topic_name, subscription_name, n) for n in names):
+            if rec is not None:
+                yield rule_from_record(rec)
 
     # ------------------------------------------------------------------------ maintenance
     def _maintain(self) -> None:
@@ -503,8 +501,7 @@ class TopicAdministration:
         return deleted
 
     def _delete_if_idle(self, path: str, now: int) -> bool:
-        raw = self._transport.execute("HGET", REGISTRY, path, entity=path)
-        rec = json.loads(raw) if raw is not None else None
+        rec = self._registry.get(path)
         window = fanout.window_ms(rec) if rec is not None else 0
         if rec is None or not window:
             self._transport.execute("ZREM", IDLE, path)
@@ -545,7 +542,7 @@ class TopicAdministration:
         return True
 
     def _delete_entity(self, path: str, kind: str, rec: dict[str, Any], partitions: int) -> None:
-        registry = ("HDEL", REGISTRY, path)
+        registry = registry_commands.remove(path)
         if kind == "topic":
             t = from_record(TopicProperties, rec)
             cmds = topic_delete_commands(t, self._subscriptions_with_rules(path))

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import weakref
 from types import TracebackType
@@ -11,7 +10,7 @@ from typing import Any
 
 from .._core.entity import check_name
 from .._core.fanout import meta_from_record
-from .._core.keys import REGISTRY, TRANSFER, subscription_path
+from .._core.keys import TRANSFER, subscription_path
 from .._core.ops import EntityMeta, check_count, check_wait
 from .._core.protocol import session_list
 from .._core.retry import RetryPolicy
@@ -23,6 +22,7 @@ from ..exceptions import InvalidArgumentError, InvalidOperationError, MessagingE
 from ._forwarder import Forwarder
 from ._paired import PairedNamespace
 from ._receiver import ServiceBusReceiver
+from ._registry import Registry
 from ._sender import DEFAULT_MAX_PENDING_SENDS, ServiceBusSender
 from ._topic_sender import ServiceBusTopicSender
 from ._transaction import ServiceBusTransaction
@@ -50,6 +50,7 @@ class ServiceBusClient:
         self._meta: dict[str, EntityMeta] = {}
         self._handlers: weakref.WeakSet[ServiceBusSender | ServiceBusReceiver] = weakref.WeakSet()
         self._forwarder = Forwarder(self._transport)
+        self._registry = Registry(self._transport)
         self._paired = None if paired_namespace is None else PairedNamespace(self, paired_namespace)
 
     @classmethod
@@ -80,11 +81,11 @@ class ServiceBusClient:
         meta = None if refresh else self._meta.get(name)
         if meta is None:
             owner = name[: -len(TRANSFER)] if name.endswith(TRANSFER) else name
-            raw = self._transport.execute("HGET", REGISTRY, owner, entity=name)
-            if raw is None:
+            rec = self._registry.get(owner, entity=name)
+            if rec is None:
                 self._meta.pop(name, None)
                 raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
-            meta = meta_from_record(owner, json.loads(raw))
+            meta = meta_from_record(owner, rec)
             self._meta[name] = meta
         return meta
 

@@ -9,8 +9,9 @@ from types import TracebackType
 from typing import Any
 
 from .._core import codec, ops
+from .._core import registry as registry_commands
 from .._core.entity import QueueProperties, build_queue, check_name
-from .._core.keys import FORWARDERS, IDLE, REGISTRY, partition_keys
+from .._core.keys import FORWARDERS, IDLE, partition_keys
 from .._core.protocol import stats
 from .._core.retry import RetryPolicy
 from .._core.topic_entity import forwarder_commands, idle_commands, kind_of, touch_commands
@@ -24,6 +25,7 @@ from ..exceptions import (
     ServiceBusError,
 )
 from ._admin_topics import TopicAdministration
+from ._registry import Registry
 from ._transport import Transport
 
 
@@ -39,6 +41,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
     def __init__(self, url: str, **kwargs: Any) -> None:
         policy = RetryPolicy.from_options(kwargs)
         self._transport = Transport(url, retry_policy=policy, **kwargs)
+        self._registry = Registry(self._transport)
 
     @classmethod
     def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusAdministrationClient:
@@ -49,7 +52,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         return int(sec) * 1000 + int(usec) // 1000
 
     async def _read(self, name: str) -> tuple[QueueProperties, dict[str, Any]]:
-        raw = await self._transport.execute("HGET", REGISTRY, check_name(name), entity=name)
+        raw = await self._registry.raw(check_name(name), entity=name)
         if raw is None or kind_of(json.loads(raw)) != "queue":
             raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
         return QueueProperties.from_json(raw), json.loads(raw)
@@ -72,7 +75,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         cmds = ops.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
         cmds += ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
         cmds += forwarder_commands(p.name, p.forward_to, p.forward_dead_lettered_messages_to)
-        registry = ("HSET", REGISTRY, p.name, self._record(p, now, now))
+        registry = registry_commands.put(p.name, self._record(p, now, now))
         if not await self._transport.change_entity(p.name, registry, cmds, create=True):
             raise MessagingEntityAlreadyExistsError(f"The messaging entity '{p.name}' already exists.")
         return p
@@ -104,7 +107,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         base = replace(queue, partition_count=current.partition_count)
         p = build_queue(queue.name, base=base, **kwargs)
         now = await self._now_ms()
-        registry = ("HSET", REGISTRY, p.name, self._record(p, raw.get("_c", now), now))
+        registry = registry_commands.put(p.name, self._record(p, raw.get("_c", now), now))
         cmds = ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
         cmds += forwarder_commands(p.name, p.forward_to, p.forward_dead_lettered_messages_to)
         cmds += touch_commands([partition_keys(p.name, i) for i in range(p.partition_count)], now)
@@ -120,16 +123,16 @@ class ServiceBusAdministrationClient(TopicAdministration):
         p, _ = await self._read(name)
         await self._transport.change_entity(
             p.name,
-            ("HDEL", REGISTRY, p.name),
+            registry_commands.remove(p.name),
             [*ops.delete_commands(p.name, p.partition_count), ("ZREM", IDLE, p.name), ("HDEL", FORWARDERS, p.name)],
         )
 
     async def list_queues(self) -> AsyncIterator[QueueProperties]:
         """Every queue, by name."""
-        raw = await self._transport.execute("HGETALL", REGISTRY)
-        for name in sorted(raw):
-            if kind_of(json.loads(raw[name])) == "queue":
-                yield QueueProperties.from_json(raw[name])
+        records = await self._registry.all()
+        for name in sorted(records):
+            if kind_of(records[name]) == "queue":
+                yield QueueProperties.from_json(json.dumps(records[name]))
 
     async def get_queue_runtime_properties(self, queue_name: str) -> QueueRuntimeProperties:
         """Counts summed over partitions (one pipelined read-only script call per partition), and

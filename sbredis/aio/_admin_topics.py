@@ -10,7 +10,6 @@ also bumps the topic partitions' ``subv``, which makes senders refresh their sub
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -18,11 +17,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._core import codec, fanout, ops
+from .._core import registry as registry_commands
 from .._core.entity import check_name
 from .._core.keys import (
     FORWARDERS,
     IDLE,
-    REGISTRY,
     TRANSFER,
     rule_path,
     rules_index,
@@ -65,6 +64,7 @@ from ..exceptions import (
     ServiceBusError,
 )
 from ._forwarder import Forwarder
+from ._registry import Registry
 
 if TYPE_CHECKING:
     from ._transport import Transport
@@ -82,6 +82,7 @@ class TopicAdministration:
     """Topic, subscription and rule administration (azure.servicebus.management names)."""
 
     _transport: Transport
+    _registry: Registry
     _maintained_at: float = 0.0
 
     async def _server_ms(self) -> int:
@@ -89,8 +90,7 @@ class TopicAdministration:
         return int(sec) * 1000 + int(usec) // 1000
 
     async def _entry(self, path: str, kind: str) -> dict[str, Any]:
-        raw = await self._transport.execute("HGET", REGISTRY, path, entity=path)
-        rec = json.loads(raw) if raw is not None else None
+        rec = await self._registry.get(path)
         if rec is None or kind_of(rec) != kind:
             raise MessagingEntityNotFoundError(f"The messaging entity '{path}' was not found.")
         return dict(rec)
@@ -122,7 +122,7 @@ class TopicAdministration:
         """
         p = build_topic(topic_name, **kwargs)
         now = await self._server_ms()
-        registry = ("HSET", REGISTRY, p.name, dumps(to_record(p, "topic", _c=now, _u=now)))
+        registry = registry_commands.put(p.name, dumps(to_record(p, "topic", _c=now, _u=now)))
         await self._change(p.name, registry, topic_create_commands(p, now), True)
         return p
 
@@ -150,7 +150,7 @@ class TopicAdministration:
         kwargs.pop("partition_count", None)
         p = build_topic(topic.name, base=replace(topic, partition_count=current.partition_count), **kwargs)
         now = await self._server_ms()
-        registry = ("HSET", REGISTRY, p.name, dumps(to_record(p, "topic", _c=rec.get("_c", now), _u=now)))
+        registry = registry_commands.put(p.name, dumps(to_record(p, "topic", _c=rec.get("_c", now), _u=now)))
         await self._change(p.name, registry, topic_update_commands(p, now), False)
 
     async def delete_topic(self, topic: str | TopicProperties) -> None:
@@ -162,13 +162,13 @@ class TopicAdministration:
         name = topic.name if isinstance(topic, TopicProperties) else topic
         p, _ = await self._topic_entry(name)
         subs = await self._subscriptions_with_rules(p.name)
-        await self._change(p.name, ("HDEL", REGISTRY, p.name), topic_delete_commands(p, subs), False)
+        await self._change(p.name, registry_commands.remove(p.name), topic_delete_commands(p, subs), False)
 
     async def list_topics(self) -> AsyncIterator[TopicProperties]:
         """Every topic, by name."""
-        raw = await self._transport.execute("HGETALL", REGISTRY)
-        for name in sorted(raw):
-            rec = json.loads(raw[name])
+        records = await self._registry.all()
+        for name in sorted(records):
+            rec = records[name]
             if kind_of(rec) == "topic":
                 yield from_record(TopicProperties, rec)
 
@@ -250,7 +250,7 @@ class TopicAdministration:
         path = subscription_path(t.name, s.name)
         default = build_rule(DEFAULT_RULE, TrueRuleFilter())
         cmds = subscription_create_commands(t, s, default, now)
-        await self._change(path, ("HSET", REGISTRY, path, self._subscription_record(t, s, now, now)), cmds, True)
+        await self._change(path, registry_commands.put(path, self._subscription_record(t, s, now, now)), cmds, True)
         return s
 
     async def get_subscription(self, topic_name: str, subscription_name: str) -> SubscriptionProperties:
@@ -274,7 +274,7 @@ class TopicAdministration:
         s = build_subscription(t.name, subscription.name, base=subscription, **kwargs)
         now = await self._server_ms()
         path = subscription_path(t.name, s.name)
-        registry = ("HSET", REGISTRY, path, self._subscription_record(t, s, rec.get("_c", now), now))
+        registry = registry_commands.put(path, self._subscription_record(t, s, rec.get("_c", now), now))
         await self._change(path, registry, subscription_set_commands(t, s, now), False)
 
     async def delete_subscription(self, topic_name: str, subscription: str | SubscriptionProperties) -> None:
@@ -288,7 +288,7 @@ class TopicAdministration:
         await self._subscription_entry(t.name, name)
         path = subscription_path(t.name, name)
         rules = await self._names(rules_index(path))
-        await self._change(path, ("HDEL", REGISTRY, path), subscription_delete_commands(t, name, rules), False)
+        await self._change(path, registry_commands.remove(path), subscription_delete_commands(t, name, rules), False)
 
     async def list_subscriptions(self, topic_name: str) -> AsyncIterator[SubscriptionProperties]:
         """The topic's subscriptions, by name.
@@ -300,10 +300,9 @@ class TopicAdministration:
         names = await self._names(subscriptions_index(t.name))
         if not names:
             return
-        raws = await self._transport.execute("HMGET", REGISTRY, *(subscription_path(t.name, n) for n in names))
-        for raw in raws:
-            if raw is not None:
-                yield from_record(SubscriptionProperties, json.loads(raw))
+        for rec in await self._registry.get_many(subscription_path(t.name, n) for n in names):
+            if rec is not None:
+                yield from_record(SubscriptionProperties, rec)
 
     async def get_subscription_runtime_properties(
         self, topic_name: str, subscription_name: str
@@ -399,7 +398,7 @@ class TopicAdministration:
         rule.created_at_utc = codec.from_ms(now)
         path = rule_path(t.name, subscription_name, rule.name)
         cmds = rule_set_commands(t, subscription_name, rule, program, action_program, now_ms=now)
-        await self._change(path, ("HSET", REGISTRY, path, dumps(rule_record(rule, now))), cmds, True)
+        await self._change(path, registry_commands.put(path, dumps(rule_record(rule, now))), cmds, True)
         return rule
 
     async def get_rule(self, topic_name: str, subscription_name: str, rule_name: str) -> RuleProperties:
@@ -428,7 +427,7 @@ class TopicAdministration:
         rec = await self._entry(path, "rule")
         now = await self._server_ms()
         cmds = rule_set_commands(t, subscription_name, new, program, action_program, now_ms=now)
-        await self._change(path, ("HSET", REGISTRY, path, dumps(rule_record(new, rec.get("_c", now)))), cmds, False)
+        await self._change(path, registry_commands.put(path, dumps(rule_record(new, rec.get("_c", now)))), cmds, False)
 
     async def delete_rule(self, topic_name: str, subscription_name: str, rule: str | RuleProperties) -> None:
         """Remove a rule (a subscription without rules receives nothing).
@@ -440,7 +439,9 @@ class TopicAdministration:
         t, _ = await self._topic_entry(topic_name)
         path = rule_path(t.name, subscription_name, check_rule_name(name))
         await self._entry(path, "rule")
-        await self._change(path, ("HDEL", REGISTRY, path), rule_delete_commands(t, subscription_name, name), False)
+        await self._change(
+            path, registry_commands.remove(path), rule_delete_commands(t, subscription_name, name), False
+        )
 
     async def list_rules(self, topic_name: str, subscription_name: str) -> AsyncIterator[RuleProperties]:
         """The subscription's rules, by name.
@@ -452,12 +453,9 @@ class TopicAdministration:
         names = await self._names(rules_index(subscription_path(topic_name, subscription_name)))
         if not names:
             return
-        raws = await self._transport.execute(
-            "HMGET", REGISTRY, *(rule_path(topic_name, subscription_name, n) for n in names)
-        )
-        for raw in raws:
-            if raw is not None:
-                yield rule_from_record(json.loads(raw))
+        for rec in await self._registry.get_many(rule_path(topic_name, subscription_name, n) for n in names):
+            if rec is not None:
+                yield rule_from_record(rec)
 
     # ------------------------------------------------------------------------ maintenance
     async def _maintain(self) -> None:
@@ -502,8 +500,7 @@ class TopicAdministration:
         return deleted
 
     async def _delete_if_idle(self, path: str, now: int) -> bool:
-        raw = await self._transport.execute("HGET", REGISTRY, path, entity=path)
-        rec = json.loads(raw) if raw is not None else None
+        rec = await self._registry.get(path)
         window = fanout.window_ms(rec) if rec is not None else 0
         if rec is None or not window:
             await self._transport.execute("ZREM", IDLE, path)
@@ -544,7 +541,7 @@ class TopicAdministration:
         return True
 
     async def _delete_entity(self, path: str, kind: str, rec: dict[str, Any], partitions: int) -> None:
-        registry = ("HDEL", REGISTRY, path)
+        registry = registry_commands.remove(path)
         if kind == "topic":
             t = from_record(TopicProperties, rec)
             cmds = topic_delete_commands(t, await self._subscriptions_with_rules(path))

@@ -38,10 +38,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._core import fanout
-from .._core.keys import FORWARDERS, REGISTRY, SUBSCRIPTIONS, VIA
+from .._core.keys import FORWARDERS, SUBSCRIPTIONS, VIA
 from .._core.ops import EntityMeta
 from .._core.protocol import forward_ack, forward_in, forward_out, publish
 from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
+from ._registry import Registry
 from ._transport import Transport
 
 log = logging.getLogger("sbredis")
@@ -57,6 +58,7 @@ class Forwarder:
 
     def __init__(self, transport: Transport) -> None:
         self._transport = transport
+        self._registry = Registry(transport)
         self._meta: dict[str, tuple[float, EntityMeta | None]] = {}
         self._reverse: tuple[float, dict[str, list[str]]] | None = None
         self._pulled: dict[str, float] = {}
@@ -67,11 +69,11 @@ class Forwarder:
         cached = self._meta.get(name)
         if cached is not None and not refresh and time.monotonic() - cached[0] < META_TTL:
             return cached[1]
-        raw = await self._transport.execute("HGET", REGISTRY, name, entity=name)
+        rec = await self._registry.get(name)
         meta = None
-        if raw is not None:
+        if rec is not None:
             try:
-                meta = fanout.meta_from_record(name, json.loads(raw))
+                meta = fanout.meta_from_record(name, rec)
             except MessagingEntityNotFoundError:
                 meta = None
         self._meta[name] = (time.monotonic(), meta)

@@ -17,7 +17,6 @@ or a ``<topic>/Subscriptions/<subscription>`` path):
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import threading
@@ -32,10 +31,10 @@ from prometheus_client.registry import Collector
 
 from .._core import ops
 from .._core.fanout import meta_from_record
-from .._core.keys import REGISTRY as ENTITIES
 from .._core.protocol import stats
 from .._core.retry import RetryPolicy
 from .._core.topic_entity import kind_of
+from .._sync._registry import Registry
 from .._sync._transport import Transport
 from ..exceptions import ServiceBusError
 from . import prometheus
@@ -60,6 +59,7 @@ class EntityCollector(Collector):
 
     def __init__(self, transport: Transport, entities: Sequence[str] | None = None, max_age: float = 5.0) -> None:
         self.transport = transport
+        self.registry = Registry(transport)
         self.entities = list(entities) if entities else None
         self.max_age = max_age
         self._lock = threading.Lock()
@@ -80,16 +80,15 @@ class EntityCollector(Collector):
     def _records(self) -> dict[str, dict[str, Any]]:
         """Registry records of the queues and subscriptions to report."""
         if self.entities is None:
-            raw = self.transport.execute("HGETALL", ENTITIES) or {}
-            records = {_text(k): json.loads(v) for k, v in raw.items()}
+            records = self.registry.all()
             return {k: v for k, v in sorted(records.items()) if kind_of(v) in ("queue", "subscription")}
-        values = self.transport.execute("HMGET", ENTITIES, *self.entities)
+        values = self.registry.get_many(self.entities)
         out = {}
         for name, value in zip(self.entities, values, strict=True):
             if value is None:
                 log.warning("no entity %r: not reported", name)
             else:
-                out[name] = json.loads(value)
+                out[name] = value
         return out
 
     def read(self) -> list[Metric]:
@@ -136,10 +135,6 @@ class EntityCollector(Collector):
                 family.add_metric([name], value)
             families.append(family)
         return families
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class MetricsServer:
