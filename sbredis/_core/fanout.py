@@ -28,10 +28,11 @@ from ..exceptions import (
 )
 from . import codec
 from .entity import QueueProperties
-from .ops import Call, EntityMeta, message_key, partition_of
-from .protocol import cancel_topic_scheduled, forward_ack, forward_in, forward_out, idle, publish
+from .meta import EntityMeta
+from .protocol import Call, cancel_topic_scheduled, forward_ack, forward_in, forward_out, idle, publish
 from .protocol.forward_out import OutboxEntry
 from .protocol.publish import TopicSubs as TopicSubs
+from .send_plan import message_key, partition_of
 from .topic_entity import TopicProperties, from_record, kind_of
 
 # The builders and parsers of publish and forwarding live in .protocol; these names stay for callers
@@ -93,7 +94,7 @@ def message_args(m: ServiceBusMessage, meta: EntityMeta, sched_ms: int) -> list[
 def plan_publish(
     messages: Sequence[ServiceBusMessage], meta: TopicMeta, round_robin: int, sched_ms: int = 0
 ) -> tuple[list[Call], list[int]]:
-    """As ops.plan_send, for a topic: one publish call per partition.
+    """As send_plan.plan_send, for a topic: one publish call per partition.
 
     Raises:
         MessageSizeExceededError: a message, or the messages of one partition, exceed the limit.

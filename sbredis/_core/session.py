@@ -12,9 +12,9 @@ from typing import Any
 
 from .._enums import ServiceBusSessionFilter
 from ..exceptions import InvalidArgumentError, InvalidOperationError
-from .ops import partition_of
 from .protocol import session_list
 from .protocol.base import Call
+from .send_plan import partition_of
 
 MAX_SESSION_ID = 128
 

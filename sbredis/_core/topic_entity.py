@@ -499,11 +499,3 @@ def rule_delete_commands(topic: TopicProperties, subscription: str, rule: str) -
         cmds.append(("HDEL", sk[0], f"rf:{rule}", f"ra:{rule}"))
     cmds.append(("HDEL", keys.rules_index(keys.subscription_path(topic.name, subscription)), rule))
     return cmds
-
-
-def queue_transfer_commands(p: QueueProperties) -> list[tuple[Any, ...]]:
-    """The transfer queue cfg of every partition of a queue (written with the queue's config)."""
-    return [
-        hset(keys.transfer_keys(keys.partition_keys(p.name, i))[0], transfer_config(partition_config(p, i)))
-        for i in range(p.partition_count)
-    ]

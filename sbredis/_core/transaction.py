@@ -38,8 +38,9 @@ from ..exceptions import (
 )
 from . import fanout
 from .keys import TRANSFER
-from .ops import Call, EntityMeta, message_key, partition_of
-from .protocol import publish, tx_commit
+from .meta import EntityMeta
+from .protocol import Call, Group, publish, tx_commit
+from .send_plan import message_key, partition_of
 
 MAX_OPERATIONS = 100  # operations per transaction (Service Bus's limit)
 DEFAULT_TIMEOUT = 120.0  # seconds: a transaction not committed within this is discarded
@@ -173,7 +174,7 @@ class TxBuffer:
         """
         if action not in ACTIONS:
             raise InvalidOperationError(f"unknown settlement {action!r}")
-        session_locked = sessions and any(m._group == "m" for m in messages)
+        session_locked = sessions and any(m._group == Group.MAIN for m in messages)
         if action == "renew" and session_locked:
             raise InvalidOperationError(
                 "A session message's lock is the session lock: renew receiver.session (outside the transaction)."

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .._core import codec, fanout, ops
+from .._core import admin_commands, codec, fanout
 from .._core import registry as registry_commands
 from .._core.entity import check_name
 from .._core.keys import (
@@ -551,5 +551,5 @@ class TopicAdministration:
             name = path.rsplit("/", 1)[1]
             cmds = subscription_delete_commands(t, name, self._names(rules_index(path)))
         else:
-            cmds = [*ops.delete_commands(path, partitions), ("ZREM", IDLE, path), ("HDEL", FORWARDERS, path)]
+            cmds = [*admin_commands.delete_commands(path, partitions), ("ZREM", IDLE, path), ("HDEL", FORWARDERS, path)]
         self._transport.change_entity(path, registry, cmds)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .._core import fanout, ops
+from .._core import fanout, send_plan, validation
 from .._core.protocol import cancel_topic_scheduled
 from .._core.protocol.publish import TopicSubs
 from .._message import ServiceBusMessage
@@ -35,7 +35,7 @@ class ServiceBusTopicSender(ServiceBusSender):
             return [e] * len(entries)
         outcomes: list[Any] = [None] * len(entries)
         plans = []
-        for group in ops.pack(entries, meta.max_message_bytes):
+        for group in send_plan.pack(entries, meta.max_message_bytes):
             self._rr += 1
             try:
                 calls, where = fanout.plan_publish(
@@ -50,13 +50,13 @@ class ServiceBusTopicSender(ServiceBusSender):
         replies = iter(run_publish(self._client._transport, meta, calls))
         stored: set[int] = set()
         for group, group_calls, where in plans:
-            seqs, errors = ops.send_replies(group_calls, replies)
+            seqs, errors = send_plan.send_replies(group_calls, replies)
             if any(isinstance(e, MessagingEntityNotFoundError) for e in errors.values()):
                 self._client._forget(self.entity_name)
             stored |= {c.partition for c in group_calls if c.partition not in errors}
             partitions = iter(where)
             for i in group:
-                outcomes[i] = ops.entry_outcome(len(entries[i]), partitions, seqs, errors)
+                outcomes[i] = send_plan.entry_outcome(len(entries[i]), partitions, seqs, errors)
         self._client._forwarder.drain_published(meta, stored)
         return outcomes
 
@@ -70,11 +70,11 @@ class ServiceBusTopicSender(ServiceBusSender):
             InvalidArgumentError: not sequence numbers of this topic.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
-        seqs = ops.sequence_numbers(sequence_numbers)
+        seqs = validation.sequence_numbers(sequence_numbers)
         meta = self._topic()
         groups: dict[int, list[int]] = {}
         for s in seqs:
-            p, local = ops.split_sequence_number(s, meta.partition_count)
+            p, local = validation.split_sequence_number(s, meta.partition_count)
             groups.setdefault(p, []).append(local)
         calls = [
             cancel_topic_scheduled.call(meta.name, p, meta.subs.get(p) or TopicSubs(), v) for p, v in groups.items()

@@ -8,7 +8,7 @@ from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
-from .._core import codec, ops
+from .._core import admin_commands, codec
 from .._core import registry as registry_commands
 from .._core.entity import QueueProperties, build_queue, check_name
 from .._core.keys import FORWARDERS, IDLE, partition_keys
@@ -72,8 +72,8 @@ class ServiceBusAdministrationClient(TopicAdministration):
         """
         p = build_queue(queue_name, **kwargs)
         now = await self._now_ms()
-        cmds = ops.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
-        cmds += ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
+        cmds = admin_commands.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
+        cmds += admin_commands.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
         cmds += forwarder_commands(p.name, p.forward_to, p.forward_dead_lettered_messages_to)
         registry = registry_commands.put(p.name, self._record(p, now, now))
         if not await self._transport.change_entity(p.name, registry, cmds, create=True):
@@ -108,7 +108,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         p = build_queue(queue.name, base=base, **kwargs)
         now = await self._now_ms()
         registry = registry_commands.put(p.name, self._record(p, raw.get("_c", now), now))
-        cmds = ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
+        cmds = admin_commands.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
         cmds += forwarder_commands(p.name, p.forward_to, p.forward_dead_lettered_messages_to)
         cmds += touch_commands([partition_keys(p.name, i) for i in range(p.partition_count)], now)
         await self._transport.change_entity(p.name, registry, cmds)
@@ -124,7 +124,11 @@ class ServiceBusAdministrationClient(TopicAdministration):
         await self._transport.change_entity(
             p.name,
             registry_commands.remove(p.name),
-            [*ops.delete_commands(p.name, p.partition_count), ("ZREM", IDLE, p.name), ("HDEL", FORWARDERS, p.name)],
+            [
+                *admin_commands.delete_commands(p.name, p.partition_count),
+                ("ZREM", IDLE, p.name),
+                ("HDEL", FORWARDERS, p.name),
+            ],
         )
 
     async def list_queues(self) -> AsyncIterator[QueueProperties]:

@@ -10,12 +10,13 @@ from typing import Any
 from .._core.entity import check_name
 from .._core.fanout import meta_from_record
 from .._core.keys import TRANSFER, subscription_path
-from .._core.ops import EntityMeta, check_count, check_wait
+from .._core.meta import EntityMeta
 from .._core.protocol import session_list
 from .._core.retry import RetryPolicy
 from .._core.session import check_session_id, list_calls, refuse_session_receiver
 from .._core.topic_entity import check_subscription_name
 from .._core.transaction import DEFAULT_TIMEOUT
+from .._core.validation import check_count, check_wait
 from .._enums import ServiceBusReceiveMode, ServiceBusSessionFilter, ServiceBusSubQueue
 from ..exceptions import InvalidArgumentError, InvalidOperationError, MessagingEntityNotFoundError, ServiceBusError
 from ._forwarder import Forwarder

@@ -39,7 +39,7 @@ from typing import Any
 
 from .._core import fanout
 from .._core.keys import FORWARDERS, SUBSCRIPTIONS, VIA
-from .._core.ops import EntityMeta
+from .._core.meta import EntityMeta
 from .._core.protocol import forward_ack, forward_in, forward_out, publish
 from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
 from ._registry import Registry

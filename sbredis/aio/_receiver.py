@@ -11,9 +11,10 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .._core import codec, instrument, ops
+from .._core import codec, instrument, protocol, quota, settlement, validation
 from .._core import session as sess
-from .._core.protocol import SETTLE, abandon, peek, probe, receive, receive_deferred, session_receive
+from .._core.meta import EntityMeta
+from .._core.protocol import SETTLE, Group, abandon, peek, probe, receive, receive_deferred, session_receive
 from .._core.protocol._held import LOCK_LOST
 from .._core.transaction import joinable
 from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSessionFilter, ServiceBusSubQueue
@@ -71,8 +72,8 @@ class ServiceBusReceiver:
         self.entity_name = entity
         self.receive_mode = receive_mode
         self.sub_queue = sub_queue
-        self._group = ops.group_code(sub_queue)
-        self._mode = ops.mode_code(receive_mode)
+        self._group = protocol.group_of(sub_queue)
+        self._mode = protocol.mode_of(receive_mode)
         self._max_wait_time = max_wait_time
         self._prefetch = prefetch_count
         self._cursor = 0
@@ -90,11 +91,11 @@ class ServiceBusReceiver:
         return self._session
 
     # -- receiving
-    async def _meta(self) -> ops.EntityMeta:
+    async def _meta(self) -> EntityMeta:
         return await self._client._entity(self.entity_name)
 
     async def _run_many(
-        self, calls: list[ops.Call], unreachable: dict[int, ServiceBusError] | None = None
+        self, calls: list[protocol.Call], unreachable: dict[int, ServiceBusError] | None = None
     ) -> list[Any]:
         """Receive-side calls over partitions, retried only when none answers. A partition that
         cannot be reached is skipped (noted in `unreachable`, logged) while others serve; other
@@ -135,14 +136,14 @@ class ServiceBusReceiver:
         meta = await self._meta()
         if self._session is not None:
             return await self._receive_session(n)
-        if meta.sessions and self._group == "m":
+        if meta.sessions and self._group is Group.MAIN:
             raise sess.refuse_plain_receive(self.entity_name)
         count = meta.partition_count
-        nonce = ops.new_nonce()
+        nonce = settlement.new_nonce()
         start = self._cursor % count
         self._cursor += 1
         order = [(start + i) % count for i in range(count)]
-        quotas = ops.split_quota(n, order)
+        quotas = quota.split_quota(n, order)
         unreachable: dict[int, ServiceBusError] = {}
         got, full = await self._take(quotas, nonce, unreachable)
         if len(got) >= n or count == 1:
@@ -158,7 +159,7 @@ class ServiceBusReceiver:
             calls = [probe.call(self.entity_name, p, self._group) for p in rest]
             replies = await self._run_many(calls, unreachable)
             avail = {p: k for p, r in zip(rest, replies, strict=True) if (k := probe.parse(r)) is not None}
-            more = ops.fill_quota(n - len(got), avail, rest)
+            more = quota.fill_quota(n - len(got), avail, rest)
             if not more:
                 break
             extra, _ = await self._take(more, nonce, unreachable)
@@ -193,8 +194,8 @@ class ServiceBusReceiver:
             InvalidArgumentError: a bad count or wait time.
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusConnectionError.
         """
-        n = ops.check_count("max_message_count", 1 if max_message_count is None else max_message_count)
-        wait = ops.check_wait("max_wait_time", max_wait_time)
+        n = validation.check_count("max_message_count", 1 if max_message_count is None else max_message_count)
+        wait = validation.check_wait("max_wait_time", max_wait_time)
         if wait is None:
             wait = self._max_wait_time
         self._check_open()
@@ -210,7 +211,7 @@ class ServiceBusReceiver:
         deadline = None if wait is None else time.monotonic() + wait
         pause = _POLL_MIN
         while True:
-            got = await self._receive_once(min(n + self._prefetch, ops.MAX_RECEIVE_COUNT))
+            got = await self._receive_once(min(n + self._prefetch, validation.MAX_RECEIVE_COUNT))
             if got:
                 self._buffer.extend(got[n:])
                 return self._hand_out(got[:n])
@@ -264,20 +265,20 @@ class ServiceBusReceiver:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a deferred message (nothing was received).
         """
-        seqs = ops.sequence_numbers(sequence_numbers)
+        seqs = validation.sequence_numbers(sequence_numbers)
         self._check_open()
         meta = await self._meta()
         groups: dict[int, list[int]] = {}
         for s in seqs:
-            p, local = ops.split_sequence_number(s, meta.partition_count)
+            p, local = validation.split_sequence_number(s, meta.partition_count)
             groups.setdefault(p, []).append(local)
-        nonce, session_id = ops.new_nonce(), ""
+        nonce, session_id = settlement.new_nonce(), ""
         if self._session is not None:  # the session's messages only, locked under its lock
             await self._session._open()
             nonce, session_id = self._session._nonce, self._session._key()
             if set(groups) - {self._session._partition}:
                 raise MessageNotFoundError("A sequence number does not name a deferred message of this session.")
-        elif meta.sessions and self._group == "m":
+        elif meta.sessions and self._group is Group.MAIN:
             raise sess.refuse_plain_receive(self.entity_name)
         calls = [
             receive_deferred.call(self.entity_name, p, self._group, self._mode, nonce, v, session_id)
@@ -309,7 +310,7 @@ class ServiceBusReceiver:
         Raises:
             InvalidArgumentError: a bad count or sequence number.
         """
-        n = ops.check_count("max_message_count", max_message_count)
+        n = validation.check_count("max_message_count", max_message_count)
         if sequence_number is not None and (
             isinstance(sequence_number, bool) or not isinstance(sequence_number, int) or sequence_number < 0
         ):
@@ -317,7 +318,7 @@ class ServiceBusReceiver:
         start = sequence_number or self._last_peeked + 1
         await self._client._forwarder.pull(self.entity_name)  # messages forwarded here, still upstream
         meta = await self._meta()
-        first_p, first_local = start >> PARTITION_SHIFT, start & ops.LOCAL_MASK
+        first_p, first_local = start >> PARTITION_SHIFT, start & validation.LOCAL_MASK
         parts, session_id = range(first_p, meta.partition_count), ""
         if self._session is not None:  # that session's messages: its partition only
             await self._session._open()
@@ -349,7 +350,7 @@ class ServiceBusReceiver:
         settlements of one kind coalesce into one script call per partition. With a transaction,
         the settlement waits for its commit (docs/transactions.md)."""
         self._check_open()
-        ops.settle_groups(messages, self.entity_name, self._group, name)
+        settlement.settle_groups(messages, self.entity_name, self._group, name)
         if transaction is not None:
             await joinable(transaction)._settle(self, name, messages, *(extra if name == "dead_letter" else ()))
             return []
@@ -371,7 +372,9 @@ class ServiceBusReceiver:
                     if id(m) not in sent:
                         sent.add(id(m))
                         unique.append(m)
-        groups = [(p, chunk) for p, part in ops.by_partition(unique).items() for chunk in ops.chunks(part)]
+        groups = [
+            (p, chunk) for p, part in settlement.by_partition(unique).items() for chunk in settlement.chunks(part)
+        ]
         script = SETTLE[name]
         calls = [script.call(self.entity_name, p, self._group, c, *extra) for p, c in groups]
         replies = await self._client._transport.run_many(calls, self.entity_name)
@@ -492,7 +495,7 @@ class ServiceBusReceiver:
         *,
         transaction: Any = None,
     ) -> None:
-        if self._group != "m":
+        if self._group is not Group.MAIN:
             raise InvalidOperationError("messages in the dead-letter subqueue cannot be dead-lettered again")
         for name, value in (("reason", reason), ("error_description", error_description)):
             if value is not None and not isinstance(value, str):
@@ -529,7 +532,7 @@ class ServiceBusReceiver:
         if self._session is not None:
             await self._session._release([m._local_seq for m in pending])
         elif pending:
-            groups = ops.settle_groups(pending, self.entity_name, self._group, "abandon")
+            groups = settlement.settle_groups(pending, self.entity_name, self._group, "abandon")
             calls = [abandon.call(self.entity_name, p, self._group, v, "1") for p, v in groups.items()]
             await self._client._transport.run_many(calls, self.entity_name)
 

@@ -8,7 +8,8 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .._core import instrument, ops
+from .._core import instrument, send_plan, validation
+from .._core.meta import EntityMeta
 from .._core.protocol import cancel_scheduled
 from .._core.transaction import joinable
 from .._message import ServiceBusMessage, ServiceBusMessageBatch, schedule_ms
@@ -72,7 +73,9 @@ class ServiceBusSender:
             failed_over = await self._store_round(meta, sched_ms, entries, pending, outcomes, down, retry)
             if retry == "each":
                 break
-            movable = [i for i in failed_over if ops.unkeyed(entries[i], meta) and len(down) < meta.partition_count]
+            movable = [
+                i for i in failed_over if send_plan.unkeyed(entries[i], meta) and len(down) < meta.partition_count
+            ]
             pending = [i for i in failed_over if i not in movable]
             if pending:  # keyed (or nowhere left): one more round under the retry policy
                 await self._store_round(meta, sched_ms, entries, pending, outcomes, down, "each")
@@ -83,7 +86,7 @@ class ServiceBusSender:
 
     async def _store_round(
         self,
-        meta: ops.EntityMeta,
+        meta: EntityMeta,
         sched_ms: int,
         entries: list[list[ServiceBusMessage]],
         indexes: list[int],
@@ -93,11 +96,11 @@ class ServiceBusSender:
     ) -> list[int]:
         """One attempt for entries[indexes]; returns the indexes that failed with a connection error."""
         plans = []
-        for group in ops.pack([entries[i] for i in indexes], meta.max_message_bytes):
+        for group in send_plan.pack([entries[i] for i in indexes], meta.max_message_bytes):
             group = [indexes[g] for g in group]
             rr = self._next_partition(meta, down)
             try:
-                calls, where = ops.plan_send([m for i in group for m in entries[i]], meta, rr, sched_ms)
+                calls, where = send_plan.plan_send([m for i in group for m in entries[i]], meta, rr, sched_ms)
             except ServiceBusError as e:
                 for i in group:
                     outcomes[i] = e
@@ -107,7 +110,7 @@ class ServiceBusSender:
         replies = iter(await self._client._transport.run_many(calls, self.entity_name, retry=retry) if calls else [])
         unreachable = []
         for group, group_calls, where in plans:
-            seqs, errors = ops.send_replies(group_calls, replies)
+            seqs, errors = send_plan.send_replies(group_calls, replies)
             for p, err in errors.items():
                 if isinstance(err, MessagingEntityNotFoundError):
                     self._client._forget(self.entity_name)
@@ -115,12 +118,12 @@ class ServiceBusSender:
                     down.add(p)
             partitions = iter(where)
             for i in group:
-                outcomes[i] = ops.entry_outcome(len(entries[i]), partitions, seqs, errors)
+                outcomes[i] = send_plan.entry_outcome(len(entries[i]), partitions, seqs, errors)
                 if isinstance(outcomes[i], ServiceBusConnectionError):
                     unreachable.append(i)
         return unreachable
 
-    def _next_partition(self, meta: ops.EntityMeta, down: set[int]) -> int:
+    def _next_partition(self, meta: EntityMeta, down: set[int]) -> int:
         """The next round-robin partition, skipping those found unreachable."""
         for _ in range(meta.partition_count):
             self._rr += 1
@@ -147,7 +150,7 @@ class ServiceBusSender:
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusQuotaExceededError,
             ServiceBusConnectionError (retryable), OperationTimeoutError (retryable).
         """
-        messages = ops.as_messages(message)
+        messages = validation.as_messages(message)
         if transaction is not None:
             if presettled:
                 raise InvalidArgumentError("a pre-settled send cannot be part of a transaction")
@@ -174,7 +177,7 @@ class ServiceBusSender:
             As send_messages otherwise.
         """
         at = schedule_ms("schedule_time_utc", schedule_time_utc)
-        batch = ops.as_messages(messages)
+        batch = validation.as_messages(messages)
         if not batch:
             return []
         with instrument.operation("schedule", self.entity_name, batch) as op:
@@ -191,11 +194,11 @@ class ServiceBusSender:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
-        seqs = ops.sequence_numbers(sequence_numbers)
+        seqs = validation.sequence_numbers(sequence_numbers)
         meta = await self._client._entity(self.entity_name)
         groups: dict[int, list[int]] = {}
         for s in seqs:
-            p, local = ops.split_sequence_number(s, meta.partition_count)
+            p, local = validation.split_sequence_number(s, meta.partition_count)
             groups.setdefault(p, []).append(local)
         calls = [cancel_scheduled.call(self.entity_name, p, v) for p, v in groups.items()]
         for reply in await self._client._transport.run_many(calls, self.entity_name):
@@ -211,7 +214,7 @@ class ServiceBusSender:
         meta = await self._client._entity(self.entity_name)
         limit = meta.max_message_bytes
         if max_size_in_bytes is not None:
-            ops.check_count("max_size_in_bytes", max_size_in_bytes, 1 << 62)
+            validation.check_count("max_size_in_bytes", max_size_in_bytes, 1 << 62)
             if max_size_in_bytes > limit:
                 raise MessageSizeExceededError(
                     f"max_size_in_bytes {max_size_in_bytes} is over the entity's limit of {limit} bytes"

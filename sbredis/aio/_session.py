@@ -13,7 +13,7 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .._core import codec, ops
+from .._core import codec, protocol, settlement
 from .._core import session as sess
 from .._core.protocol import session_lock, session_release, session_renew, session_state
 from .._enums import ServiceBusSessionFilter
@@ -69,7 +69,7 @@ class ServiceBusSession:
         meta = await r._meta()
         if not meta.sessions:
             raise sess.refuse_session_receiver(r.entity_name)
-        nonce = ops.new_nonce()
+        nonce = settlement.new_nonce()
         if self._id is not None:
             p = sess.session_partition(self._id, meta.partition_count)
             reply = await r._client._transport.run(session_lock.call(r.entity_name, p, self._id, nonce), r.entity_name)
@@ -107,7 +107,7 @@ class ServiceBusSession:
             renewer.register(self._receiver, self)
         return True
 
-    async def _run(self, c: ops.Call) -> Any:
+    async def _run(self, c: protocol.Call) -> Any:
         if self._receiver._closed:
             raise InvalidOperationError("the receiver is closed")
         await self._open()

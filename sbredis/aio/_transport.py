@@ -34,8 +34,8 @@ from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_
 from .._core.errors import map_error
 from .._core.keys import REGISTRY
 from .._core.memory import memory_server
-from .._core.ops import Call
 from .._core.packer import connection_options
+from .._core.protocol import Call
 from .._core.redact import redact
 from .._core.retry import RetryPolicy, is_retryable
 from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusConnectionError, ServiceBusError

@@ -29,7 +29,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from .._core import ops
+from .._core import protocol
 from .._core.fanout import meta_from_record
 from .._core.protocol import stats
 from .._core.retry import RetryPolicy
@@ -101,7 +101,7 @@ class EntityCollector(Collector):
             up.add_metric([], 0)
             return [up]
         up.add_metric([], 1)
-        calls: list[ops.Call] = []
+        calls: list[protocol.Call] = []
         owners: list[str] = []
         partitions: dict[str, int] = {}
         for name, record in records.items():

@@ -54,7 +54,7 @@ from . import (
     stats,
     tx_commit,
 )
-from .base import Call, Group, Mode
+from .base import Call, Group, Mode, group_of, mode_of
 
 MODULES = {
     m.NAME: m
@@ -91,4 +91,4 @@ MODULES = {
 SETTLE = {m.NAME: m for m in (complete, abandon, defer, dead_letter, renew)}
 """Settlement script name -> its protocol module (each has call(entity, partition, group, msgs, *extra), apply)."""
 
-__all__ = ["MODULES", "SETTLE", "Call", "Group", "Mode"]
+__all__ = ["MODULES", "SETTLE", "Call", "Group", "Mode", "group_of", "mode_of"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from ..._enums import ServiceBusReceiveMode
 from .. import scripts
 from ..keys import entity_keys
 
@@ -30,6 +31,15 @@ class Mode(StrEnum):
 
     PEEK_LOCK = "L"
     RECEIVE_AND_DELETE = "D"
+
+
+def group_of(sub_queue: Any) -> Group:
+    """The group a receiver of `sub_queue` (None: the entity itself) reads."""
+    return Group.MAIN if sub_queue is None else Group.DEAD_LETTER
+
+
+def mode_of(mode: ServiceBusReceiveMode) -> Mode:
+    return Mode.PEEK_LOCK if mode is ServiceBusReceiveMode.PEEK_LOCK else Mode.RECEIVE_AND_DELETE
 
 
 @dataclass(frozen=True)
