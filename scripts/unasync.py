@@ -12,6 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [
+    "_handler.py",
     "_transport.py",
     "_client.py",
     "_sender.py",

@@ -34,7 +34,7 @@ from ._coalesce import Coalescer
 from ._session import ServiceBusSession
 
 if TYPE_CHECKING:
-    from ._client import ServiceBusClient
+    from ._handler import HandlerContext
 
 log = logging.getLogger("sbredis")
 _POLL_MIN, _POLL_MAX = 0.001, 0.05
@@ -59,7 +59,7 @@ class ServiceBusReceiver:
 
     def __init__(
         self,
-        client: ServiceBusClient,
+        context: HandlerContext,
         entity: str,
         receive_mode: ServiceBusReceiveMode,
         sub_queue: ServiceBusSubQueue | None,
@@ -68,7 +68,7 @@ class ServiceBusReceiver:
         auto_lock_renewer: Any = None,
         session_id: str | ServiceBusSessionFilter | None = None,
     ) -> None:
-        self._client = client
+        self._context = context
         self.entity_name = entity
         self.receive_mode = receive_mode
         self.sub_queue = sub_queue
@@ -92,7 +92,7 @@ class ServiceBusReceiver:
 
     # -- receiving
     def _meta(self) -> EntityMeta:
-        return self._client._entity(self.entity_name)
+        return self._context.entity(self.entity_name)
 
     def _run_many(
         self, calls: list[protocol.Call], unreachable: dict[int, ServiceBusError] | None = None
@@ -100,12 +100,12 @@ class ServiceBusReceiver:
         """Receive-side calls over partitions, retried only when none answers. A partition that
         cannot be reached is skipped (noted in `unreachable`, logged) while others serve; other
         errors (entity gone, disabled) raise."""
-        replies = self._client._transport.run_many(calls, self.entity_name, retry="all")
+        replies = self._context.transport.run_many(calls, self.entity_name, retry="all")
         for c, r in zip(calls, replies, strict=True):
             if not isinstance(r, ServiceBusError):
                 continue
             if isinstance(r, MessagingEntityNotFoundError):
-                self._client._forget(self.entity_name)
+                self._context.forget(self.entity_name)
             if not isinstance(r, ServiceBusConnectionError) or unreachable is None:
                 if all(isinstance(x, ServiceBusError) for x in replies) or not isinstance(r, ServiceBusConnectionError):
                     raise r
@@ -176,7 +176,7 @@ class ServiceBusReceiver:
         assert s is not None
         s._open()
         c = session_receive.call(self.entity_name, s._partition, s._key(), self._mode, n, s._nonce)
-        reply = self._client._transport.run(c, self.entity_name)
+        reply = self._context.transport.run(c, self.entity_name)
         now, msgs = session_receive.parse(
             reply, self.entity_name, s._partition, self._group, s._nonce, self.receive_mode
         )
@@ -215,7 +215,7 @@ class ServiceBusReceiver:
             if got:
                 self._buffer.extend(got[n:])
                 return self._hand_out(got[:n])
-            if self._client._forwarder.pull(self.entity_name):
+            if self._context.forwarder.pull(self.entity_name):
                 continue  # forwarded messages were waiting in an outbox upstream (see _forwarder.py)
             now = time.monotonic()
             if deadline is not None and now >= deadline:
@@ -284,7 +284,7 @@ class ServiceBusReceiver:
             receive_deferred.call(self.entity_name, p, self._group, self._mode, nonce, v, session_id)
             for p, v in groups.items()
         ]
-        replies = self._client._transport.run_many(calls, self.entity_name)
+        replies = self._context.transport.run_many(calls, self.entity_name)
         out: list[ServiceBusReceivedMessage] = []
         for c, reply in zip(calls, replies, strict=True):
             if isinstance(reply, ServiceBusError):
@@ -316,7 +316,7 @@ class ServiceBusReceiver:
         ):
             raise InvalidArgumentError("sequence_number must be a non-negative int")
         start = sequence_number or self._last_peeked + 1
-        self._client._forwarder.pull(self.entity_name)  # messages forwarded here, still upstream
+        self._context.forwarder.pull(self.entity_name)  # messages forwarded here, still upstream
         meta = self._meta()
         first_p, first_local = start >> PARTITION_SHIFT, start & validation.LOCAL_MASK
         parts, session_id = range(first_p, meta.partition_count), ""
@@ -377,7 +377,7 @@ class ServiceBusReceiver:
         ]
         script = SETTLE[name]
         calls = [script.call(self.entity_name, p, self._group, c, *extra) for p, c in groups]
-        replies = self._client._transport.run_many(calls, self.entity_name)
+        replies = self._context.transport.run_many(calls, self.entity_name)
         status: dict[int, Any] = {}  # id(message) -> LOCK_LOST or the partition's error; absent: done
         for (_, chunk), reply in zip(groups, replies, strict=True):
             if isinstance(reply, ServiceBusError):
@@ -534,7 +534,7 @@ class ServiceBusReceiver:
         elif pending:
             groups = settlement.settle_groups(pending, self.entity_name, self._group, "abandon")
             calls = [abandon.call(self.entity_name, p, self._group, v, "1") for p, v in groups.items()]
-            self._client._transport.run_many(calls, self.entity_name)
+            self._context.transport.run_many(calls, self.entity_name)
 
     def __enter__(self) -> ServiceBusReceiver:
         if self._session is not None:

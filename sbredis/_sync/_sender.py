@@ -24,7 +24,7 @@ from ..exceptions import (
 from ._coalesce import Coalescer, log_failure
 
 if TYPE_CHECKING:
-    from ._client import ServiceBusClient
+    from ._handler import HandlerContext
 
 
 DEFAULT_MAX_PENDING_SENDS = 1000
@@ -39,16 +39,16 @@ class ServiceBusSender:
     """
 
     def __init__(
-        self, client: ServiceBusClient, entity: str, max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS
+        self, context: HandlerContext, entity: str, max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS
     ) -> None:
-        self._client = client
+        self._context = context
         self.entity_name = entity
         self._rr = random.randrange(1 << 30)
         self._pipe = Coalescer(self._route, max_pending_sends)
 
     def _route(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
         """Where sends go: the entity, or with a paired namespace maybe a backlog queue (_paired.py)."""
-        paired = self._client._paired
+        paired = self._context.paired
         if paired is None:
             return self._store(sched_ms, entries)
         return paired.store(self, sched_ms, entries)
@@ -63,7 +63,7 @@ class ServiceBusSender:
         ServiceBusConnectionError naming its partition.
         """
         try:
-            meta = self._client._entity(self.entity_name)
+            meta = self._context.entity(self.entity_name)
         except ServiceBusError as e:
             return [e] * len(entries)
         outcomes: list[Any] = [None] * len(entries)
@@ -82,7 +82,7 @@ class ServiceBusSender:
                 self._store_round(meta, sched_ms, entries, pending, outcomes, down, "each")
             pending = movable
         if meta.forwards:  # auto-forwarding: move what was just stored on (see _forwarder.py)
-            self._client._forwarder.drain_quietly(self.entity_name)
+            self._context.forwarder.drain_quietly(self.entity_name)
         return outcomes
 
     def _store_round(
@@ -108,13 +108,13 @@ class ServiceBusSender:
                 continue
             plans.append((group, calls, where))
         calls = [c for _, group_calls, _ in plans for c in group_calls]
-        replies = iter(self._client._transport.run_many(calls, self.entity_name, retry=retry) if calls else [])
+        replies = iter(self._context.transport.run_many(calls, self.entity_name, retry=retry) if calls else [])
         unreachable = []
         for group, group_calls, where in plans:
             seqs, errors = send_plan.send_replies(group_calls, replies)
             for p, err in errors.items():
                 if isinstance(err, MessagingEntityNotFoundError):
-                    self._client._forget(self.entity_name)
+                    self._context.forget(self.entity_name)
                 elif isinstance(err, ServiceBusConnectionError):
                     down.add(p)
             partitions = iter(where)
@@ -196,13 +196,13 @@ class ServiceBusSender:
             MessageNotFoundError: a number is not a pending scheduled message.
         """
         seqs = validation.sequence_numbers(sequence_numbers)
-        meta = self._client._entity(self.entity_name)
+        meta = self._context.entity(self.entity_name)
         groups: dict[int, list[int]] = {}
         for s in seqs:
             p, local = validation.split_sequence_number(s, meta.partition_count)
             groups.setdefault(p, []).append(local)
         calls = [cancel_scheduled.call(self.entity_name, p, v) for p, v in groups.items()]
-        for reply in self._client._transport.run_many(calls, self.entity_name):
+        for reply in self._context.transport.run_many(calls, self.entity_name):
             if isinstance(reply, ServiceBusError):
                 raise reply
 
@@ -212,7 +212,7 @@ class ServiceBusSender:
         Raises:
             MessageSizeExceededError: `max_size_in_bytes` is over the entity's limit.
         """
-        meta = self._client._entity(self.entity_name)
+        meta = self._context.entity(self.entity_name)
         limit = meta.max_message_bytes
         if max_size_in_bytes is not None:
             validation.check_count("max_size_in_bytes", max_size_in_bytes, 1 << 62)

@@ -72,7 +72,7 @@ class ServiceBusSession:
         nonce = settlement.new_nonce()
         if self._id is not None:
             p = sess.session_partition(self._id, meta.partition_count)
-            reply = r._client._transport.run(session_lock.call(r.entity_name, p, self._id, nonce), r.entity_name)
+            reply = r._context.transport.run(session_lock.call(r.entity_name, p, self._id, nonce), r.entity_name)
             self._locked(p, nonce, reply)
             return
         wait = r._max_wait_time if r._max_wait_time is not None else DEFAULT_SESSION_WAIT
@@ -83,7 +83,7 @@ class ServiceBusSession:
             for i in range(meta.partition_count):
                 p = (start + i) % meta.partition_count
                 c = session_lock.call(r.entity_name, p, "", nonce)
-                reply = r._client._transport.run(c, r.entity_name)
+                reply = r._context.transport.run(c, r.entity_name)
                 if self._locked(p, nonce, reply):
                     r._cursor = p + 1
                     return
@@ -111,7 +111,7 @@ class ServiceBusSession:
         if self._receiver._closed:
             raise InvalidOperationError("the receiver is closed")
         self._open()
-        return self._receiver._client._transport.run(c, self._receiver.entity_name)
+        return self._receiver._context.transport.run(c, self._receiver.entity_name)
 
     # -- the SDK's methods
     def get_state(self, *, timeout: float | None = None) -> bytes | None:
@@ -159,7 +159,7 @@ class ServiceBusSession:
         self._released = True
         r = self._receiver
         c = session_release.call(r.entity_name, self._partition, self._key(), self._nonce, unhanded)
-        r._client._transport.run_many([c], r.entity_name)
+        r._context.transport.run_many([c], r.entity_name)
 
     def __repr__(self) -> str:
         return f"ServiceBusSession(session_id={self._id!r}, entity={self.entity_name!r})"

@@ -22,7 +22,7 @@ class ServiceBusTopicSender(ServiceBusSender):
     numbers; ``cancel_scheduled_messages`` takes them back out of every subscription."""
 
     def _topic(self) -> fanout.TopicMeta:
-        meta = self._client._entity(self.entity_name)
+        meta = self._context.entity(self.entity_name)
         if not isinstance(meta, fanout.TopicMeta):
             raise InvalidOperationError(f"'{self.entity_name}' is a {meta.kind}, not a topic: use get_queue_sender")
         return meta
@@ -47,17 +47,17 @@ class ServiceBusTopicSender(ServiceBusSender):
                 continue
             plans.append((group, calls, where))
         calls = [c for _, group_calls, _ in plans for c in group_calls]
-        replies = iter(run_publish(self._client._transport, meta, calls))
+        replies = iter(run_publish(self._context.transport, meta, calls))
         stored: set[int] = set()
         for group, group_calls, where in plans:
             seqs, errors = send_plan.send_replies(group_calls, replies)
             if any(isinstance(e, MessagingEntityNotFoundError) for e in errors.values()):
-                self._client._forget(self.entity_name)
+                self._context.forget(self.entity_name)
             stored |= {c.partition for c in group_calls if c.partition not in errors}
             partitions = iter(where)
             for i in group:
                 outcomes[i] = send_plan.entry_outcome(len(entries[i]), partitions, seqs, errors)
-        self._client._forwarder.drain_published(meta, stored)
+        self._context.forwarder.drain_published(meta, stored)
         return outcomes
 
     def cancel_scheduled_messages(
@@ -79,7 +79,7 @@ class ServiceBusTopicSender(ServiceBusSender):
         calls = [
             cancel_topic_scheduled.call(meta.name, p, meta.subs.get(p) or TopicSubs(), v) for p, v in groups.items()
         ]
-        for reply in run_publish(self._client._transport, meta, calls):
+        for reply in run_publish(self._context.transport, meta, calls):
             if isinstance(reply, ServiceBusError):
                 raise reply
 

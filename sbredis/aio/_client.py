@@ -8,7 +8,6 @@ from types import TracebackType
 from typing import Any
 
 from .._core.entity import check_name
-from .._core.fanout import meta_from_record
 from .._core.keys import TRANSFER, subscription_path
 from .._core.meta import EntityMeta
 from .._core.protocol import session_list
@@ -18,11 +17,10 @@ from .._core.topic_entity import check_subscription_name
 from .._core.transaction import DEFAULT_TIMEOUT
 from .._core.validation import check_count, check_wait
 from .._enums import ServiceBusReceiveMode, ServiceBusSessionFilter, ServiceBusSubQueue
-from ..exceptions import InvalidArgumentError, InvalidOperationError, MessagingEntityNotFoundError, ServiceBusError
-from ._forwarder import Forwarder
+from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusError
+from ._handler import HandlerContext
 from ._paired import PairedNamespace
 from ._receiver import ServiceBusReceiver
-from ._registry import Registry
 from ._sender import DEFAULT_MAX_PENDING_SENDS, ServiceBusSender
 from ._topic_sender import ServiceBusTopicSender
 from ._transaction import ServiceBusTransaction
@@ -47,11 +45,10 @@ class ServiceBusClient:
     def __init__(self, url: str, *, paired_namespace: Any = None, **kwargs: Any) -> None:
         policy = RetryPolicy.from_options(kwargs)
         self._transport = Transport(url, retry_policy=policy, **kwargs)
-        self._meta: dict[str, EntityMeta] = {}
         self._handlers: weakref.WeakSet[ServiceBusSender | ServiceBusReceiver] = weakref.WeakSet()
-        self._forwarder = Forwarder(self._transport)
-        self._registry = Registry(self._transport)
+        self._context = HandlerContext(self._transport)
         self._paired = None if paired_namespace is None else PairedNamespace(self, paired_namespace)
+        self._context.paired = self._paired
 
     @classmethod
     def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusClient:
@@ -77,20 +74,11 @@ class ServiceBusClient:
         await self._paired.start_syphon()
 
     async def _entity(self, name: str, refresh: bool = False) -> EntityMeta:
-        """A queue's, topic's or subscription's metadata (``<path>/$Transfer``: its owner's)."""
-        meta = None if refresh else self._meta.get(name)
-        if meta is None:
-            owner = name[: -len(TRANSFER)] if name.endswith(TRANSFER) else name
-            rec = await self._registry.get(owner, entity=name)
-            if rec is None:
-                self._meta.pop(name, None)
-                raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
-            meta = meta_from_record(owner, rec)
-            self._meta[name] = meta
-        return meta
+        """A queue's, topic's or subscription's metadata (the paired namespace asks its client)."""
+        return await self._context.entity(name, refresh)
 
     def _forget(self, name: str) -> None:
-        self._meta.pop(name, None)
+        self._context.forget(name)
 
     def get_queue_sender(
         self, queue_name: str, *, max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS, **kwargs: Any
@@ -105,7 +93,7 @@ class ServiceBusClient:
         if kwargs:
             raise InvalidArgumentError(f"unknown sender options: {', '.join(sorted(kwargs))}")
         check_count("max_pending_sends", max_pending_sends, 1_000_000)
-        sender = ServiceBusSender(self, queue_name, max_pending_sends)
+        sender = ServiceBusSender(self._context, queue_name, max_pending_sends)
         self._handlers.add(sender)
         return sender
 
@@ -122,7 +110,7 @@ class ServiceBusClient:
         if kwargs:
             raise InvalidArgumentError(f"unknown sender options: {', '.join(sorted(kwargs))}")
         check_count("max_pending_sends", max_pending_sends, 1_000_000)
-        sender = ServiceBusTopicSender(self, topic_name, max_pending_sends)
+        sender = ServiceBusTopicSender(self._context, topic_name, max_pending_sends)
         self._handlers.add(sender)
         return sender
 
@@ -217,7 +205,7 @@ class ServiceBusClient:
             if sub is not None:
                 raise InvalidOperationError("subqueues have no sessions: session_id cannot be used with sub_queue")
         receiver = ServiceBusReceiver(
-            self, path, mode, sub, max_wait_time, prefetch_count, auto_lock_renewer, session_id
+            self._context, path, mode, sub, max_wait_time, prefetch_count, auto_lock_renewer, session_id
         )
         self._handlers.add(receiver)
         return receiver
@@ -233,7 +221,7 @@ class ServiceBusClient:
         """
         if check_wait("timeout", timeout) == 0:
             raise InvalidArgumentError("timeout must be positive")
-        return ServiceBusTransaction(self, timeout)
+        return ServiceBusTransaction(self._context, timeout)
 
     async def list_queue_sessions(self, queue_name: str) -> list[str]:
         """The ids of the queue's sessions that have available messages, a lock holder or state

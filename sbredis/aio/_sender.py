@@ -23,7 +23,7 @@ from ..exceptions import (
 from ._coalesce import Coalescer, log_failure
 
 if TYPE_CHECKING:
-    from ._client import ServiceBusClient
+    from ._handler import HandlerContext
 
 
 DEFAULT_MAX_PENDING_SENDS = 1000
@@ -38,16 +38,16 @@ class ServiceBusSender:
     """
 
     def __init__(
-        self, client: ServiceBusClient, entity: str, max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS
+        self, context: HandlerContext, entity: str, max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS
     ) -> None:
-        self._client = client
+        self._context = context
         self.entity_name = entity
         self._rr = random.randrange(1 << 30)
         self._pipe = Coalescer(self._route, max_pending_sends)
 
     async def _route(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
         """Where sends go: the entity, or with a paired namespace maybe a backlog queue (_paired.py)."""
-        paired = self._client._paired
+        paired = self._context.paired
         if paired is None:
             return await self._store(sched_ms, entries)
         return await paired.store(self, sched_ms, entries)
@@ -62,7 +62,7 @@ class ServiceBusSender:
         ServiceBusConnectionError naming its partition.
         """
         try:
-            meta = await self._client._entity(self.entity_name)
+            meta = await self._context.entity(self.entity_name)
         except ServiceBusError as e:
             return [e] * len(entries)
         outcomes: list[Any] = [None] * len(entries)
@@ -81,7 +81,7 @@ class ServiceBusSender:
                 await self._store_round(meta, sched_ms, entries, pending, outcomes, down, "each")
             pending = movable
         if meta.forwards:  # auto-forwarding: move what was just stored on (see _forwarder.py)
-            await self._client._forwarder.drain_quietly(self.entity_name)
+            await self._context.forwarder.drain_quietly(self.entity_name)
         return outcomes
 
     async def _store_round(
@@ -107,13 +107,13 @@ class ServiceBusSender:
                 continue
             plans.append((group, calls, where))
         calls = [c for _, group_calls, _ in plans for c in group_calls]
-        replies = iter(await self._client._transport.run_many(calls, self.entity_name, retry=retry) if calls else [])
+        replies = iter(await self._context.transport.run_many(calls, self.entity_name, retry=retry) if calls else [])
         unreachable = []
         for group, group_calls, where in plans:
             seqs, errors = send_plan.send_replies(group_calls, replies)
             for p, err in errors.items():
                 if isinstance(err, MessagingEntityNotFoundError):
-                    self._client._forget(self.entity_name)
+                    self._context.forget(self.entity_name)
                 elif isinstance(err, ServiceBusConnectionError):
                     down.add(p)
             partitions = iter(where)
@@ -195,13 +195,13 @@ class ServiceBusSender:
             MessageNotFoundError: a number is not a pending scheduled message.
         """
         seqs = validation.sequence_numbers(sequence_numbers)
-        meta = await self._client._entity(self.entity_name)
+        meta = await self._context.entity(self.entity_name)
         groups: dict[int, list[int]] = {}
         for s in seqs:
             p, local = validation.split_sequence_number(s, meta.partition_count)
             groups.setdefault(p, []).append(local)
         calls = [cancel_scheduled.call(self.entity_name, p, v) for p, v in groups.items()]
-        for reply in await self._client._transport.run_many(calls, self.entity_name):
+        for reply in await self._context.transport.run_many(calls, self.entity_name):
             if isinstance(reply, ServiceBusError):
                 raise reply
 
@@ -211,7 +211,7 @@ class ServiceBusSender:
         Raises:
             MessageSizeExceededError: `max_size_in_bytes` is over the entity's limit.
         """
-        meta = await self._client._entity(self.entity_name)
+        meta = await self._context.entity(self.entity_name)
         limit = meta.max_message_bytes
         if max_size_in_bytes is not None:
             validation.check_count("max_size_in_bytes", max_size_in_bytes, 1 << 62)
