@@ -2,34 +2,30 @@
 
 python scripts/unasync.py           # write the sync modules
 python scripts/unasync.py --check   # exit 1 when they are out of date (run by the test suite)
+
+Every module under sbredis/aio (recursively) becomes the module of the same path under
+sbredis/_sync, except the re-export packages (EXCLUDED: their sync counterparts are
+sbredis/__init__.py and sbredis/management.py). Concurrency primitives that truly differ live side
+by side in sbredis/_concurrency.py; its UNASYNC mapping (async name -> sync name) is applied here
+as substitution rules. A rule that no module needed fails the run: a stale rule hides a rename.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = [
-    "_handler.py",
-    "_transport.py",
-    "_client.py",
-    "_sender.py",
-    "_receiver.py",
-    "_admin.py",
-    "_admin_topics.py",
-    "_forwarder.py",
-    "_topic_sender.py",
-    "_transaction.py",
-    "_paired.py",
-    "_session.py",
-    "_registry.py",
-]
-# Written twice by hand: concurrency itself (tasks and futures vs. threads) differs; their shared
-# logic is in sbredis/_core (renewal.py, paired.py) and both expose the same interface.
-HAND_WRITTEN = ["_coalesce.py", "_renewer.py", "_paired_tasks.py"]
 SRC, DST = ROOT / "sbredis" / "aio", ROOT / "sbredis" / "_sync"
+CONCURRENCY = ROOT / "sbredis" / "_concurrency.py"
+# Re-export packages of the public async API (not converted).
+EXCLUDED = ("__init__.py", "management/")
+# Written twice by hand until paired namespaces move to their own package (sbredis/paired/),
+# whose concurrency primitives then join sbredis/_concurrency.py.
+HAND_WRITTEN = ("_paired_tasks.py",)
+INIT = '"""The sync shell, generated from sbredis/aio by scripts/unasync.py."""\n'
 
 SUBS = [
     (r"\bredis\.asyncio\.retry\b", "redis.retry"),
@@ -53,22 +49,67 @@ SUBS = [
 HEADER = "# Generated from sbredis/aio/{name} by scripts/unasync.py: edit the async source, not this.\n"
 
 
-def convert(text: str) -> str:
-    for pattern, repl in SUBS:
-        text = re.sub(pattern, repl, text, flags=re.MULTILINE)
+def concurrency_rules(path: Path = CONCURRENCY) -> list[tuple[str, str]]:
+    """The UNASYNC mapping of sbredis/_concurrency.py as substitution rules."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "UNASYNC" for t in node.targets):
+            mapping = ast.literal_eval(node.value)
+            return [(rf"\b{re.escape(a)}\b", s) for a, s in mapping.items()]
+    raise SystemExit(f"{path} has no UNASYNC mapping")
+
+
+def rules() -> list[tuple[str, str]]:
+    return SUBS + concurrency_rules()
+
+
+def convert(text: str, used: dict[str, int] | None = None) -> str:
+    for pattern, repl in rules():
+        text, n = re.subn(pattern, repl, text, flags=re.MULTILINE)
+        if used is not None:
+            used[pattern] = used.get(pattern, 0) + n
     return text
 
 
+def sources() -> list[str]:
+    """Paths (relative to sbredis/aio, posix) of the modules to convert."""
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        name = path.relative_to(SRC).as_posix()
+        if name in EXCLUDED or name.startswith(tuple(e for e in EXCLUDED if e.endswith("/"))):
+            continue
+        if name in HAND_WRITTEN:
+            continue
+        out.append(name)
+    return out
+
+
 def main(check: bool) -> int:
+    used: dict[str, int] = {}
+    expected: dict[str, str] = {"__init__.py": INIT}
+    for name in sources():
+        expected[name] = HEADER.format(name=name) + convert((SRC / name).read_text(), used)
+    unused = [p for p, _ in rules() if not used.get(p)]
+    if unused:
+        print("substitution rules no module needed (remove them):", ", ".join(unused))
+        return 1
+    keep = set(expected) | set(HAND_WRITTEN)
+    extra = sorted(
+        p.relative_to(DST).as_posix() for p in DST.rglob("*.py") if p.relative_to(DST).as_posix() not in keep
+    )
     stale = []
-    for name in SOURCES:
-        out = HEADER.format(name=name) + convert((SRC / name).read_text())
+    for name, out in expected.items():
         target = DST / name
         if check:
             if not target.exists() or target.read_text() != out:
                 stale.append(str(target.relative_to(ROOT)))
         else:
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(out)
+    if check:
+        stale += [f"{(DST / e).relative_to(ROOT)} (no async source)" for e in extra]
+    else:
+        for e in extra:
+            (DST / e).unlink()
     if stale:
         print("out of date (run python scripts/unasync.py):", ", ".join(stale))
         return 1

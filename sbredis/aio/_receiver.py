@@ -11,6 +11,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .._concurrency import AsyncCoalescer
 from .._core import codec, instrument, protocol, quota, settlement, validation
 from .._core import session as sess
 from .._core.meta import EntityMeta
@@ -30,7 +31,6 @@ from ..exceptions import (
     ServiceBusError,
     SessionLockLostError,
 )
-from ._coalesce import Coalescer
 from ._session import ServiceBusSession
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class ServiceBusReceiver:
         self._last_peeked = 0
         self._closed = False
         self._renewer = auto_lock_renewer
-        self._settler = Coalescer(self._settle_now, SETTLE_PENDING_LIMIT)
+        self._settler = AsyncCoalescer(self._settle_now, SETTLE_PENDING_LIMIT)
         self._session = None if session_id is None else ServiceBusSession(self, session_id)
 
     @property

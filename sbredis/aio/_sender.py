@@ -8,6 +8,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .._concurrency import AsyncCoalescer, async_log_failure
 from .._core import instrument, send_plan, validation
 from .._core.meta import EntityMeta
 from .._core.protocol import cancel_scheduled
@@ -20,7 +21,6 @@ from ..exceptions import (
     ServiceBusConnectionError,
     ServiceBusError,
 )
-from ._coalesce import Coalescer, log_failure
 
 if TYPE_CHECKING:
     from ._handler import HandlerContext
@@ -43,7 +43,7 @@ class ServiceBusSender:
         self._context = context
         self.entity_name = entity
         self._rr = random.randrange(1 << 30)
-        self._pipe = Coalescer(self._route, max_pending_sends)
+        self._pipe = AsyncCoalescer(self._route, max_pending_sends)
 
     async def _route(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
         """Where sends go: the entity, or with a paired namespace maybe a backlog queue (_paired.py)."""
@@ -161,7 +161,7 @@ class ServiceBusSender:
         with instrument.operation("send", self.entity_name, messages) as op:
             if presettled:
                 outcome = await self._pipe.enqueue(0, messages)
-                outcome.add_done_callback(log_failure("send"))
+                outcome.add_done_callback(async_log_failure("send"))
                 op.follow(outcome)
                 return
             op.done(await self._pipe.submit(0, messages))

@@ -30,6 +30,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, WatchError
 from tenacity import AsyncRetrying
 
+from .._concurrency import async_gather
 from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_url
 from .._core.errors import map_error
 from .._core.keys import REGISTRY
@@ -39,7 +40,6 @@ from .._core.protocol import Call
 from .._core.redact import redact
 from .._core.retry import RetryPolicy, is_retryable
 from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusConnectionError, ServiceBusError
-from ._coalesce import gather
 
 SCHEMES = ("redis", "rediss", "unix", "memory", *CLUSTER_SCHEMES)
 
@@ -273,7 +273,9 @@ class Transport:
                 continue
             groups.setdefault(name, []).append(i)
             clients[name] = client
-        await gather([self._node_pipeline(clients[n], n, calls, idx, results, entity) for n, idx in groups.items()])
+        await async_gather(
+            [self._node_pipeline(clients[n], n, calls, idx, results, entity) for n, idx in groups.items()]
+        )
 
     async def _node_pipeline(
         self, client: Redis, node: str, calls: list[Call], todo: list[int], results: list[Any], entity: str
@@ -445,7 +447,7 @@ class Transport:
                     return False
                 if registry_cmd[0] == "HDEL":  # delete: hide the entity first
                     await registry.execute_command(*registry_cmd)
-                await gather([self._multi(client, cmds) for client, cmds in groups])
+                await async_gather([self._multi(client, cmds) for client, cmds in groups])
                 if registry_cmd[0] != "HDEL":  # create / update: show it once its partitions are written
                     await registry.execute_command(*registry_cmd)
                 return True
