@@ -73,3 +73,116 @@ def test_only_the_registry_module_names_the_registry_key() -> None:
             if imported or attribute or literal:
                 users.add(rel(path))
     assert users - set(REGISTRY_OWNERS) == set(), "read and write sb:entities through sbredis/_core/registry.py"
+
+
+# ------------------------------------------------------------------------------ import cycles
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _runtime_imports(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements executed when the module is imported: at module level (inside if/try
+    blocks too), not in functions or classes' methods, not under ``if TYPE_CHECKING:``."""
+    out: list[ast.Import | ast.ImportFrom] = []
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.append(node)
+        elif isinstance(node, ast.If):
+            test = node.test
+            if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+            ):
+                out += _runtime_imports(node.orelse)
+            else:
+                out += _runtime_imports(node.body) + _runtime_imports(node.orelse)
+        elif isinstance(node, ast.Try):
+            out += _runtime_imports(node.body) + _runtime_imports(node.orelse) + _runtime_imports(node.finalbody)
+            for handler in node.handlers:
+                out += _runtime_imports(handler.body)
+        elif isinstance(node, ast.ClassDef):
+            out += _runtime_imports(node.body)
+    return out
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports at import time. ``from pkg import name`` is an
+    edge to the submodule pkg.name when that is a module, else to pkg (a package's __init__ runs
+    before any of its submodules anyway, so that implicit edge is not counted)."""
+    modules = {_module_name(p, root): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in _runtime_imports(ast.parse(path.read_text()).body):
+            if isinstance(node, ast.Import):
+                edges |= {a.name for a in node.names}
+                continue
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            subs = {f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules}
+            edges |= subs
+            if len(subs) < len(node.names):
+                edges.add(target)
+        graph[name] = {e for e in edges if e in modules and e != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles() -> None:
+    """Within aio/, _sync/, worker/, between the core and the message model, or anywhere else."""
+    graph = import_graph(PACKAGE)
+    assert "sbredis._core.protocol.receive" in graph["sbredis.aio._receiver"], "the graph misses imports"
+    assert cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .sub import b\n")
+    (pkg / "sub" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom ..a import x\nif TYPE_CHECKING:\n    from . import c\n"
+    )
+    (pkg / "sub" / "c.py").write_text("from .b import y\n\ndef f():\n    from .. import a\n")
+    assert cycles(import_graph(pkg)) == [["pkg.a", "pkg.sub.b"]]
