@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "sbredis"
 MODULES = sorted(PACKAGE.rglob("*.py"))
@@ -186,3 +188,50 @@ def test_the_cycle_check_finds_a_cycle(tmp_path: Path) -> None:
     )
     (pkg / "sub" / "c.py").write_text("from .b import y\n\ndef f():\n    from .. import a\n")
     assert cycles(import_graph(pkg)) == [["pkg.a", "pkg.sub.b"]]
+
+
+# --------------------------------------------------------------------- private attribute reach-ins
+PAIRED_FILES = {  # rewritten into sbredis/paired/ on another branch; expected to fail until the merge
+    "paired.py",
+    "_core/paired.py",
+    "aio/_paired.py",
+    "aio/_paired_tasks.py",
+    "_sync/_paired.py",
+    "_sync/_paired_tasks.py",
+    "cli/siphon.py",
+}
+ALLOWED_REACH_INS: set[str] = set()  # empty: a _name belongs to its own module's classes
+# The count when the rule was written; the test below may only see it fall (see the xfail).
+REACH_IN_CEILING = 218
+
+
+def reach_ins() -> list[str]:
+    """`x._name` (one leading underscore, not a dunder) with x neither self nor cls, everywhere."""
+    out = []
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Attribute):
+                continue
+            name = node.attr
+            if not name.startswith("_") or name.startswith("__"):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            where = f"{rel(path)}:{node.lineno}: {ast.unparse(node)}"
+            if where not in ALLOWED_REACH_INS:
+                out.append(where)
+    return out
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="partly done: handlers use a HandlerContext; received messages' lock state, the session/receiver "
+    "pair, the worker, spark and the paired-namespace files (PAIRED_FILES) still reach in",
+)
+def test_no_module_touches_another_objects_private_attributes() -> None:
+    assert reach_ins() == []
+
+
+def test_private_reach_ins_do_not_grow() -> None:
+    found = reach_ins()
+    assert len(found) <= REACH_IN_CEILING, "\n".join(found)
