@@ -60,6 +60,13 @@ class ServiceBusClient:
         return self._transport.url
 
     @property
+    def handler_context(self) -> HandlerContext:
+        """Internal, for sbredis's own integrations (the Spark source and sink): the transport,
+        registry, metadata cache and forwarder this client's senders and receivers share. Not part
+        of the Azure SDK's API; it may change between releases."""
+        return self._context
+
+    @property
     def paired_namespace(self) -> PairedNamespace | None:
         """The pairing with a secondary namespace (metrics, state), or None."""
         return self._paired

@@ -36,7 +36,7 @@ def meta(client: ServiceBusClient, entity: str) -> EntityMeta:
     Raises:
         MessagingEntityNotFoundError: no such entity.
     """
-    return client._entity(entity, refresh=True)
+    return client.handler_context.entity(entity, refresh=True)
 
 
 def readable(meta: EntityMeta) -> EntityMeta:
@@ -74,7 +74,7 @@ def retrying(what: Callable[[], T], attempts: int = 3, pause: float = 0.2) -> T:
 
 
 def _run(client: ServiceBusClient, calls: list[protocol.Call], entity: str) -> list[Any]:
-    replies = client._transport.run_many(calls, entity)
+    replies = client.handler_context.transport.run_many(calls, entity)
     for r in replies:
         if isinstance(r, ServiceBusError):
             raise r
@@ -143,7 +143,7 @@ def send(client: ServiceBusClient, meta: EntityMeta, msgs: list[ServiceBusMessag
     results: dict[int, list[int]] = {}
     todo = list(calls)
     for attempt in range(_ATTEMPTS):
-        replies = client._transport.run_many(todo, meta.name)
+        replies = client.handler_context.transport.run_many(todo, meta.name)
         failed = []
         for c, reply in zip(todo, replies, strict=True):
             if isinstance(reply, ServiceBusError):
@@ -208,6 +208,6 @@ def release(
         for chunk in settlement.chunks(v)
     ]
     if calls:
-        client._transport.run_many(calls, entity)  # a lock lost meanwhile is fine: it elapses anyway
+        client.handler_context.transport.run_many(calls, entity)  # a lock lost meanwhile is fine: it elapses anyway
     for m in msgs:
         m._settled = True  # no longer ours (an AutoLockRenewer stops renewing it)

@@ -202,7 +202,7 @@ PAIRED_FILES = {  # rewritten into sbredis/paired/ on another branch; expected t
 }
 ALLOWED_REACH_INS: set[str] = set()  # empty: a _name belongs to its own module's classes
 # The count when the rule was written; the test below may only see it fall (see the xfail).
-REACH_IN_CEILING = 218
+REACH_IN_CEILING = 214
 
 
 def reach_ins() -> list[str]:
