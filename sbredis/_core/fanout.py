@@ -26,26 +26,28 @@ from ..exceptions import (
     MessagingEntityDisabledError,
     MessagingEntityNotFoundError,
 )
-from . import codec, keys, scripts
-from .entity import QueueProperties, _ms
-from .ops import Call, EntityMeta, message_key, partition_of
+from . import codec
+from .entity import QueueProperties
+from .meta import EntityMeta
+from .protocol import Call, cancel_topic_scheduled, forward_ack, forward_in, forward_out, idle, publish
+from .protocol.forward_out import OutboxEntry
+from .protocol.publish import TopicSubs as TopicSubs
+from .send_plan import message_key, partition_of
 from .topic_entity import TopicProperties, from_record, kind_of
 
+# The builders and parsers of publish and forwarding live in .protocol; these names stay for callers
+# (sbredis/_core/paired.py, tests) written before.
+publish_call = publish.call
+rebuild = publish.rebuild
+stale_subs = publish.stale
+cancel_call = cancel_topic_scheduled.call
+forward_out_call = forward_out.call
+parse_outbox = forward_out.parse
+forward_in_call = forward_in.call
+forward_ack_call = forward_ack.call
+idle_call = idle.call
+
 MAX_HOPS = 4  # a message is forwarded at most this many times; then the transfer dead-letter subqueue
-OUTBOX_MOVE = 500  # messages moved into an outbox per forward_out call
-OUTBOX_RETURN = 500  # outbox entries delivered per round
-SWEEP_LIMIT = 100
-STALE = -1  # first element of a publish reply that carries the current subscription set
-
-
-@dataclass
-class TopicSubs:
-    """One topic partition's subscription set as last seen: its version, the names, and which of
-    them forward (whose partitions a drain should visit after a publish)."""
-
-    version: str = "-1"
-    names: tuple[str, ...] = ()
-    forwarding: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,50 +91,10 @@ def message_args(m: ServiceBusMessage, meta: EntityMeta, sched_ms: int) -> list[
     return [m.message_id if meta.dedup else "", m._ttl_ms, sched_ms or m._sched_ms, 0, 0, 0, m._encoded()]
 
 
-def publish_call(topic: str, partition: int, subs: TopicSubs, source: str, msg_args: Sequence[Any]) -> Call:
-    ks: list[str] = list(keys.partition_keys(topic, partition))
-    for name in subs.names:
-        ks += keys.subscription_keys(topic, name, partition)
-    args = (subs.version, len(subs.names), *subs.names, source, len(msg_args) // 7, *msg_args)
-    return Call(scripts.load("publish"), tuple(ks), args, partition)
-
-
-def cancel_call(topic: str, partition: int, subs: TopicSubs, seqs: Sequence[int]) -> Call:
-    ks: list[str] = list(keys.partition_keys(topic, partition))
-    for name in subs.names:
-        ks += keys.subscription_keys(topic, name, partition)
-    args = (subs.version, len(subs.names), *subs.names, len(seqs), *seqs)
-    return Call(scripts.load("cancel_topic_scheduled"), tuple(ks), args, partition)
-
-
-def rebuild(c: Call, topic: str, subs: TopicSubs) -> Call:
-    """The same publish or cancel call for a fresh subscription set."""
-    k = int(c.args[1])
-    rest = c.args[2 + k :]
-    ks: list[str] = list(keys.partition_keys(topic, c.partition))
-    for name in subs.names:
-        ks += keys.subscription_keys(topic, name, c.partition)
-    return Call(c.script, tuple(ks), (subs.version, len(subs.names), *subs.names, *rest), c.partition)
-
-
-def stale_subs(reply: Any) -> TopicSubs | None:
-    """The current subscription set when a publish/cancel reply says the caller's was stale."""
-    if not isinstance(reply, list) or not reply or int(reply[0]) != STALE:
-        return None
-    version = _text(reply[1])
-    names, forwarding = [], []
-    for i in range(2, len(reply), 2):
-        name = _text(reply[i])
-        names.append(name)
-        if _text(reply[i + 1]) == "1":
-            forwarding.append(name)
-    return TopicSubs(version, tuple(sorted(names)), tuple(sorted(forwarding)))
-
-
 def plan_publish(
     messages: Sequence[ServiceBusMessage], meta: TopicMeta, round_robin: int, sched_ms: int = 0
 ) -> tuple[list[Call], list[int]]:
-    """As ops.plan_send, for a topic: one publish call per partition.
+    """As send_plan.plan_send, for a topic: one publish call per partition.
 
     Raises:
         MessageSizeExceededError: a message, or the messages of one partition, exceed the limit.
@@ -158,52 +120,11 @@ def plan_publish(
                 f"The messages for one partition ({size} bytes) exceed the maximum batch size of "
                 f"{meta.max_message_bytes} bytes on '{meta.name}'."
             )
-    calls = [publish_call(meta.name, p, meta.subs.get(p) or TopicSubs(), "", args) for p, args in groups.items()]
+    calls = [publish.call(meta.name, p, meta.subs.get(p) or TopicSubs(), "", args) for p, args in groups.items()]
     return calls, where
 
 
 # ------------------------------------------------------------------------------- forwarding
-@dataclass(frozen=True)
-class OutboxEntry:
-    seq: int
-    destination: str
-    hop: int
-    expires_ms: int
-    blob: bytes
-    reason: str  # '' unless the message was dead-lettered before being forwarded
-    description: str
-
-
-def outbox_keys(path: str, partition: int) -> tuple[str, ...]:
-    own = keys.entity_keys(path, partition)
-    return (*own, *keys.transfer_keys(own))
-
-
-def forward_out_call(path: str, partition: int) -> Call:
-    return Call(
-        scripts.load("forward_out"), outbox_keys(path, partition), (OUTBOX_MOVE, OUTBOX_RETURN, SWEEP_LIMIT), partition
-    )
-
-
-def parse_outbox(reply: list[Any]) -> tuple[str, list[OutboxEntry]]:
-    """(incarnation, entries) of a forward_out reply."""
-    inc = _text(reply[1])
-    out = []
-    for i in range(2, len(reply), 7):
-        out.append(
-            OutboxEntry(
-                int(reply[i]),
-                _text(reply[i + 1]),
-                int(reply[i + 2]),
-                int(reply[i + 3]),
-                bytes(reply[i + 4]),
-                _text(reply[i + 5]),
-                _text(reply[i + 6]),
-            )
-        )
-    return inc, out
-
-
 def source_id(path: str, partition: int, incarnation: str) -> str:
     return f"{path}:{partition}:{incarnation}"
 
@@ -245,19 +166,6 @@ def delivery_args(e: OutboxEntry, blob: bytes, meta: EntityMeta) -> list[Any]:
     return [mid, ttl, int(h.get("se") or 0), e.hop + 1, e.expires_ms, e.seq, blob]
 
 
-def forward_in_call(dest: str, partition: int, source: str, msg_args: Sequence[Any]) -> Call:
-    args = (source, len(msg_args) // 7, *msg_args)
-    return Call(scripts.load("forward_in"), keys.partition_keys(dest, partition), args, partition)
-
-
-def forward_ack_call(path: str, partition: int, outcomes: Sequence[tuple[int, str, str, str, bytes]]) -> Call:
-    """outcomes: (outbox seq, 'ok' | 'dl', reason, description, blob to store or b'')."""
-    args: list[Any] = [len(outcomes)]
-    for o in outcomes:
-        args += list(o)
-    return Call(scripts.load("forward_ack"), outbox_keys(path, partition), tuple(args), partition)
-
-
 def undeliverable(error: Exception, dest: str) -> tuple[str, str] | None:
     """(reason, description) when an error means the destination cannot take the message (it goes
     to the transfer dead-letter subqueue); None for errors worth retrying (connection, quota)."""
@@ -276,21 +184,3 @@ HOPS_EXCEEDED = (
     "MaxTransferHopCountExceeded",
     f"The message was forwarded {MAX_HOPS} times already; auto-forwarding allows at most {MAX_HOPS} hops.",
 )
-
-
-# ------------------------------------------------------------------------------------- idle
-def idle_call(path: str, kind: str, partition: int, subs: Sequence[str], mode: str, cutoff_ms: int) -> Call:
-    """The idle script for one partition of a queue, subscription or topic (with its subscriptions)."""
-    ks: list[str] = list(keys.entity_keys(path, partition))
-    if kind == "topic":
-        for name in subs:
-            ks += keys.subscription_keys(path, name, partition)
-    return Call(scripts.load("idle"), tuple(ks), (mode, cutoff_ms), partition)
-
-
-def window_of(p: Any) -> int:
-    return _ms(p.auto_delete_on_idle)
-
-
-def _text(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)

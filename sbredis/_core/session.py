@@ -12,7 +12,9 @@ from typing import Any
 
 from .._enums import ServiceBusSessionFilter
 from ..exceptions import InvalidArgumentError, InvalidOperationError
-from .ops import SWEEP_LIMIT, Call, call, partition_of
+from .protocol import session_list
+from .protocol.base import Call
+from .send_plan import partition_of
 
 MAX_SESSION_ID = 128
 
@@ -38,33 +40,6 @@ def session_partition(session_id: str, partitions: int) -> int:
     return partition_of(session_id, partitions)
 
 
-def lock_call(entity: str, partition: int, session_id: str, nonce: str) -> Call:
-    """Lock `session_id` ('' for the next available session of the partition)."""
-    return call("session_lock", entity, partition, session_id, nonce, SWEEP_LIMIT)
-
-
-def parse_lock(reply: list[Any]) -> tuple[int, int, str | None]:
-    """(server now ms, locked-until ms, session id) of a session_lock reply; (now, 0, None) when
-    no session was available."""
-    now, until, sid = int(reply[0]), int(reply[1]), reply[2]
-    if not until:
-        return now, 0, None
-    return now, until, sid.decode() if isinstance(sid, bytes) else str(sid)
-
-
-def receive_call(entity: str, partition: int, session_id: str, mode: str, count: int, nonce: str) -> Call:
-    return call("session_receive", entity, partition, session_id, mode, count, nonce, SWEEP_LIMIT)
-
-
-def renew_call(entity: str, partition: int, session_id: str, nonce: str) -> Call:
-    return call("session_renew", entity, partition, session_id, nonce)
-
-
-def release_call(entity: str, partition: int, session_id: str, nonce: str, unhanded: list[int]) -> Call:
-    """Let go of the session; `unhanded`: local seqs fetched ahead and never handed out."""
-    return call("session_release", entity, partition, session_id, nonce, len(unhanded), *unhanded)
-
-
 def state_bytes(state: Any) -> bytes | None:
     """set_state's argument as stored: bytes, str (UTF-8) or None (no state).
 
@@ -80,32 +55,8 @@ def state_bytes(state: Any) -> bytes | None:
     raise InvalidArgumentError(f"session state must be bytes, str or None, not {type(state).__name__}")
 
 
-def get_state_call(entity: str, partition: int, session_id: str, nonce: str) -> Call:
-    return call("session_state", entity, partition, "get", session_id, nonce)
-
-
-def count_call(entity: str, partition: int, session_id: str, nonce: str) -> Call:
-    """The number of the session's available messages (the caller holds the session)."""
-    return call("session_state", entity, partition, "count", session_id, nonce)
-
-
-def set_state_call(entity: str, partition: int, session_id: str, nonce: str, state: bytes | None) -> Call:
-    if state is None:
-        return call("session_state", entity, partition, "del", session_id, nonce)
-    return call("session_state", entity, partition, "set", session_id, nonce, state)
-
-
 def list_calls(entity: str, partitions: int) -> list[Call]:
-    return [call("session_list", entity, p) for p in range(partitions)]
-
-
-def parse_list(replies: list[Any]) -> list[str]:
-    """Session ids from every partition's session_list reply, each once, sorted."""
-    out: set[str] = set()
-    for reply in replies:
-        for sid in reply:
-            out.add(sid.decode() if isinstance(sid, bytes) else str(sid))
-    return sorted(out)
+    return [session_list.call(entity, p) for p in range(partitions)]
 
 
 def refuse_plain_receive(entity: str) -> InvalidOperationError:

@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Any
 
 from ..exceptions import InvalidArgumentError, InvalidOperationError
-from . import codec, keys
+from . import codec, keys, registry
 from .entity import (
     DEFAULT_PARTITIONS,
     MAX_DEDUP_WINDOW,
@@ -429,14 +429,8 @@ def subscription_create_commands(
     cmds += subscription_set_commands(topic, s, now_ms)
     if default_rule is not None:
         cmds += rule_set_commands(topic, s.name, *default_rule, now_ms=now_ms)
-        cmds.append(
-            (
-                "HSET",
-                keys.REGISTRY,
-                keys.rule_path(topic.name, s.name, default_rule[0].name),
-                dumps(rule_record(default_rule[0], now_ms)),
-            )
-        )
+        path = keys.rule_path(topic.name, s.name, default_rule[0].name)
+        cmds.append(registry.put(path, dumps(rule_record(default_rule[0], now_ms))))
     return cmds
 
 
@@ -452,7 +446,7 @@ def subscription_delete_commands(topic: TopicProperties, name: str, rules: list[
     cmds.append(("HDEL", keys.subscriptions_index(topic.name), name))
     cmds.append(("DEL", keys.rules_index(path)))
     if rules:
-        cmds.append(("HDEL", keys.REGISTRY, *(keys.rule_path(topic.name, name, r) for r in rules)))
+        cmds.append(registry.remove(*(keys.rule_path(topic.name, name, r) for r in rules)))
     cmds.append(("ZREM", keys.IDLE, path))
     cmds.append(("HDEL", keys.FORWARDERS, path))
     return cmds
@@ -475,7 +469,7 @@ def topic_delete_commands(p: TopicProperties, subs: dict[str, list[str]]) -> lis
         cmds.append(("ZREM", keys.IDLE, path))
         cmds.append(("HDEL", keys.FORWARDERS, path))
     if fields_:
-        cmds.append(("HDEL", keys.REGISTRY, *fields_))
+        cmds.append(registry.remove(*fields_))
     cmds.append(("DEL", keys.subscriptions_index(p.name)))
     cmds.append(("ZREM", keys.IDLE, p.name))
     return cmds
@@ -505,11 +499,3 @@ def rule_delete_commands(topic: TopicProperties, subscription: str, rule: str) -
         cmds.append(("HDEL", sk[0], f"rf:{rule}", f"ra:{rule}"))
     cmds.append(("HDEL", keys.rules_index(keys.subscription_path(topic.name, subscription)), rule))
     return cmds
-
-
-def queue_transfer_commands(p: QueueProperties) -> list[tuple[Any, ...]]:
-    """The transfer queue cfg of every partition of a queue (written with the queue's config)."""
-    return [
-        hset(keys.transfer_keys(keys.partition_keys(p.name, i))[0], transfer_config(partition_config(p, i)))
-        for i in range(p.partition_count)
-    ]

@@ -36,9 +36,11 @@ from ..exceptions import (
     MessageSizeExceededError,
     SessionLockLostError,
 )
-from . import fanout, scripts
+from . import fanout
 from .keys import TRANSFER
-from .ops import Call, EntityMeta, message_key, partition_of
+from .meta import EntityMeta
+from .protocol import Call, Group, publish, tx_commit
+from .send_plan import message_key, partition_of
 
 MAX_OPERATIONS = 100  # operations per transaction (Service Bus's limit)
 DEFAULT_TIMEOUT = 120.0  # seconds: a transaction not committed within this is discarded
@@ -172,7 +174,7 @@ class TxBuffer:
         """
         if action not in ACTIONS:
             raise InvalidOperationError(f"unknown settlement {action!r}")
-        session_locked = sessions and any(m._group == "m" for m in messages)
+        session_locked = sessions and any(m._group == Group.MAIN for m in messages)
         if action == "renew" and session_locked:
             raise InvalidOperationError(
                 "A session message's lock is the session lock: renew receiver.session (outside the transaction)."
@@ -239,17 +241,18 @@ class TxBuffer:
             home, p = first.meta.name, first.partition
         direct = [s for s in self.sends if s.meta.name == home and s.partition == p and s.meta.kind == "queue"]
         via = [s for s in self.sends if not (s.meta.name == home and s.partition == p and s.meta.kind == "queue")]
-        args: list[Any] = [self.id, MARK_MS, len(self.settles)]
-        for t in self.settles:
-            m = t.message
-            args += [t.action, m._group, m._local_seq, m._nonce, t.reason, t.description]
-        args.append(len(direct))
-        for s in direct:
-            args += [s.message_id, s.ttl_ms, s.sched_ms, s.blob]
-        args.append(len(via))
-        for s in via:
-            args += [s.meta.name, s.blob]
-        call = Call(scripts.load("tx_commit"), fanout.outbox_keys(home, p), tuple(args), p)
+        call = tx_commit.call(
+            home,
+            p,
+            self.id,
+            MARK_MS,
+            [
+                (t.action, t.message._group, t.message._local_seq, t.message._nonce, t.reason, t.description)
+                for t in self.settles
+            ],
+            [(s.message_id, s.ttl_ms, s.sched_ms, s.blob) for s in direct],
+            [(s.meta.name, s.blob) for s in via],
+        )
         dests = tuple(dict.fromkeys(s.meta.name for s in via))
         forwards = any(s.meta.forwards for s in direct)
         return Commit(home, p, call, dests, None, forwards)
@@ -260,7 +263,7 @@ class TxBuffer:
         for s in sends:
             args += [s.message_id, s.ttl_ms, s.sched_ms, 0, 0, 0, s.blob]
         p = sends[0].partition
-        return fanout.publish_call(meta.name, p, meta.subs.get(p) or fanout.TopicSubs(), "", args)
+        return publish.call(meta.name, p, meta.subs.get(p) or publish.TopicSubs(), "", args)
 
     def applied(self, reply: list[Any], entity: str) -> None:
         """Record a tx_commit reply (committed now, or before: a retry) on the settled messages.
@@ -270,8 +273,9 @@ class TxBuffer:
                 before commit; nothing was applied.
             MessageLockLostError: a lock was lost before commit; nothing was applied.
         """
-        if int(reply[0]) == 0:
-            lost = [self.settles[int(i) - 1].message for i in reply[1:]]
+        lost_at = tx_commit.lost(reply)
+        if lost_at is not None:
+            lost = [self.settles[i].message for i in lost_at]
             if self.session_locked:
                 raise SessionLockLostError(
                     f"The session lock on '{entity}' was lost before the transaction committed (it elapsed, or "
@@ -283,7 +287,7 @@ class TxBuffer:
                 "(elapsed, not held, or the message is gone); the transaction was discarded and nothing was applied.",
                 messages=lost,
             )
-        until = int(reply[2])
+        until = tx_commit.locked_until(reply)
         for t in self.settles:
             if t.action == "renew":
                 t.message._locked_ms = until

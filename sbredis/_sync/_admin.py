@@ -10,9 +10,11 @@ from types import TracebackType
 from typing import Any
 
 from .._admin_checks import check_forward_targets, forward_targets
-from .._core import codec, ops
+from .._core import admin_commands, codec
+from .._core import registry as registry_commands
 from .._core.entity import QueueProperties, build_queue, check_name
-from .._core.keys import FORWARDERS, IDLE, REGISTRY, partition_keys
+from .._core.keys import FORWARDERS, IDLE, partition_keys
+from .._core.protocol import stats
 from .._core.retry import RetryPolicy
 from .._core.topic_entity import forwarder_commands, idle_commands, kind_of, touch_commands
 from .._models import PartitionRuntimeProperties, QueueRuntimeProperties
@@ -25,6 +27,7 @@ from ..exceptions import (
     ServiceBusError,
 )
 from ._admin_topics import TopicAdministration
+from ._registry import Registry
 from ._transport import Transport
 
 
@@ -40,6 +43,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
     def __init__(self, fully_qualified_namespace: str, credential: Any = None, **kwargs: Any) -> None:
         policy = RetryPolicy.from_options(kwargs)
         self._transport = Transport(fully_qualified_namespace, retry_policy=policy, credential=credential, **kwargs)
+        self._registry = Registry(self._transport)
 
     @classmethod
     def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusAdministrationClient:
@@ -50,7 +54,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         return int(sec) * 1000 + int(usec) // 1000
 
     def _read(self, name: str) -> tuple[QueueProperties, dict[str, Any]]:
-        raw = self._transport.execute("HGET", REGISTRY, check_name(name), entity=name)
+        raw = self._registry.raw(check_name(name), entity=name)
         if raw is None or kind_of(json.loads(raw)) != "queue":
             raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
         return QueueProperties.from_json(raw), json.loads(raw)
@@ -71,12 +75,12 @@ class ServiceBusAdministrationClient(TopicAdministration):
         """
         p = build_queue(queue_name, **kwargs)
         targets = forward_targets(p)
-        check_forward_targets(targets, [self._transport.execute("HGET", REGISTRY, t, entity=t) for t in targets])
+        check_forward_targets(targets, self._registry.get_many(targets))
         now = self._now_ms()
-        cmds = ops.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
-        cmds += ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
+        cmds = admin_commands.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
+        cmds += admin_commands.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
         cmds += forwarder_commands(p.name, p.forward_to, p.forward_dead_lettered_messages_to)
-        registry = ("HSET", REGISTRY, p.name, self._record(p, now, now))
+        registry = registry_commands.put(p.name, self._record(p, now, now))
         if not self._transport.change_entity(p.name, registry, cmds, create=True):
             raise MessagingEntityAlreadyExistsError(f"The messaging entity '{p.name}' already exists.")
         return p
@@ -108,8 +112,8 @@ class ServiceBusAdministrationClient(TopicAdministration):
         base = replace(queue, partition_count=current.partition_count)
         p = build_queue(queue.name, base=base, **kwargs)
         now = self._now_ms()
-        registry = ("HSET", REGISTRY, p.name, self._record(p, raw.get("_c", now), now))
-        cmds = ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
+        registry = registry_commands.put(p.name, self._record(p, raw.get("_c", now), now))
+        cmds = admin_commands.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
         cmds += forwarder_commands(p.name, p.forward_to, p.forward_dead_lettered_messages_to)
         cmds += touch_commands([partition_keys(p.name, i) for i in range(p.partition_count)], now)
         self._transport.change_entity(p.name, registry, cmds)
@@ -124,16 +128,20 @@ class ServiceBusAdministrationClient(TopicAdministration):
         p, _ = self._read(name)
         self._transport.change_entity(
             p.name,
-            ("HDEL", REGISTRY, p.name),
-            [*ops.delete_commands(p.name, p.partition_count), ("ZREM", IDLE, p.name), ("HDEL", FORWARDERS, p.name)],
+            registry_commands.remove(p.name),
+            [
+                *admin_commands.delete_commands(p.name, p.partition_count),
+                ("ZREM", IDLE, p.name),
+                ("HDEL", FORWARDERS, p.name),
+            ],
         )
 
     def list_queues(self) -> Iterator[QueueProperties]:
         """Every queue, by name."""
-        raw = self._transport.execute("HGETALL", REGISTRY)
-        for name in sorted(raw):
-            if kind_of(json.loads(raw[name])) == "queue":
-                yield QueueProperties.from_json(raw[name])
+        records = self._registry.all()
+        for name in sorted(records):
+            if kind_of(records[name]) == "queue":
+                yield QueueProperties.from_json(json.dumps(records[name]))
 
     def get_queue_runtime_properties(self, queue_name: str) -> QueueRuntimeProperties:
         """Counts summed over partitions (one pipelined read-only script call per partition), and
@@ -145,7 +153,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         """
         self._maintain()
         p, raw = self._read(queue_name)
-        calls = [ops.call("stats", p.name, i) for i in range(p.partition_count)]
+        calls = [stats.call(p.name, i) for i in range(p.partition_count)]
         replies = self._transport.run_many(calls, p.name, retry="all")
         nodes = self._transport.node_names([c.keys[0] for c in calls])
         parts = []
@@ -157,7 +165,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
                 continue
             if isinstance(r, ServiceBusError):
                 raise r
-            ready, locked, deferred, sched, d_ready, d_locked, d_deferred, size, acc = (int(x) for x in r[:9])
+            ready, locked, deferred, sched, d_ready, d_locked, d_deferred, size, acc = stats.parse(r)[:9]
             accessed = max(accessed, acc)
             parts.append(
                 PartitionRuntimeProperties(

@@ -11,7 +11,6 @@ also bumps the topic partitions' ``subv``, which makes senders refresh their sub
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterator
@@ -19,18 +18,19 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._admin_checks import check_forward_targets, forward_targets
-from .._core import codec, fanout, ops
+from .._core import admin_commands, codec, fanout
+from .._core import registry as registry_commands
 from .._core.entity import check_name
 from .._core.keys import (
     FORWARDERS,
     IDLE,
-    REGISTRY,
     TRANSFER,
     rule_path,
     rules_index,
     subscription_path,
     subscriptions_index,
 )
+from .._core.protocol import idle, stats
 from .._core.rules import TrueRuleFilter
 from .._core.topic_entity import (
     DEFAULT_RULE,
@@ -66,6 +66,7 @@ from ..exceptions import (
     ServiceBusError,
 )
 from ._forwarder import Forwarder
+from ._registry import Registry
 
 if TYPE_CHECKING:
     from ._transport import Transport
@@ -79,14 +80,11 @@ def _name(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def _stats(reply: list[Any]) -> list[int]:
-    return [int(x) for x in reply[:11]]
-
-
 class TopicAdministration:
     """Topic, subscription and rule administration (azure.servicebus.management names)."""
 
     _transport: Transport
+    _registry: Registry
     _maintained_at: float = 0.0
 
     def _server_ms(self) -> int:
@@ -94,8 +92,7 @@ class TopicAdministration:
         return int(sec) * 1000 + int(usec) // 1000
 
     def _entry(self, path: str, kind: str) -> dict[str, Any]:
-        raw = self._transport.execute("HGET", REGISTRY, path, entity=path)
-        rec = json.loads(raw) if raw is not None else None
+        rec = self._registry.get(path)
         if rec is None or kind_of(rec) != kind:
             raise MessagingEntityNotFoundError(f"The messaging entity '{path}' was not found.")
         return dict(rec)
@@ -127,7 +124,7 @@ class TopicAdministration:
         """
         p = build_topic(topic_name, **kwargs)
         now = self._server_ms()
-        registry = ("HSET", REGISTRY, p.name, dumps(to_record(p, "topic", _c=now, _u=now)))
+        registry = registry_commands.put(p.name, dumps(to_record(p, "topic", _c=now, _u=now)))
         self._change(p.name, registry, topic_create_commands(p, now), True)
         return p
 
@@ -155,7 +152,7 @@ class TopicAdministration:
         kwargs.pop("partition_count", None)
         p = build_topic(topic.name, base=replace(topic, partition_count=current.partition_count), **kwargs)
         now = self._server_ms()
-        registry = ("HSET", REGISTRY, p.name, dumps(to_record(p, "topic", _c=rec.get("_c", now), _u=now)))
+        registry = registry_commands.put(p.name, dumps(to_record(p, "topic", _c=rec.get("_c", now), _u=now)))
         self._change(p.name, registry, topic_update_commands(p, now), False)
 
     def delete_topic(self, topic: str | TopicProperties) -> None:
@@ -167,13 +164,13 @@ class TopicAdministration:
         name = topic.name if isinstance(topic, TopicProperties) else topic
         p, _ = self._topic_entry(name)
         subs = self._subscriptions_with_rules(p.name)
-        self._change(p.name, ("HDEL", REGISTRY, p.name), topic_delete_commands(p, subs), False)
+        self._change(p.name, registry_commands.remove(p.name), topic_delete_commands(p, subs), False)
 
     def list_topics(self) -> Iterator[TopicProperties]:
         """Every topic, by name."""
-        raw = self._transport.execute("HGETALL", REGISTRY)
-        for name in sorted(raw):
-            rec = json.loads(raw[name])
+        records = self._registry.all()
+        for name in sorted(records):
+            rec = records[name]
             if kind_of(rec) == "topic":
                 yield from_record(TopicProperties, rec)
 
@@ -187,8 +184,8 @@ class TopicAdministration:
         self._maintain()
         p, rec = self._topic_entry(topic_name)
         subs = self._names(subscriptions_index(p.name))
-        calls = [ops.call("stats", p.name, i) for i in range(p.partition_count)]
-        calls += [ops.call("stats", subscription_path(p.name, s), i) for s in subs for i in range(p.partition_count)]
+        calls = [stats.call(p.name, i) for i in range(p.partition_count)]
+        calls += [stats.call(subscription_path(p.name, s), i) for s in subs for i in range(p.partition_count)]
         replies = self._transport.run_many(calls, p.name)
         size = scheduled = accessed = 0
         for i, r in enumerate(replies):
@@ -196,7 +193,7 @@ class TopicAdministration:
                 if isinstance(r, MessagingEntityNotFoundError) and i >= p.partition_count:
                     continue  # a subscription deleted meanwhile
                 raise r
-            st = _stats(r)
+            st = stats.parse(r)
             accessed = max(accessed, st[8])
             if i < p.partition_count:
                 scheduled += st[3]
@@ -253,12 +250,12 @@ class TopicAdministration:
         t, _ = self._topic_entry(topic_name)
         s = build_subscription(t.name, subscription_name, **kwargs)
         targets = forward_targets(s)
-        check_forward_targets(targets, [self._transport.execute("HGET", REGISTRY, n, entity=n) for n in targets])
+        check_forward_targets(targets, self._registry.get_many(targets))
         now = self._server_ms()
         path = subscription_path(t.name, s.name)
         default = build_rule(DEFAULT_RULE, TrueRuleFilter())
         cmds = subscription_create_commands(t, s, default, now)
-        self._change(path, ("HSET", REGISTRY, path, self._subscription_record(t, s, now, now)), cmds, True)
+        self._change(path, registry_commands.put(path, self._subscription_record(t, s, now, now)), cmds, True)
         return s
 
     def get_subscription(self, topic_name: str, subscription_name: str) -> SubscriptionProperties:
@@ -282,7 +279,7 @@ class TopicAdministration:
         s = build_subscription(t.name, subscription.name, base=subscription, **kwargs)
         now = self._server_ms()
         path = subscription_path(t.name, s.name)
-        registry = ("HSET", REGISTRY, path, self._subscription_record(t, s, rec.get("_c", now), now))
+        registry = registry_commands.put(path, self._subscription_record(t, s, rec.get("_c", now), now))
         self._change(path, registry, subscription_set_commands(t, s, now), False)
 
     def delete_subscription(self, topic_name: str, subscription: str | SubscriptionProperties) -> None:
@@ -296,7 +293,7 @@ class TopicAdministration:
         self._subscription_entry(t.name, name)
         path = subscription_path(t.name, name)
         rules = self._names(rules_index(path))
-        self._change(path, ("HDEL", REGISTRY, path), subscription_delete_commands(t, name, rules), False)
+        self._change(path, registry_commands.remove(path), subscription_delete_commands(t, name, rules), False)
 
     def list_subscriptions(self, topic_name: str) -> Iterator[SubscriptionProperties]:
         """The topic's subscriptions, by name.
@@ -308,10 +305,9 @@ class TopicAdministration:
         names = self._names(subscriptions_index(t.name))
         if not names:
             return
-        raws = self._transport.execute("HMGET", REGISTRY, *(subscription_path(t.name, n) for n in names))
-        for raw in raws:
-            if raw is not None:
-                yield from_record(SubscriptionProperties, json.loads(raw))
+        for rec in self._registry.get_many(subscription_path(t.name, n) for n in names):
+            if rec is not None:
+                yield from_record(SubscriptionProperties, rec)
 
     def get_subscription_runtime_properties(
         self, topic_name: str, subscription_name: str
@@ -341,15 +337,15 @@ class TopicAdministration:
 
     def _owner_counts(self, path: str, partitions: int) -> tuple[int, int, int, int, int]:
         """(active, dead-letter, transfer, transfer dead-letter, last access) of a queue or subscription."""
-        calls = [ops.call("stats", path, i) for i in range(partitions)]
-        calls += [ops.call("stats", path + TRANSFER, i) for i in range(partitions)]
+        calls = [stats.call(path, i) for i in range(partitions)]
+        calls += [stats.call(path + TRANSFER, i) for i in range(partitions)]
         active = dead = transfer = transfer_dead = accessed = 0
         for i, r in enumerate(self._transport.run_many(calls, path)):
             if isinstance(r, ServiceBusError):
                 if i >= partitions and isinstance(r, MessagingEntityNotFoundError):
                     continue  # an entity created before transfer queues existed
                 raise r
-            st = _stats(r)
+            st = stats.parse(r)
             if i < partitions:
                 active += st[0] + st[1] + st[2]
                 dead += st[4] + st[5] + st[6]
@@ -362,11 +358,11 @@ class TopicAdministration:
     def _transfer_counts(self, path: str, partitions: int) -> tuple[int, int]:
         """(messages waiting to be forwarded, transfer dead-letter messages); partitions that cannot
         be read count 0."""
-        calls = [ops.call("stats", path + TRANSFER, i) for i in range(partitions)]
+        calls = [stats.call(path + TRANSFER, i) for i in range(partitions)]
         transfer = transfer_dead = 0
         for r in self._transport.run_many(calls, path):
             if not isinstance(r, ServiceBusError):
-                st = _stats(r)
+                st = stats.parse(r)
                 transfer += st[0] + st[1] + st[2]
                 transfer_dead += st[4] + st[5] + st[6]
         return transfer, transfer_dead
@@ -407,7 +403,7 @@ class TopicAdministration:
         rule.created_at_utc = codec.from_ms(now)
         path = rule_path(t.name, subscription_name, rule.name)
         cmds = rule_set_commands(t, subscription_name, rule, program, action_program, now_ms=now)
-        self._change(path, ("HSET", REGISTRY, path, dumps(rule_record(rule, now))), cmds, True)
+        self._change(path, registry_commands.put(path, dumps(rule_record(rule, now))), cmds, True)
         return rule
 
     def get_rule(self, topic_name: str, subscription_name: str, rule_name: str) -> RuleProperties:
@@ -436,7 +432,7 @@ class TopicAdministration:
         rec = self._entry(path, "rule")
         now = self._server_ms()
         cmds = rule_set_commands(t, subscription_name, new, program, action_program, now_ms=now)
-        self._change(path, ("HSET", REGISTRY, path, dumps(rule_record(new, rec.get("_c", now)))), cmds, False)
+        self._change(path, registry_commands.put(path, dumps(rule_record(new, rec.get("_c", now)))), cmds, False)
 
     def delete_rule(self, topic_name: str, subscription_name: str, rule: str | RuleProperties) -> None:
         """Remove a rule (a subscription without rules receives nothing).
@@ -448,7 +444,9 @@ class TopicAdministration:
         t, _ = self._topic_entry(topic_name)
         path = rule_path(t.name, subscription_name, check_rule_name(name))
         self._entry(path, "rule")
-        self._change(path, ("HDEL", REGISTRY, path), rule_delete_commands(t, subscription_name, name), False)
+        self._change(
+            path, registry_commands.remove(path), rule_delete_commands(t, subscription_name, name), False
+        )
 
     def list_rules(self, topic_name: str, subscription_name: str) -> Iterator[RuleProperties]:
         """The subscription's rules, by name.
@@ -460,12 +458,9 @@ class TopicAdministration:
         names = self._names(rules_index(subscription_path(topic_name, subscription_name)))
         if not names:
             return
-        raws = self._transport.execute(
-            "HMGET", REGISTRY, *(rule_path(topic_name, subscription_name, n) for n in names)
-        )
-        for raw in raws:
-            if raw is not None:
-                yield rule_from_record(json.loads(raw))
+        for rec in self._registry.get_many(rule_path(topic_name, subscription_name, n) for n in names):
+            if rec is not None:
+                yield rule_from_record(rec)
 
     # ------------------------------------------------------------------------ maintenance
     def _maintain(self) -> None:
@@ -510,8 +505,7 @@ class TopicAdministration:
         return deleted
 
     def _delete_if_idle(self, path: str, now: int) -> bool:
-        raw = self._transport.execute("HGET", REGISTRY, path, entity=path)
-        rec = json.loads(raw) if raw is not None else None
+        rec = self._registry.get(path)
         window = fanout.window_ms(rec) if rec is not None else 0
         if rec is None or not window:
             self._transport.execute("ZREM", IDLE, path)
@@ -522,16 +516,17 @@ class TopicAdministration:
         cutoff = now - window
 
         def run(mode: str) -> list[Any]:
-            calls = [fanout.idle_call(path, kind, p, subs, mode, cutoff) for p in range(partitions)]
+            calls = [idle.call(path, kind, p, subs, mode, cutoff) for p in range(partitions)]
             return list(self._transport.run_many(calls, path))
 
         def still_used(replies: list[Any]) -> int | None:
             for r in replies:
                 if isinstance(r, ServiceBusError):
                     raise r
-            if all(int(r[0]) == 1 for r in replies):
+            parsed = [idle.parse(r) for r in replies]
+            if all(is_idle for is_idle, _ in parsed):
                 return None
-            return max(int(r[1]) for r in replies)
+            return max(last for _, last in parsed)
 
         last = still_used(run("check"))
         if last is None:
@@ -551,7 +546,7 @@ class TopicAdministration:
         return True
 
     def _delete_entity(self, path: str, kind: str, rec: dict[str, Any], partitions: int) -> None:
-        registry = ("HDEL", REGISTRY, path)
+        registry = registry_commands.remove(path)
         if kind == "topic":
             t = from_record(TopicProperties, rec)
             cmds = topic_delete_commands(t, self._subscriptions_with_rules(path))
@@ -560,5 +555,5 @@ class TopicAdministration:
             name = path.rsplit("/", 1)[1]
             cmds = subscription_delete_commands(t, name, self._names(rules_index(path)))
         else:
-            cmds = [*ops.delete_commands(path, partitions), ("ZREM", IDLE, path), ("HDEL", FORWARDERS, path)]
+            cmds = [*admin_commands.delete_commands(path, partitions), ("ZREM", IDLE, path), ("HDEL", FORWARDERS, path)]
         self._transport.change_entity(path, registry, cmds)

@@ -13,8 +13,9 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .._core import codec, ops
+from .._core import codec, protocol, settlement
 from .._core import session as sess
+from .._core.protocol import session_lock, session_release, session_renew, session_state
 from .._enums import ServiceBusSessionFilter
 from ..exceptions import InvalidOperationError, OperationTimeoutError, ServiceBusError
 
@@ -68,10 +69,10 @@ class ServiceBusSession:
         meta = r._meta()
         if not meta.sessions:
             raise sess.refuse_session_receiver(r.entity_name)
-        nonce = ops.new_nonce()
+        nonce = settlement.new_nonce()
         if self._id is not None:
             p = sess.session_partition(self._id, meta.partition_count)
-            reply = r._client._transport.run(sess.lock_call(r.entity_name, p, self._id, nonce), r.entity_name)
+            reply = r._context.transport.run(session_lock.call(r.entity_name, p, self._id, nonce), r.entity_name)
             self._locked(p, nonce, reply)
             return
         wait = r._max_wait_time if r._max_wait_time is not None else DEFAULT_SESSION_WAIT
@@ -81,8 +82,8 @@ class ServiceBusSession:
         while True:
             for i in range(meta.partition_count):
                 p = (start + i) % meta.partition_count
-                c = sess.lock_call(r.entity_name, p, "", nonce)
-                reply = r._client._transport.run(c, r.entity_name)
+                c = session_lock.call(r.entity_name, p, "", nonce)
+                reply = r._context.transport.run(c, r.entity_name)
                 if self._locked(p, nonce, reply):
                     r._cursor = p + 1
                     return
@@ -96,7 +97,7 @@ class ServiceBusSession:
             pause = min(pause * 2, _POLL_MAX)
 
     def _locked(self, partition: int, nonce: str, reply: list[Any]) -> bool:
-        now, until, sid = sess.parse_lock(reply)
+        now, until, sid = session_lock.parse(reply)
         if sid is None:
             return False
         self._receiver._clock_offset_ms = now - int(time.time() * 1000)
@@ -106,18 +107,18 @@ class ServiceBusSession:
             renewer.register(self._receiver, self)
         return True
 
-    def _run(self, c: ops.Call) -> Any:
+    def _run(self, c: protocol.Call) -> Any:
         if self._receiver._closed:
             raise InvalidOperationError("the receiver is closed")
         self._open()
-        return self._receiver._client._transport.run(c, self._receiver.entity_name)
+        return self._receiver._context.transport.run(c, self._receiver.entity_name)
 
     # -- the SDK's methods
     def get_state(self, *, timeout: float | None = None) -> bytes | None:
         """The session's state (None when it has none)."""
         self._open()
-        state = self._run(sess.get_state_call(self.entity_name, self._partition, self._key(), self._nonce))
-        return None if state is None else bytes(state)
+        state = self._run(session_state.get_call(self.entity_name, self._partition, self._key(), self._nonce))
+        return session_state.parse_state(state)
 
     def set_state(self, state: bytes | str | None, *, timeout: float | None = None) -> None:
         """Set the session's state (bytes, or str stored as UTF-8; None removes it). It stays after
@@ -129,21 +130,22 @@ class ServiceBusSession:
         """
         value = sess.state_bytes(state)
         self._open()
-        self._run(sess.set_state_call(self.entity_name, self._partition, self._key(), self._nonce, value))
+        self._run(session_state.set_call(self.entity_name, self._partition, self._key(), self._nonce, value))
 
     def _available_count(self) -> int:
         """How many of the session's messages are available (not locked, deferred or scheduled);
         sbredis's own (`sbredis sessions show`), not the Azure SDK's."""
         self._open()
-        return int(self._run(sess.count_call(self.entity_name, self._partition, self._key(), self._nonce)))
+        c = session_state.count_call(self.entity_name, self._partition, self._key(), self._nonce)
+        return int(self._run(c))
 
     def renew_lock(self, *, timeout: float | None = None) -> datetime:
         """Extend the session lock (and the locks of its messages) by the lock duration from now;
         returns the new locked_until_utc."""
         self._open()
-        reply = self._run(sess.renew_call(self.entity_name, self._partition, self._key(), self._nonce))
-        self._receiver._clock_offset_ms = int(reply[0]) - int(time.time() * 1000)
-        self._locked_ms = int(reply[1])
+        reply = self._run(session_renew.call(self.entity_name, self._partition, self._key(), self._nonce))
+        now, self._locked_ms = session_renew.parse(reply)
+        self._receiver._clock_offset_ms = now - int(time.time() * 1000)
         return codec.from_ms(self._locked_ms)
 
     def _key(self) -> str:
@@ -156,8 +158,8 @@ class ServiceBusSession:
             return
         self._released = True
         r = self._receiver
-        c = sess.release_call(r.entity_name, self._partition, self._key(), self._nonce, unhanded)
-        r._client._transport.run_many([c], r.entity_name)
+        c = session_release.call(r.entity_name, self._partition, self._key(), self._nonce, unhanded)
+        r._context.transport.run_many([c], r.entity_name)
 
     def __repr__(self) -> str:
         return f"ServiceBusSession(session_id={self._id!r}, entity={self.entity_name!r})"

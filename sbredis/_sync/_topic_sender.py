@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .._core import fanout, ops
+from .._core import fanout, send_plan, validation
+from .._core.protocol import cancel_topic_scheduled
+from .._core.protocol.publish import TopicSubs
 from .._message import ServiceBusMessage
 from ..exceptions import InvalidOperationError, MessagingEntityNotFoundError, ServiceBusError
 from ._forwarder import run_publish
@@ -20,7 +22,7 @@ class ServiceBusTopicSender(ServiceBusSender):
     numbers; ``cancel_scheduled_messages`` takes them back out of every subscription."""
 
     def _topic(self) -> fanout.TopicMeta:
-        meta = self._client._entity(self.entity_name)
+        meta = self._context.entity(self.entity_name)
         if not isinstance(meta, fanout.TopicMeta):
             raise InvalidOperationError(f"'{self.entity_name}' is a {meta.kind}, not a topic: use get_queue_sender")
         return meta
@@ -33,7 +35,7 @@ class ServiceBusTopicSender(ServiceBusSender):
             return [e] * len(entries)
         outcomes: list[Any] = [None] * len(entries)
         plans = []
-        for group in ops.pack(entries, meta.max_message_bytes):
+        for group in send_plan.pack(entries, meta.max_message_bytes):
             self._rr += 1
             try:
                 calls, where = fanout.plan_publish(
@@ -45,17 +47,17 @@ class ServiceBusTopicSender(ServiceBusSender):
                 continue
             plans.append((group, calls, where))
         calls = [c for _, group_calls, _ in plans for c in group_calls]
-        replies = iter(run_publish(self._client._transport, meta, calls))
+        replies = iter(run_publish(self._context.transport, meta, calls))
         stored: set[int] = set()
         for group, group_calls, where in plans:
-            seqs, errors = ops.send_replies(group_calls, replies)
+            seqs, errors = send_plan.send_replies(group_calls, replies)
             if any(isinstance(e, MessagingEntityNotFoundError) for e in errors.values()):
-                self._client._forget(self.entity_name)
+                self._context.forget(self.entity_name)
             stored |= {c.partition for c in group_calls if c.partition not in errors}
             partitions = iter(where)
             for i in group:
-                outcomes[i] = ops.entry_outcome(len(entries[i]), partitions, seqs, errors)
-        self._client._forwarder.drain_published(meta, stored)
+                outcomes[i] = send_plan.entry_outcome(len(entries[i]), partitions, seqs, errors)
+        self._context.forwarder.drain_published(meta, stored)
         return outcomes
 
     def cancel_scheduled_messages(
@@ -68,14 +70,16 @@ class ServiceBusTopicSender(ServiceBusSender):
             InvalidArgumentError: not sequence numbers of this topic.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
-        seqs = ops.sequence_numbers(sequence_numbers)
+        seqs = validation.sequence_numbers(sequence_numbers)
         meta = self._topic()
         groups: dict[int, list[int]] = {}
         for s in seqs:
-            p, local = ops.split_sequence_number(s, meta.partition_count)
+            p, local = validation.split_sequence_number(s, meta.partition_count)
             groups.setdefault(p, []).append(local)
-        calls = [fanout.cancel_call(meta.name, p, meta.subs.get(p) or fanout.TopicSubs(), v) for p, v in groups.items()]
-        for reply in run_publish(self._client._transport, meta, calls):
+        calls = [
+            cancel_topic_scheduled.call(meta.name, p, meta.subs.get(p) or TopicSubs(), v) for p, v in groups.items()
+        ]
+        for reply in run_publish(self._context.transport, meta, calls):
             if isinstance(reply, ServiceBusError):
                 raise reply
 

@@ -31,18 +31,18 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, WatchError
 from tenacity import Retrying
 
+from .._concurrency import sync_gather
 from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_url
 from .._core.connection import resolve as resolve_connection
 from .._core.errors import map_error
 from .._core.keys import REGISTRY
 from .._core.memory import memory_server
-from .._core.ops import Call
 from .._core.packer import connection_options
+from .._core.protocol import Call
 from .._core.redact import redact
 from .._core.retry import RetryPolicy, is_retryable
 from .._core.sdk_keywords import client_options
 from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusConnectionError, ServiceBusError
-from ._coalesce import gather
 
 SCHEMES = ("redis", "rediss", "unix", "memory", *CLUSTER_SCHEMES)
 
@@ -278,7 +278,9 @@ class Transport:
                 continue
             groups.setdefault(name, []).append(i)
             clients[name] = client
-        gather([self._node_pipeline(clients[n], n, calls, idx, results, entity) for n, idx in groups.items()])
+        sync_gather(
+            [self._node_pipeline(clients[n], n, calls, idx, results, entity) for n, idx in groups.items()]
+        )
 
     def _node_pipeline(
         self, client: Redis, node: str, calls: list[Call], todo: list[int], results: list[Any], entity: str
@@ -450,7 +452,7 @@ class Transport:
                     return False
                 if registry_cmd[0] == "HDEL":  # delete: hide the entity first
                     registry.execute_command(*registry_cmd)
-                gather([self._multi(client, cmds) for client, cmds in groups])
+                sync_gather([self._multi(client, cmds) for client, cmds in groups])
                 if registry_cmd[0] != "HDEL":  # create / update: show it once its partitions are written
                     registry.execute_command(*registry_cmd)
                 return True

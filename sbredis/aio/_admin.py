@@ -9,9 +9,11 @@ from types import TracebackType
 from typing import Any
 
 from .._admin_checks import check_forward_targets, forward_targets
-from .._core import codec, ops
+from .._core import admin_commands, codec
+from .._core import registry as registry_commands
 from .._core.entity import QueueProperties, build_queue, check_name
-from .._core.keys import FORWARDERS, IDLE, REGISTRY, partition_keys
+from .._core.keys import FORWARDERS, IDLE, partition_keys
+from .._core.protocol import stats
 from .._core.retry import RetryPolicy
 from .._core.topic_entity import forwarder_commands, idle_commands, kind_of, touch_commands
 from .._models import PartitionRuntimeProperties, QueueRuntimeProperties
@@ -24,6 +26,7 @@ from ..exceptions import (
     ServiceBusError,
 )
 from ._admin_topics import TopicAdministration
+from ._registry import Registry
 from ._transport import Transport
 
 
@@ -39,6 +42,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
     def __init__(self, fully_qualified_namespace: str, credential: Any = None, **kwargs: Any) -> None:
         policy = RetryPolicy.from_options(kwargs)
         self._transport = Transport(fully_qualified_namespace, retry_policy=policy, credential=credential, **kwargs)
+        self._registry = Registry(self._transport)
 
     @classmethod
     def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusAdministrationClient:
@@ -49,7 +53,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         return int(sec) * 1000 + int(usec) // 1000
 
     async def _read(self, name: str) -> tuple[QueueProperties, dict[str, Any]]:
-        raw = await self._transport.execute("HGET", REGISTRY, check_name(name), entity=name)
+        raw = await self._registry.raw(check_name(name), entity=name)
         if raw is None or kind_of(json.loads(raw)) != "queue":
             raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
         return QueueProperties.from_json(raw), json.loads(raw)
@@ -70,12 +74,12 @@ class ServiceBusAdministrationClient(TopicAdministration):
         """
         p = build_queue(queue_name, **kwargs)
         targets = forward_targets(p)
-        check_forward_targets(targets, [await self._transport.execute("HGET", REGISTRY, t, entity=t) for t in targets])
+        check_forward_targets(targets, await self._registry.get_many(targets))
         now = await self._now_ms()
-        cmds = ops.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
-        cmds += ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
+        cmds = admin_commands.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
+        cmds += admin_commands.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
         cmds += forwarder_commands(p.name, p.forward_to, p.forward_dead_lettered_messages_to)
-        registry = ("HSET", REGISTRY, p.name, self._record(p, now, now))
+        registry = registry_commands.put(p.name, self._record(p, now, now))
         if not await self._transport.change_entity(p.name, registry, cmds, create=True):
             raise MessagingEntityAlreadyExistsError(f"The messaging entity '{p.name}' already exists.")
         return p
@@ -107,8 +111,8 @@ class ServiceBusAdministrationClient(TopicAdministration):
         base = replace(queue, partition_count=current.partition_count)
         p = build_queue(queue.name, base=base, **kwargs)
         now = await self._now_ms()
-        registry = ("HSET", REGISTRY, p.name, self._record(p, raw.get("_c", now), now))
-        cmds = ops.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
+        registry = registry_commands.put(p.name, self._record(p, raw.get("_c", now), now))
+        cmds = admin_commands.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
         cmds += forwarder_commands(p.name, p.forward_to, p.forward_dead_lettered_messages_to)
         cmds += touch_commands([partition_keys(p.name, i) for i in range(p.partition_count)], now)
         await self._transport.change_entity(p.name, registry, cmds)
@@ -123,16 +127,20 @@ class ServiceBusAdministrationClient(TopicAdministration):
         p, _ = await self._read(name)
         await self._transport.change_entity(
             p.name,
-            ("HDEL", REGISTRY, p.name),
-            [*ops.delete_commands(p.name, p.partition_count), ("ZREM", IDLE, p.name), ("HDEL", FORWARDERS, p.name)],
+            registry_commands.remove(p.name),
+            [
+                *admin_commands.delete_commands(p.name, p.partition_count),
+                ("ZREM", IDLE, p.name),
+                ("HDEL", FORWARDERS, p.name),
+            ],
         )
 
     async def list_queues(self) -> AsyncIterator[QueueProperties]:
         """Every queue, by name."""
-        raw = await self._transport.execute("HGETALL", REGISTRY)
-        for name in sorted(raw):
-            if kind_of(json.loads(raw[name])) == "queue":
-                yield QueueProperties.from_json(raw[name])
+        records = await self._registry.all()
+        for name in sorted(records):
+            if kind_of(records[name]) == "queue":
+                yield QueueProperties.from_json(json.dumps(records[name]))
 
     async def get_queue_runtime_properties(self, queue_name: str) -> QueueRuntimeProperties:
         """Counts summed over partitions (one pipelined read-only script call per partition), and
@@ -144,7 +152,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         """
         await self._maintain()
         p, raw = await self._read(queue_name)
-        calls = [ops.call("stats", p.name, i) for i in range(p.partition_count)]
+        calls = [stats.call(p.name, i) for i in range(p.partition_count)]
         replies = await self._transport.run_many(calls, p.name, retry="all")
         nodes = await self._transport.node_names([c.keys[0] for c in calls])
         parts = []
@@ -156,7 +164,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
                 continue
             if isinstance(r, ServiceBusError):
                 raise r
-            ready, locked, deferred, sched, d_ready, d_locked, d_deferred, size, acc = (int(x) for x in r[:9])
+            ready, locked, deferred, sched, d_ready, d_locked, d_deferred, size, acc = stats.parse(r)[:9]
             accessed = max(accessed, acc)
             parts.append(
                 PartitionRuntimeProperties(

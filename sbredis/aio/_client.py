@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import weakref
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._core.entity import check_name
-from .._core.fanout import meta_from_record
-from .._core.keys import REGISTRY, TRANSFER, subscription_path
-from .._core.ops import EntityMeta, check_count, check_wait
+from .._core.keys import TRANSFER, subscription_path
+from .._core.meta import EntityMeta
+from .._core.protocol import session_list
 from .._core.retry import RetryPolicy
-from .._core.session import check_session_id, list_calls, parse_list, refuse_session_receiver
+from .._core.session import check_session_id, list_calls, refuse_session_receiver
 from .._core.topic_entity import check_subscription_name
 from .._core.transaction import DEFAULT_TIMEOUT
+from .._core.validation import check_count, check_wait
 from .._enums import ServiceBusReceiveMode, ServiceBusSessionFilter, ServiceBusSubQueue
-from ..exceptions import InvalidArgumentError, InvalidOperationError, MessagingEntityNotFoundError, ServiceBusError
-from ._forwarder import Forwarder
+from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusError
+from ._handler import HandlerContext
 from ._receiver import ServiceBusReceiver
 from ._sender import DEFAULT_MAX_PENDING_SENDS, ServiceBusSender
 from ._topic_sender import ServiceBusTopicSender
@@ -49,15 +49,15 @@ class ServiceBusClient:
     ) -> None:
         policy = RetryPolicy.from_options(kwargs)
         self._transport = Transport(fully_qualified_namespace, retry_policy=policy, credential=credential, **kwargs)
-        self._meta: dict[str, EntityMeta] = {}
         self._handlers: weakref.WeakSet[ServiceBusSender | ServiceBusReceiver] = weakref.WeakSet()
-        self._forwarder = Forwarder(self._transport)
+        self._context = HandlerContext(self._transport)
         # paired namespaces (sbredis/paired): set up here or never; senders ask it once, when made
         self._paired: PairedNamespace | None = None
         if paired_namespace is not None:
             from ..paired._aio import PairedNamespace, Primary  # it imports this module
 
             self._paired = PairedNamespace(self, paired_namespace, Primary(self._transport, self._entity))
+        self._context.paired = self._paired
 
     @classmethod
     def from_connection_string(cls, conn_str: str, **kwargs: Any) -> ServiceBusClient:
@@ -66,6 +66,13 @@ class ServiceBusClient:
     @property
     def fully_qualified_namespace(self) -> str:
         return self._transport.url
+
+    @property
+    def handler_context(self) -> HandlerContext:
+        """Internal, for sbredis's own integrations (the Spark source and sink): the transport,
+        registry, metadata cache and forwarder this client's senders and receivers share. Not part
+        of the Azure SDK's API; it may change between releases."""
+        return self._context
 
     @property
     def paired_namespace(self) -> PairedNamespace | None:
@@ -83,20 +90,11 @@ class ServiceBusClient:
         await self._paired.start_syphon()
 
     async def _entity(self, name: str, refresh: bool = False) -> EntityMeta:
-        """A queue's, topic's or subscription's metadata (``<path>/$Transfer``: its owner's)."""
-        meta = None if refresh else self._meta.get(name)
-        if meta is None:
-            owner = name[: -len(TRANSFER)] if name.endswith(TRANSFER) else name
-            raw = await self._transport.execute("HGET", REGISTRY, owner, entity=name)
-            if raw is None:
-                self._meta.pop(name, None)
-                raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
-            meta = meta_from_record(owner, json.loads(raw))
-            self._meta[name] = meta
-        return meta
+        """A queue's, topic's or subscription's metadata (the paired namespace asks its client)."""
+        return await self._context.entity(name, refresh)
 
     def _forget(self, name: str) -> None:
-        self._meta.pop(name, None)
+        self._context.forget(name)
 
     def get_queue_sender(
         self, queue_name: str, *, max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS, **kwargs: Any
@@ -111,7 +109,7 @@ class ServiceBusClient:
         if kwargs:
             raise InvalidArgumentError(f"unknown sender options: {', '.join(sorted(kwargs))}")
         check_count("max_pending_sends", max_pending_sends, 1_000_000)
-        sender = ServiceBusSender(self, queue_name, max_pending_sends)
+        sender = ServiceBusSender(self._context, queue_name, max_pending_sends)
         self._handlers.add(sender)
         return sender
 
@@ -128,7 +126,7 @@ class ServiceBusClient:
         if kwargs:
             raise InvalidArgumentError(f"unknown sender options: {', '.join(sorted(kwargs))}")
         check_count("max_pending_sends", max_pending_sends, 1_000_000)
-        sender = ServiceBusTopicSender(self, topic_name, max_pending_sends)
+        sender = ServiceBusTopicSender(self._context, topic_name, max_pending_sends)
         self._handlers.add(sender)
         return sender
 
@@ -223,7 +221,7 @@ class ServiceBusClient:
             if sub is not None:
                 raise InvalidOperationError("subqueues have no sessions: session_id cannot be used with sub_queue")
         receiver = ServiceBusReceiver(
-            self, path, mode, sub, max_wait_time, prefetch_count, auto_lock_renewer, session_id
+            self._context, path, mode, sub, max_wait_time, prefetch_count, auto_lock_renewer, session_id
         )
         self._handlers.add(receiver)
         return receiver
@@ -239,7 +237,7 @@ class ServiceBusClient:
         """
         if check_wait("timeout", timeout) == 0:
             raise InvalidArgumentError("timeout must be positive")
-        return ServiceBusTransaction(self, timeout)
+        return ServiceBusTransaction(self._context, timeout)
 
     async def list_queue_sessions(self, queue_name: str) -> list[str]:
         """The ids of the queue's sessions that have available messages, a lock holder or state
@@ -267,7 +265,7 @@ class ServiceBusClient:
         for r in replies:
             if isinstance(r, ServiceBusError):
                 raise r
-        return parse_list(replies)
+        return session_list.parse(replies)
 
     async def close(self) -> None:
         """Close the senders (waiting for queued sends) and receivers made here, then the connections."""

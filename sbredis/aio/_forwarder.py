@@ -38,9 +38,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._core import fanout
-from .._core.keys import FORWARDERS, REGISTRY, SUBSCRIPTIONS, VIA
-from .._core.ops import EntityMeta
+from .._core.keys import FORWARDERS, SUBSCRIPTIONS, VIA
+from .._core.meta import EntityMeta
+from .._core.protocol import forward_ack, forward_in, forward_out, publish
 from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
+from ._registry import Registry
 from ._transport import Transport
 
 log = logging.getLogger("sbredis")
@@ -56,6 +58,7 @@ class Forwarder:
 
     def __init__(self, transport: Transport) -> None:
         self._transport = transport
+        self._registry = Registry(transport)
         self._meta: dict[str, tuple[float, EntityMeta | None]] = {}
         self._reverse: tuple[float, dict[str, list[str]]] | None = None
         self._pulled: dict[str, float] = {}
@@ -66,11 +69,11 @@ class Forwarder:
         cached = self._meta.get(name)
         if cached is not None and not refresh and time.monotonic() - cached[0] < META_TTL:
             return cached[1]
-        raw = await self._transport.execute("HGET", REGISTRY, name, entity=name)
+        rec = await self._registry.get(name)
         meta = None
-        if raw is not None:
+        if rec is not None:
             try:
-                meta = fanout.meta_from_record(name, json.loads(raw))
+                meta = fanout.meta_from_record(name, rec)
             except MessagingEntityNotFoundError:
                 meta = None
         self._meta[name] = (time.monotonic(), meta)
@@ -93,16 +96,16 @@ class Forwarder:
         for _ in range(MAX_ROUNDS):
             if not parts:
                 break
-            replies = await self._transport.run_many([fanout.forward_out_call(path, p) for p in parts], path)
+            replies = await self._transport.run_many([forward_out.call(path, p) for p in parts], path)
             acks: dict[int, list[Outcome]] = {}
-            batches: dict[str, list[tuple[int, str, fanout.OutboxEntry]]] = {}
+            batches: dict[str, list[tuple[int, str, forward_out.OutboxEntry]]] = {}
             full = []
             for p, reply in zip(parts, replies, strict=True):
                 if isinstance(reply, ServiceBusError):
                     log.warning("forwarding from partition %d of %s failed: %s", p, path, reply.message)
                     continue
-                inc, entries = fanout.parse_outbox(reply)
-                if len(entries) >= fanout.OUTBOX_RETURN:
+                inc, entries = forward_out.parse(reply)
+                if len(entries) >= forward_out.OUTBOX_RETURN:
                     full.append(p)
                 for e in entries:
                     if e.hop >= fanout.MAX_HOPS:
@@ -114,7 +117,7 @@ class Forwarder:
             for dest, items in batches.items():
                 delivered += await self._deliver(path, dest, items, acks, follow)
             if acks:
-                calls = [fanout.forward_ack_call(path, p, outs) for p, outs in acks.items()]
+                calls = [forward_ack.call(path, p, outs) for p, outs in acks.items()]
                 for reply in await self._transport.run_many(calls, path):
                     if isinstance(reply, ServiceBusError):
                         log.warning("acknowledging forwarded messages of %s failed: %s", path, reply.message)
@@ -128,7 +131,7 @@ class Forwarder:
         self,
         path: str,
         dest: str,
-        items: list[tuple[int, str, fanout.OutboxEntry]],
+        items: list[tuple[int, str, forward_out.OutboxEntry]],
         acks: dict[int, list[Outcome]],
         follow: dict[str, set[int]],
     ) -> int:
@@ -141,7 +144,7 @@ class Forwarder:
             for p, _, e in items:
                 acks.setdefault(p, []).append((e.seq, "dl", *reason, fanout.annotate(e.blob, path)))
             return 0
-        groups: dict[tuple[int, str, int], list[tuple[fanout.OutboxEntry, bytes]]] = {}
+        groups: dict[tuple[int, str, int], list[tuple[forward_out.OutboxEntry, bytes]]] = {}
         for p, inc, e in items:
             blob = fanout.delivered_blob(e, path)
             if len(blob) > dmeta.max_message_bytes:
@@ -158,9 +161,9 @@ class Forwarder:
                 args += fanout.delivery_args(e, blob, dmeta)
             source = fanout.source_id(path, p, inc)
             if isinstance(dmeta, fanout.TopicMeta):
-                calls.append(fanout.publish_call(dest, dp, dmeta.subs.get(dp) or fanout.TopicSubs(), source, args))
+                calls.append(publish.call(dest, dp, dmeta.subs.get(dp) or publish.TopicSubs(), source, args))
             else:
-                calls.append(fanout.forward_in_call(dest, dp, source, args))
+                calls.append(forward_in.call(dest, dp, source, args))
         replies = await run_publish(self._transport, dmeta, calls)
         delivered = 0
         for (p, _, dp), reply in zip(keys_, replies, strict=True):
@@ -176,9 +179,9 @@ class Forwarder:
                 continue
             for e, _blob in entries:
                 acks.setdefault(p, []).append((e.seq, "ok", "", "", b""))
-            delivered += sum(1 for s in reply[1:] if int(s))
+            delivered += forward_in.delivered(reply)
             if isinstance(dmeta, fanout.TopicMeta):
-                subs = dmeta.subs.get(dp) or fanout.TopicSubs()
+                subs = dmeta.subs.get(dp) or publish.TopicSubs()
                 for name in subs.forwarding:
                     follow.setdefault(f"{dest}{SUBSCRIPTIONS}{name}", set()).add(dp)
             elif dmeta.forwards:
@@ -290,10 +293,10 @@ async def run_publish(transport: Transport, meta: EntityMeta, calls: list[Any]) 
     for _ in range(5):
         redo = []
         for i, r in enumerate(replies):
-            subs = None if isinstance(r, ServiceBusError) else fanout.stale_subs(r)
+            subs = None if isinstance(r, ServiceBusError) else publish.stale(r)
             if subs is not None:
                 meta.subs[calls[i].partition] = subs
-                calls[i] = fanout.rebuild(calls[i], meta.name, subs)
+                calls[i] = publish.rebuild(calls[i], meta.name, subs)
                 redo.append(i)
         if not redo:
             break

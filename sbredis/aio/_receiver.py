@@ -11,8 +11,12 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .._core import codec, instrument, ops
+from .._concurrency import AsyncCoalescer
+from .._core import codec, instrument, protocol, quota, settlement, validation
 from .._core import session as sess
+from .._core.meta import EntityMeta
+from .._core.protocol import SETTLE, Group, abandon, peek, probe, receive, receive_deferred, session_receive
+from .._core.protocol._held import LOCK_LOST
 from .._core.transaction import joinable
 from .._enums import ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSessionFilter, ServiceBusSubQueue
 from .._message import PARTITION_SHIFT, ServiceBusReceivedMessage
@@ -27,11 +31,10 @@ from ..exceptions import (
     ServiceBusError,
     SessionLockLostError,
 )
-from ._coalesce import Coalescer
 from ._session import ServiceBusSession
 
 if TYPE_CHECKING:
-    from ._client import ServiceBusClient
+    from ._handler import HandlerContext
 
 log = logging.getLogger("sbredis")
 _POLL_MIN, _POLL_MAX = 0.001, 0.05
@@ -56,7 +59,7 @@ class ServiceBusReceiver:
 
     def __init__(
         self,
-        client: ServiceBusClient,
+        context: HandlerContext,
         entity: str,
         receive_mode: ServiceBusReceiveMode,
         sub_queue: ServiceBusSubQueue | None,
@@ -65,12 +68,12 @@ class ServiceBusReceiver:
         auto_lock_renewer: Any = None,
         session_id: str | ServiceBusSessionFilter | None = None,
     ) -> None:
-        self._client = client
+        self._context = context
         self.entity_name = entity
         self.receive_mode = receive_mode
         self.sub_queue = sub_queue
-        self._group = ops.group_code(sub_queue)
-        self._mode = ops.mode_code(receive_mode)
+        self._group = protocol.group_of(sub_queue)
+        self._mode = protocol.mode_of(receive_mode)
         self._max_wait_time = max_wait_time
         self._prefetch = prefetch_count
         self._cursor = 0
@@ -79,7 +82,7 @@ class ServiceBusReceiver:
         self._last_peeked = 0
         self._closed = False
         self._renewer = auto_lock_renewer
-        self._settler = Coalescer(self._settle_now, SETTLE_PENDING_LIMIT)
+        self._settler = AsyncCoalescer(self._settle_now, SETTLE_PENDING_LIMIT)
         self._session = None if session_id is None else ServiceBusSession(self, session_id)
 
     @property
@@ -88,21 +91,21 @@ class ServiceBusReceiver:
         return self._session
 
     # -- receiving
-    async def _meta(self) -> ops.EntityMeta:
-        return await self._client._entity(self.entity_name)
+    async def _meta(self) -> EntityMeta:
+        return await self._context.entity(self.entity_name)
 
     async def _run_many(
-        self, calls: list[ops.Call], unreachable: dict[int, ServiceBusError] | None = None
+        self, calls: list[protocol.Call], unreachable: dict[int, ServiceBusError] | None = None
     ) -> list[Any]:
         """Receive-side calls over partitions, retried only when none answers. A partition that
         cannot be reached is skipped (noted in `unreachable`, logged) while others serve; other
         errors (entity gone, disabled) raise."""
-        replies = await self._client._transport.run_many(calls, self.entity_name, retry="all")
+        replies = await self._context.transport.run_many(calls, self.entity_name, retry="all")
         for c, r in zip(calls, replies, strict=True):
             if not isinstance(r, ServiceBusError):
                 continue
             if isinstance(r, MessagingEntityNotFoundError):
-                self._client._forget(self.entity_name)
+                self._context.forget(self.entity_name)
             if not isinstance(r, ServiceBusConnectionError) or unreachable is None:
                 if all(isinstance(x, ServiceBusError) for x in replies) or not isinstance(r, ServiceBusConnectionError):
                     raise r
@@ -116,16 +119,13 @@ class ServiceBusReceiver:
     ) -> tuple[list[ServiceBusReceivedMessage], set[int]]:
         """Receive from each partition its quota; returns messages and the partitions that filled it."""
         parts = list(quotas)
-        calls = [
-            ops.call("receive", self.entity_name, p, self._group, self._mode, quotas[p], nonce, ops.SWEEP_LIMIT)
-            for p in parts
-        ]
+        calls = [receive.call(self.entity_name, p, self._group, self._mode, quotas[p], nonce) for p in parts]
         out: list[ServiceBusReceivedMessage] = []
         full = set()
         for p, reply in zip(parts, await self._run_many(calls, unreachable), strict=True):
             if isinstance(reply, ServiceBusError):
                 continue
-            now, msgs = ops.parse_received(reply, self.entity_name, p, self._group, nonce, self.receive_mode)
+            now, msgs = receive.parse(reply, self.entity_name, p, self._group, nonce, self.receive_mode)
             self._clock_offset_ms = now - int(time.time() * 1000)
             out += msgs
             if len(msgs) >= quotas[p]:
@@ -136,14 +136,14 @@ class ServiceBusReceiver:
         meta = await self._meta()
         if self._session is not None:
             return await self._receive_session(n)
-        if meta.sessions and self._group == "m":
+        if meta.sessions and self._group is Group.MAIN:
             raise sess.refuse_plain_receive(self.entity_name)
         count = meta.partition_count
-        nonce = ops.new_nonce()
+        nonce = settlement.new_nonce()
         start = self._cursor % count
         self._cursor += 1
         order = [(start + i) % count for i in range(count)]
-        quotas = ops.split_quota(n, order)
+        quotas = quota.split_quota(n, order)
         unreachable: dict[int, ServiceBusError] = {}
         got, full = await self._take(quotas, nonce, unreachable)
         if len(got) >= n or count == 1:
@@ -156,10 +156,10 @@ class ServiceBusReceiver:
         for _ in range(PROBE_ROUNDS):
             if not rest or len(got) >= n:
                 break
-            calls = [ops.call("probe", self.entity_name, p, self._group) for p in rest]
+            calls = [probe.call(self.entity_name, p, self._group) for p in rest]
             replies = await self._run_many(calls, unreachable)
-            avail = {p: int(r) for p, r in zip(rest, replies, strict=True) if isinstance(r, int)}
-            more = ops.fill_quota(n - len(got), avail, rest)
+            avail = {p: k for p, r in zip(rest, replies, strict=True) if (k := probe.parse(r)) is not None}
+            more = quota.fill_quota(n - len(got), avail, rest)
             if not more:
                 break
             extra, _ = await self._take(more, nonce, unreachable)
@@ -175,9 +175,11 @@ class ServiceBusReceiver:
         s = self._session
         assert s is not None
         await s._open()
-        c = sess.receive_call(self.entity_name, s._partition, s._key(), self._mode, n, s._nonce)
-        reply = await self._client._transport.run(c, self.entity_name)
-        now, msgs = ops.parse_received(reply, self.entity_name, s._partition, self._group, s._nonce, self.receive_mode)
+        c = session_receive.call(self.entity_name, s._partition, s._key(), self._mode, n, s._nonce)
+        reply = await self._context.transport.run(c, self.entity_name)
+        now, msgs = session_receive.parse(
+            reply, self.entity_name, s._partition, self._group, s._nonce, self.receive_mode
+        )
         self._clock_offset_ms = now - int(time.time() * 1000)
         return msgs
 
@@ -192,8 +194,8 @@ class ServiceBusReceiver:
             InvalidArgumentError: a bad count or wait time.
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusConnectionError.
         """
-        n = ops.check_count("max_message_count", 1 if max_message_count is None else max_message_count)
-        wait = ops.check_wait("max_wait_time", max_wait_time)
+        n = validation.check_count("max_message_count", 1 if max_message_count is None else max_message_count)
+        wait = validation.check_wait("max_wait_time", max_wait_time)
         if wait is None:
             wait = self._max_wait_time
         self._check_open()
@@ -209,11 +211,11 @@ class ServiceBusReceiver:
         deadline = None if wait is None else time.monotonic() + wait
         pause = _POLL_MIN
         while True:
-            got = await self._receive_once(min(n + self._prefetch, ops.MAX_RECEIVE_COUNT))
+            got = await self._receive_once(min(n + self._prefetch, validation.MAX_RECEIVE_COUNT))
             if got:
                 self._buffer.extend(got[n:])
                 return self._hand_out(got[:n])
-            if await self._client._forwarder.pull(self.entity_name):
+            if await self._context.forwarder.pull(self.entity_name):
                 continue  # forwarded messages were waiting in an outbox upstream (see _forwarder.py)
             now = time.monotonic()
             if deadline is not None and now >= deadline:
@@ -263,31 +265,31 @@ class ServiceBusReceiver:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a deferred message (nothing was received).
         """
-        seqs = ops.sequence_numbers(sequence_numbers)
+        seqs = validation.sequence_numbers(sequence_numbers)
         self._check_open()
         meta = await self._meta()
         groups: dict[int, list[int]] = {}
         for s in seqs:
-            p, local = ops.split_sequence_number(s, meta.partition_count)
+            p, local = validation.split_sequence_number(s, meta.partition_count)
             groups.setdefault(p, []).append(local)
-        nonce, session_id = ops.new_nonce(), ""
+        nonce, session_id = settlement.new_nonce(), ""
         if self._session is not None:  # the session's messages only, locked under its lock
             await self._session._open()
             nonce, session_id = self._session._nonce, self._session._key()
             if set(groups) - {self._session._partition}:
                 raise MessageNotFoundError("A sequence number does not name a deferred message of this session.")
-        elif meta.sessions and self._group == "m":
+        elif meta.sessions and self._group is Group.MAIN:
             raise sess.refuse_plain_receive(self.entity_name)
         calls = [
-            ops.call("receive_deferred", self.entity_name, p, self._group, self._mode, nonce, len(v), *v, session_id)
+            receive_deferred.call(self.entity_name, p, self._group, self._mode, nonce, v, session_id)
             for p, v in groups.items()
         ]
-        replies = await self._client._transport.run_many(calls, self.entity_name)
+        replies = await self._context.transport.run_many(calls, self.entity_name)
         out: list[ServiceBusReceivedMessage] = []
         for c, reply in zip(calls, replies, strict=True):
             if isinstance(reply, ServiceBusError):
                 raise reply
-            _, msgs = ops.parse_received(
+            _, msgs = receive_deferred.parse(
                 reply,
                 self.entity_name,
                 c.partition,
@@ -308,15 +310,15 @@ class ServiceBusReceiver:
         Raises:
             InvalidArgumentError: a bad count or sequence number.
         """
-        n = ops.check_count("max_message_count", max_message_count)
+        n = validation.check_count("max_message_count", max_message_count)
         if sequence_number is not None and (
             isinstance(sequence_number, bool) or not isinstance(sequence_number, int) or sequence_number < 0
         ):
             raise InvalidArgumentError("sequence_number must be a non-negative int")
         start = sequence_number or self._last_peeked + 1
-        await self._client._forwarder.pull(self.entity_name)  # messages forwarded here, still upstream
+        await self._context.forwarder.pull(self.entity_name)  # messages forwarded here, still upstream
         meta = await self._meta()
-        first_p, first_local = start >> PARTITION_SHIFT, start & ops.LOCAL_MASK
+        first_p, first_local = start >> PARTITION_SHIFT, start & validation.LOCAL_MASK
         parts, session_id = range(first_p, meta.partition_count), ""
         if self._session is not None:  # that session's messages: its partition only
             await self._session._open()
@@ -327,13 +329,13 @@ class ServiceBusReceiver:
                 else range(0)
             )
         calls = [
-            ops.call("peek", self.entity_name, p, self._group, first_local if p == first_p else 1, n, session_id)
+            peek.call(self.entity_name, p, self._group, first_local if p == first_p else 1, n, session_id)
             for p in parts
         ]
         msgs: list[ServiceBusReceivedMessage] = []
         for c, reply in zip(calls, await self._run_many(calls), strict=True):
             if not isinstance(reply, ServiceBusError):
-                msgs += ops.parse_peeked(reply, self.entity_name, c.partition, self._group)
+                msgs += peek.parse(reply, self.entity_name, c.partition, self._group)
         msgs.sort(key=lambda m: m.sequence_number)
         msgs = msgs[:n]
         if msgs:
@@ -348,7 +350,7 @@ class ServiceBusReceiver:
         settlements of one kind coalesce into one script call per partition. With a transaction,
         the settlement waits for its commit (docs/transactions.md)."""
         self._check_open()
-        ops.settle_groups(messages, self.entity_name, self._group, name)
+        settlement.settle_groups(messages, self.entity_name, self._group, name)
         if transaction is not None:
             await joinable(transaction)._settle(self, name, messages, *(extra if name == "dead_letter" else ()))
             return []
@@ -370,16 +372,19 @@ class ServiceBusReceiver:
                     if id(m) not in sent:
                         sent.add(id(m))
                         unique.append(m)
-        groups = [(p, chunk) for p, part in ops.by_partition(unique).items() for chunk in ops.chunks(part)]
-        calls = [ops.call(name, self.entity_name, p, self._group, *ops.lock_args(c), *extra) for p, c in groups]
-        replies = await self._client._transport.run_many(calls, self.entity_name)
+        groups = [
+            (p, chunk) for p, part in settlement.by_partition(unique).items() for chunk in settlement.chunks(part)
+        ]
+        script = SETTLE[name]
+        calls = [script.call(self.entity_name, p, self._group, c, *extra) for p, c in groups]
+        replies = await self._context.transport.run_many(calls, self.entity_name)
         status: dict[int, Any] = {}  # id(message) -> LOCK_LOST or the partition's error; absent: done
         for (_, chunk), reply in zip(groups, replies, strict=True):
             if isinstance(reply, ServiceBusError):
                 for m in chunk:
                     status[id(m)] = reply
                 continue
-            ops.apply_settled(name, chunk, reply, status)
+            script.apply(chunk, reply, status)
         if len(entries) == 1 and not status:
             return [entries[0]]
         outcomes: list[Any] = []
@@ -392,7 +397,7 @@ class ServiceBusReceiver:
                 if id(m) in seen and name != "renew" and st is None:
                     st = MessageAlreadySettled("The message was settled by a concurrent call.")
                 seen.add(id(m))
-                if st is ops.LOCK_LOST:
+                if st is LOCK_LOST:
                     lost.append(m)
                 elif st is not None:
                     error = error or st
@@ -490,7 +495,7 @@ class ServiceBusReceiver:
         *,
         transaction: Any = None,
     ) -> None:
-        if self._group != "m":
+        if self._group is not Group.MAIN:
             raise InvalidOperationError("messages in the dead-letter subqueue cannot be dead-lettered again")
         for name, value in (("reason", reason), ("error_description", error_description)):
             if value is not None and not isinstance(value, str):
@@ -527,11 +532,9 @@ class ServiceBusReceiver:
         if self._session is not None:
             await self._session._release([m._local_seq for m in pending])
         elif pending:
-            groups = ops.settle_groups(pending, self.entity_name, self._group, "abandon")
-            calls = [
-                ops.call("abandon", self.entity_name, p, self._group, *ops.lock_args(v), "1") for p, v in groups.items()
-            ]
-            await self._client._transport.run_many(calls, self.entity_name)
+            groups = settlement.settle_groups(pending, self.entity_name, self._group, "abandon")
+            calls = [abandon.call(self.entity_name, p, self._group, v, "1") for p, v in groups.items()]
+            await self._context.transport.run_many(calls, self.entity_name)
 
     async def __aenter__(self) -> ServiceBusReceiver:
         if self._session is not None:

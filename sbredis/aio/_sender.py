@@ -8,7 +8,10 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .._core import instrument, ops
+from .._concurrency import AsyncCoalescer, async_log_failure
+from .._core import instrument, send_plan, validation
+from .._core.meta import EntityMeta
+from .._core.protocol import cancel_scheduled
 from .._core.transaction import joinable
 from .._message import ServiceBusMessage, ServiceBusMessageBatch, schedule_ms
 from ..exceptions import (
@@ -18,10 +21,9 @@ from ..exceptions import (
     ServiceBusConnectionError,
     ServiceBusError,
 )
-from ._coalesce import Coalescer, log_failure
 
 if TYPE_CHECKING:
-    from ._client import ServiceBusClient
+    from ._handler import HandlerContext
 
 
 DEFAULT_MAX_PENDING_SENDS = 1000
@@ -36,14 +38,15 @@ class ServiceBusSender:
     """
 
     def __init__(
-        self, client: ServiceBusClient, entity: str, max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS
+        self, context: HandlerContext, entity: str, max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS
     ) -> None:
-        self._client = client
+        self._context = context
         self.entity_name = entity
         self._rr = random.randrange(1 << 30)
         # paired namespaces: decided once, here; an unpaired client's sends go straight to _store
-        paired = client.paired_namespace
-        self._pipe = Coalescer(self._store if paired is None else paired.route(entity, self._store), max_pending_sends)
+        paired = context.paired
+        store = self._store if paired is None else paired.route(entity, self._store)
+        self._pipe = AsyncCoalescer(store, max_pending_sends)
 
     async def _store(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
         """Store entries (each one caller's messages) in as few script calls as fit; one outcome
@@ -55,7 +58,7 @@ class ServiceBusSender:
         ServiceBusConnectionError naming its partition.
         """
         try:
-            meta = await self._client._entity(self.entity_name)
+            meta = await self._context.entity(self.entity_name)
         except ServiceBusError as e:
             return [e] * len(entries)
         outcomes: list[Any] = [None] * len(entries)
@@ -66,18 +69,20 @@ class ServiceBusSender:
             failed_over = await self._store_round(meta, sched_ms, entries, pending, outcomes, down, retry)
             if retry == "each":
                 break
-            movable = [i for i in failed_over if ops.unkeyed(entries[i], meta) and len(down) < meta.partition_count]
+            movable = [
+                i for i in failed_over if send_plan.unkeyed(entries[i], meta) and len(down) < meta.partition_count
+            ]
             pending = [i for i in failed_over if i not in movable]
             if pending:  # keyed (or nowhere left): one more round under the retry policy
                 await self._store_round(meta, sched_ms, entries, pending, outcomes, down, "each")
             pending = movable
         if meta.forwards:  # auto-forwarding: move what was just stored on (see _forwarder.py)
-            await self._client._forwarder.drain_quietly(self.entity_name)
+            await self._context.forwarder.drain_quietly(self.entity_name)
         return outcomes
 
     async def _store_round(
         self,
-        meta: ops.EntityMeta,
+        meta: EntityMeta,
         sched_ms: int,
         entries: list[list[ServiceBusMessage]],
         indexes: list[int],
@@ -87,34 +92,34 @@ class ServiceBusSender:
     ) -> list[int]:
         """One attempt for entries[indexes]; returns the indexes that failed with a connection error."""
         plans = []
-        for group in ops.pack([entries[i] for i in indexes], meta.max_message_bytes):
+        for group in send_plan.pack([entries[i] for i in indexes], meta.max_message_bytes):
             group = [indexes[g] for g in group]
             rr = self._next_partition(meta, down)
             try:
-                calls, where = ops.plan_send([m for i in group for m in entries[i]], meta, rr, sched_ms)
+                calls, where = send_plan.plan_send([m for i in group for m in entries[i]], meta, rr, sched_ms)
             except ServiceBusError as e:
                 for i in group:
                     outcomes[i] = e
                 continue
             plans.append((group, calls, where))
         calls = [c for _, group_calls, _ in plans for c in group_calls]
-        replies = iter(await self._client._transport.run_many(calls, self.entity_name, retry=retry) if calls else [])
+        replies = iter(await self._context.transport.run_many(calls, self.entity_name, retry=retry) if calls else [])
         unreachable = []
         for group, group_calls, where in plans:
-            seqs, errors = ops.send_replies(group_calls, replies)
+            seqs, errors = send_plan.send_replies(group_calls, replies)
             for p, err in errors.items():
                 if isinstance(err, MessagingEntityNotFoundError):
-                    self._client._forget(self.entity_name)
+                    self._context.forget(self.entity_name)
                 elif isinstance(err, ServiceBusConnectionError):
                     down.add(p)
             partitions = iter(where)
             for i in group:
-                outcomes[i] = ops.entry_outcome(len(entries[i]), partitions, seqs, errors)
+                outcomes[i] = send_plan.entry_outcome(len(entries[i]), partitions, seqs, errors)
                 if isinstance(outcomes[i], ServiceBusConnectionError):
                     unreachable.append(i)
         return unreachable
 
-    def _next_partition(self, meta: ops.EntityMeta, down: set[int]) -> int:
+    def _next_partition(self, meta: EntityMeta, down: set[int]) -> int:
         """The next round-robin partition, skipping those found unreachable."""
         for _ in range(meta.partition_count):
             self._rr += 1
@@ -141,7 +146,7 @@ class ServiceBusSender:
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusQuotaExceededError,
             ServiceBusConnectionError (retryable), OperationTimeoutError (retryable).
         """
-        messages = ops.as_messages(message)
+        messages = validation.as_messages(message)
         if transaction is not None:
             if presettled:
                 raise InvalidArgumentError("a pre-settled send cannot be part of a transaction")
@@ -152,7 +157,7 @@ class ServiceBusSender:
         with instrument.operation("send", self.entity_name, messages) as op:
             if presettled:
                 outcome = await self._pipe.enqueue(0, messages)
-                outcome.add_done_callback(log_failure("send"))
+                outcome.add_done_callback(async_log_failure("send"))
                 op.follow(outcome)
                 return
             op.done(await self._pipe.submit(0, messages))
@@ -168,7 +173,7 @@ class ServiceBusSender:
             As send_messages otherwise.
         """
         at = schedule_ms("schedule_time_utc", schedule_time_utc)
-        batch = ops.as_messages(messages)
+        batch = validation.as_messages(messages)
         if not batch:
             return []
         with instrument.operation("schedule", self.entity_name, batch) as op:
@@ -185,14 +190,14 @@ class ServiceBusSender:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
-        seqs = ops.sequence_numbers(sequence_numbers)
-        meta = await self._client._entity(self.entity_name)
+        seqs = validation.sequence_numbers(sequence_numbers)
+        meta = await self._context.entity(self.entity_name)
         groups: dict[int, list[int]] = {}
         for s in seqs:
-            p, local = ops.split_sequence_number(s, meta.partition_count)
+            p, local = validation.split_sequence_number(s, meta.partition_count)
             groups.setdefault(p, []).append(local)
-        calls = [ops.call("cancel_scheduled", self.entity_name, p, len(v), *v) for p, v in groups.items()]
-        for reply in await self._client._transport.run_many(calls, self.entity_name):
+        calls = [cancel_scheduled.call(self.entity_name, p, v) for p, v in groups.items()]
+        for reply in await self._context.transport.run_many(calls, self.entity_name):
             if isinstance(reply, ServiceBusError):
                 raise reply
 
@@ -202,10 +207,10 @@ class ServiceBusSender:
         Raises:
             MessageSizeExceededError: `max_size_in_bytes` is over the entity's limit.
         """
-        meta = await self._client._entity(self.entity_name)
+        meta = await self._context.entity(self.entity_name)
         limit = meta.max_message_bytes
         if max_size_in_bytes is not None:
-            ops.check_count("max_size_in_bytes", max_size_in_bytes, 1 << 62)
+            validation.check_count("max_size_in_bytes", max_size_in_bytes, 1 << 62)
             if max_size_in_bytes > limit:
                 raise MessageSizeExceededError(
                     f"max_size_in_bytes {max_size_in_bytes} is over the entity's limit of {limit} bytes"

@@ -29,7 +29,7 @@ from ._forwarder import run_publish
 from ._topic_sender import ServiceBusTopicSender
 
 if TYPE_CHECKING:
-    from ._client import ServiceBusClient
+    from ._handler import HandlerContext
 
 
 class ServiceBusTransaction:
@@ -41,8 +41,8 @@ class ServiceBusTransaction:
     again, which applies it at most once.
     """
 
-    def __init__(self, client: ServiceBusClient, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self._client = client
+    def __init__(self, context: HandlerContext, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._context = context
         self._buffer = TxBuffer()
         self._timeout = timeout
         self._started = time.monotonic()
@@ -56,7 +56,7 @@ class ServiceBusTransaction:
 
     def _check(self, handler: Any) -> None:
         """Raise unless operations of `handler` may join now."""
-        if handler._client is not self._client:
+        if handler._context is not self._context:
             raise InvalidOperationError(
                 "the sender or receiver belongs to another ServiceBusClient than the transaction"
             )
@@ -77,7 +77,7 @@ class ServiceBusTransaction:
     async def _send(self, sender: Any, messages: list[ServiceBusMessage]) -> None:
         """Buffer a send (ServiceBusSender.send_messages with transaction=)."""
         self._check(sender)
-        meta = await self._client._entity(sender.entity_name)
+        meta = await self._context.entity(sender.entity_name)
         want = "topic" if isinstance(sender, ServiceBusTopicSender) else "queue"
         if meta.kind != want:
             raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}, not a {want}")
@@ -122,26 +122,26 @@ class ServiceBusTransaction:
             self._attempted = True
             if plan.publish is not None:
                 meta, sends = plan.publish
-                reply = (await run_publish(self._client._transport, meta, [self._buffer.publish_call(meta, sends)]))[0]
+                reply = (await run_publish(self._context.transport, meta, [self._buffer.publish_call(meta, sends)]))[0]
                 if isinstance(reply, ServiceBusError):
                     raise reply
             else:
                 assert plan.call is not None
                 if plan.transfers:
-                    await self._client._forwarder.register_via(plan.home, plan.transfers)
-                reply = await self._client._transport.run(plan.call, plan.home)
+                    await self._context.forwarder.register_via(plan.home, plan.transfers)
+                reply = await self._context.transport.run(plan.call, plan.home)
                 self._buffer.applied(reply, plan.home)
         except ServiceBusError as e:
             if isinstance(e, MessagingEntityNotFoundError) and plan is not None:
-                self._client._forget(plan.home)
+                self._context.forget(plan.home)
             if not (e.retryable and self._attempted):
                 self._state = "discarded"
             raise
         self._state = "committed"
         if plan.publish is not None:
-            await self._client._forwarder.drain_published(plan.publish[0], {plan.partition})
+            await self._context.forwarder.drain_published(plan.publish[0], {plan.partition})
         elif plan.transfers or plan.forwards:
-            await self._client._forwarder.drain_quietly(plan.home, [plan.partition])
+            await self._context.forwarder.drain_quietly(plan.home, [plan.partition])
 
     async def discard(self) -> None:
         """Drop every operation (nothing was sent to Redis); the locks stay as they are."""

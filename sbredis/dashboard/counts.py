@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._core.keys import REGISTRY, TRANSFER, entity_keys
+from .._core import registry
+from .._core.keys import TRANSFER, entity_keys
 from .._core.ops import Call
 from .._core.scripts import Script
 from .._sync._transport import Transport
@@ -165,7 +166,7 @@ class Reader:
 
     def names(self) -> list[tuple[str, str]]:
         """(name, kind) of every queue, topic and subscription, sorted; no counts (one HGETALL)."""
-        raw = self.transport.execute("HGETALL", REGISTRY) or {}
+        raw = self.transport.execute(*registry.get_all()) or {}
         found = [e for k, v in raw.items() if (e := _entity(_text(k), json.loads(v))) is not None]
         return sorted((e.name, e.kind) for e in found)
 
@@ -180,13 +181,13 @@ class Reader:
         cluster = getattr(self.transport, "cluster", None) is not None
         if only is not None:
             names = [only] if isinstance(only, str) else list(only)
-            values = self.transport.execute("HMGET", REGISTRY, *names) if names else []
+            values = self.transport.execute(*registry.get_many(names)) if names else []
             entities = [
                 e for n, v in zip(names, values, strict=True) if v is not None and (e := _entity(n, json.loads(v)))
             ]
             calls = counts_calls([(e.name, i) for e in entities for i in range(e.partition_count)], cluster)
         else:
-            raw = self.transport.execute("HGETALL", REGISTRY) or {}
+            raw = self.transport.execute(*registry.get_all()) or {}
             entities = [e for k, v in raw.items() if (e := _entity(_text(k), json.loads(v))) is not None]
             entities.sort(key=lambda e: e.name)
             with self._lock:

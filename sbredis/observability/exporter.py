@@ -17,7 +17,6 @@ or a ``<topic>/Subscriptions/<subscription>`` path):
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import threading
@@ -30,11 +29,12 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from .._core import ops
+from .._core import protocol
 from .._core.fanout import meta_from_record
-from .._core.keys import REGISTRY as ENTITIES
+from .._core.protocol import stats
 from .._core.retry import RetryPolicy
 from .._core.topic_entity import kind_of
+from .._sync._registry import Registry
 from .._sync._transport import Transport
 from ..exceptions import ServiceBusError
 from . import prometheus
@@ -59,6 +59,7 @@ class EntityCollector(Collector):
 
     def __init__(self, transport: Transport, entities: Sequence[str] | None = None, max_age: float = 5.0) -> None:
         self.transport = transport
+        self.registry = Registry(transport)
         self.entities = list(entities) if entities else None
         self.max_age = max_age
         self._lock = threading.Lock()
@@ -79,16 +80,15 @@ class EntityCollector(Collector):
     def _records(self) -> dict[str, dict[str, Any]]:
         """Registry records of the queues and subscriptions to report."""
         if self.entities is None:
-            raw = self.transport.execute("HGETALL", ENTITIES) or {}
-            records = {_text(k): json.loads(v) for k, v in raw.items()}
+            records = self.registry.all()
             return {k: v for k, v in sorted(records.items()) if kind_of(v) in ("queue", "subscription")}
-        values = self.transport.execute("HMGET", ENTITIES, *self.entities)
+        values = self.registry.get_many(self.entities)
         out = {}
         for name, value in zip(self.entities, values, strict=True):
             if value is None:
                 log.warning("no entity %r: not reported", name)
             else:
-                out[name] = json.loads(value)
+                out[name] = value
         return out
 
     def read(self) -> list[Metric]:
@@ -101,13 +101,13 @@ class EntityCollector(Collector):
             up.add_metric([], 0)
             return [up]
         up.add_metric([], 1)
-        calls: list[ops.Call] = []
+        calls: list[protocol.Call] = []
         owners: list[str] = []
         partitions: dict[str, int] = {}
         for name, record in records.items():
             count = meta_from_record(name, record).partition_count
             partitions[name] = count
-            calls += [ops.call("stats", name, p) for p in range(count)]
+            calls += [stats.call(name, p) for p in range(count)]
             owners += [name] * count
         replies = self.transport.run_many(calls, retry="all") if calls else []
         sums = {name: [0] * len(GAUGES) for name in records}
@@ -116,9 +116,9 @@ class EntityCollector(Collector):
             if isinstance(reply, ServiceBusError):
                 missing[name] += 1
                 continue
-            stats = [int(x) for x in reply[:8]]
+            counts = list(stats.parse(reply)[:8])
             for i, (_, _, read) in enumerate(GAUGES):
-                sums[name][i] += read(stats)
+                sums[name][i] += read(counts)
         families: list[Metric] = [up]
         for i, (metric, help_text, _) in enumerate(GAUGES):
             family = GaugeMetricFamily(metric, help_text, labels=["entity"])
@@ -135,10 +135,6 @@ class EntityCollector(Collector):
                 family.add_metric([name], value)
             families.append(family)
         return families
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class MetricsServer:

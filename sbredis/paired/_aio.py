@@ -107,12 +107,14 @@ class _Secondary(ServiceBusClient):
         return self._transport
 
     def backlog_sender(self, index: int) -> _BacklogSender:
-        sender = _BacklogSender(self, backlog_name(index))
+        sender = _BacklogSender(self.handler_context, backlog_name(index))
         self._handlers.add(sender)  # closed with the client, as the ones get_queue_sender makes
         return sender
 
     def backlog_receiver(self, index: int) -> _BacklogReceiver:
-        receiver = _BacklogReceiver(self, backlog_name(index), ServiceBusReceiveMode.PEEK_LOCK, None, None, 0)
+        receiver = _BacklogReceiver(
+            self.handler_context, backlog_name(index), ServiceBusReceiveMode.PEEK_LOCK, None, None, 0
+        )
         self._handlers.add(receiver)
         return receiver
 

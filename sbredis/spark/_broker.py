@@ -1,7 +1,7 @@
 """Partition-level access for Spark tasks: one task works on given broker partitions.
 
 The client's receivers spread over all partitions; a Spark task instead owns some partitions, so
-these helpers build the same script calls (``sbredis._core.ops``) for one partition and run them
+these helpers build the same script calls (``sbredis._core.protocol``) for one partition and run them
 on the client's transport. Reads use the read-only ``stats`` and ``peek`` scripts; nothing here
 takes a lock except :func:`receive`.
 """
@@ -12,8 +12,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from .._core import ops
+from .._core import protocol, send_plan, settlement
 from .._core.keys import SUBSCRIPTIONS
+from .._core.meta import EntityMeta
 from .._enums import ServiceBusReceiveMode, ServiceBusSubQueue
 from .._message import ServiceBusMessage, ServiceBusReceivedMessage
 from .._sync._client import ServiceBusClient
@@ -22,7 +23,6 @@ from ..exceptions import ServiceBusError
 from ._options import UnsupportedEntityError
 
 T = TypeVar("T")
-_STATS_LAST_SEQ, _STATS_LAST_DLQ_SEQ = 9, 10
 _ATTEMPTS = 3
 
 
@@ -30,16 +30,16 @@ def connect(url: str, socket_timeout: float = 30.0) -> ServiceBusClient:
     return ServiceBusClient.from_connection_string(url, socket_timeout=socket_timeout)
 
 
-def meta(client: ServiceBusClient, entity: str) -> ops.EntityMeta:
+def meta(client: ServiceBusClient, entity: str) -> EntityMeta:
     """Partition count, duplicate detection and size limit of the entity.
 
     Raises:
         MessagingEntityNotFoundError: no such entity.
     """
-    return client._entity(entity, refresh=True)
+    return client.handler_context.entity(entity, refresh=True)
 
 
-def readable(meta: ops.EntityMeta) -> ops.EntityMeta:
+def readable(meta: EntityMeta) -> EntityMeta:
     """`meta`, unless it is a topic's (a topic keeps no messages of its own).
 
     Raises:
@@ -73,28 +73,28 @@ def retrying(what: Callable[[], T], attempts: int = 3, pause: float = 0.2) -> T:
     raise AssertionError("unreachable")
 
 
-def _run(client: ServiceBusClient, calls: list[ops.Call], entity: str) -> list[Any]:
-    replies = client._transport.run_many(calls, entity)
+def _run(client: ServiceBusClient, calls: list[protocol.Call], entity: str) -> list[Any]:
+    replies = client.handler_context.transport.run_many(calls, entity)
     for r in replies:
         if isinstance(r, ServiceBusError):
             raise r
     return replies
 
 
-def next_offsets(client: ServiceBusClient, entity: str, group: str, partitions: int) -> dict[int, int]:
+def next_offsets(client: ServiceBusClient, entity: str, group: protocol.Group, partitions: int) -> dict[int, int]:
     """Per partition, the offset the next message will get (last sequence number + 1).
 
     Raises:
         ServiceBusError: the entity is gone or Redis failed.
     """
-    calls = [ops.call("stats", entity, p) for p in range(partitions)]
-    idx = _STATS_LAST_DLQ_SEQ if group == "d" else _STATS_LAST_SEQ
-    replies = retrying(lambda: _run(client, calls, entity))
-    return {p: int(r[idx]) + 1 for p, r in enumerate(replies)}
+    calls = [protocol.stats.call(entity, p) for p in range(partitions)]
+    replies = [protocol.stats.parse(r) for r in retrying(lambda: _run(client, calls, entity))]
+    dlq = group == protocol.Group.DEAD_LETTER
+    return {p: (s.last_dlq_seq if dlq else s.last_seq) + 1 for p, s in enumerate(replies)}
 
 
 def peek_range(
-    client: ServiceBusClient, entity: str, partition: int, group: str, start: int, end: int, page: int
+    client: ServiceBusClient, entity: str, partition: int, group: protocol.Group, start: int, end: int, page: int
 ) -> Iterator[ServiceBusReceivedMessage]:
     """Messages of one partition with offsets in [start, end), oldest first, without locking.
 
@@ -103,9 +103,9 @@ def peek_range(
     start = max(start, 1)
     while start < end:
         n = min(page, end - start)
-        c = ops.call("peek", entity, partition, group, start, n)
+        c = protocol.peek.call(entity, partition, group, start, n)
         reply = retrying(lambda c=c: _run(client, [c], entity)[0])  # type: ignore[misc]
-        msgs = ops.parse_peeked(reply, entity, partition, group)
+        msgs = protocol.peek.parse(reply, entity, partition, group)
         for m in msgs:
             if m._local_seq >= end:
                 return
@@ -119,19 +119,19 @@ def receive(
     client: ServiceBusClient,
     entity: str,
     partition: int,
-    group: str,
+    group: protocol.Group,
     count: int,
     mode: ServiceBusReceiveMode = ServiceBusReceiveMode.PEEK_LOCK,
 ) -> tuple[int, list[ServiceBusReceivedMessage]]:
     """(server time in ms, up to `count` messages) from one partition, locked (or deleted in
     RECEIVE_AND_DELETE mode); settle them with a receiver of the same entity and subqueue."""
-    nonce = ops.new_nonce()
-    c = ops.call("receive", entity, partition, group, ops.mode_code(mode), count, nonce, ops.SWEEP_LIMIT)
+    nonce = settlement.new_nonce()
+    c = protocol.receive.call(entity, partition, group, protocol.mode_of(mode), count, nonce)
     reply = retrying(lambda: _run(client, [c], entity)[0])
-    return ops.parse_received(reply, entity, partition, group, nonce, mode)
+    return protocol.receive.parse(reply, entity, partition, group, nonce, mode)
 
 
-def send(client: ServiceBusClient, meta: ops.EntityMeta, msgs: list[ServiceBusMessage], rr: int) -> list[int]:
+def send(client: ServiceBusClient, meta: EntityMeta, msgs: list[ServiceBusMessage], rr: int) -> list[int]:
     """Store `msgs` (their total size within the entity's batch limit) in one pipelined round, one
     call per partition; retryable failures are retried for the failed partitions only. Returns each
     message's global sequence number, 0 for a duplicate that was dropped.
@@ -139,11 +139,11 @@ def send(client: ServiceBusClient, meta: ops.EntityMeta, msgs: list[ServiceBusMe
     Raises:
         ServiceBusError: a partition's send failed for good (the others may have stored theirs).
     """
-    calls, where = ops.plan_send(msgs, meta, rr % meta.partition_count)
+    calls, where = send_plan.plan_send(msgs, meta, rr % meta.partition_count)
     results: dict[int, list[int]] = {}
     todo = list(calls)
     for attempt in range(_ATTEMPTS):
-        replies = client._transport.run_many(todo, meta.name)
+        replies = client.handler_context.transport.run_many(todo, meta.name)
         failed = []
         for c, reply in zip(todo, replies, strict=True):
             if isinstance(reply, ServiceBusError):
@@ -151,7 +151,7 @@ def send(client: ServiceBusClient, meta: ops.EntityMeta, msgs: list[ServiceBusMe
                     raise reply
                 failed.append(c)
             else:
-                results[c.partition] = ops.send_result(c, reply)
+                results[c.partition] = send_plan.send_result(c, reply)
         if not failed:
             break
         todo = failed
@@ -160,7 +160,7 @@ def send(client: ServiceBusClient, meta: ops.EntityMeta, msgs: list[ServiceBusMe
     return [next(its[p]) for p in where]
 
 
-def publish(client: ServiceBusClient, meta: ops.EntityMeta, msgs: list[ServiceBusMessage]) -> list[int]:
+def publish(client: ServiceBusClient, meta: EntityMeta, msgs: list[ServiceBusMessage]) -> list[int]:
     """As :func:`send`, for a topic: each message reaches every subscription whose rules match (one
     publish call per topic partition). Returns the topic's sequence numbers, 0 for duplicates.
 
@@ -194,18 +194,20 @@ def size_chunks(msgs: list[T], size: Callable[[T], int], limit: int, count: int)
         yield chunk
 
 
-def release(client: ServiceBusClient, entity: str, group: str, msgs: list[ServiceBusReceivedMessage]) -> None:
+def release(
+    client: ServiceBusClient, entity: str, group: protocol.Group, msgs: list[ServiceBusReceivedMessage]
+) -> None:
     """Give locked messages back without counting a delivery (as a receiver does on close)."""
     by_partition: dict[int, list[ServiceBusReceivedMessage]] = {}
     for m in msgs:
         if m._nonce and not m._settled:
             by_partition.setdefault(m.partition_id, []).append(m)
     calls = [
-        ops.call("abandon", entity, p, group, *ops.lock_args(chunk), "1")
+        protocol.abandon.call(entity, p, group, chunk, "1")
         for p, v in by_partition.items()
-        for chunk in ops.chunks(v)
+        for chunk in settlement.chunks(v)
     ]
     if calls:
-        client._transport.run_many(calls, entity)  # a lock lost meanwhile is fine: it elapses anyway
+        client.handler_context.transport.run_many(calls, entity)  # a lock lost meanwhile is fine: it elapses anyway
     for m in msgs:
         m._settled = True  # no longer ours (an AutoLockRenewer stops renewing it)

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from .._core.protocol import Group
 from ..exceptions import MessageLockLostError
 from . import _broker
 from ._jobs import Summary, Timer, hold, load_handler, partition_slices, queue_settings, renewer
@@ -85,7 +86,7 @@ def consume_partitions(
             while True:
                 got = False
                 for p in partitions:  # in turn, so one slow partition does not starve the others
-                    now_ms, msgs = _broker.receive(client, entity, p, "m", batch_size)
+                    now_ms, msgs = _broker.receive(client, entity, p, Group.MAIN, batch_size)
                     if msgs:
                         got = True
                         hold(renew, receiver, now_ms, msgs)

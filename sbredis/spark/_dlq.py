@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._core.keys import SUBSCRIPTIONS
+from .._core.protocol import Group
 from .._enums import ServiceBusSubQueue
 from .._message import ServiceBusReceivedMessage
 from .._message import copy_for_resend as copy_of
@@ -31,7 +32,9 @@ def snapshot(spark: Any, url: str, entity: str, dead_letter: bool = True) -> Any
     client = _broker.connect(url)
     try:
         meta = _broker.meta(client, entity)
-        ends = _broker.next_offsets(client, entity, "d" if dead_letter else "m", meta.partition_count)
+        ends = _broker.next_offsets(
+            client, entity, Group.DEAD_LETTER if dead_letter else Group.MAIN, meta.partition_count
+        )
     finally:
         client.close()
     r = spark.read.format("sbredis").option("url", url).option("entity", entity)
@@ -98,7 +101,7 @@ def resubmit_partition(
     try:
         with renewer(max_renewal) as renew:
             while want:
-                now_ms, msgs = _broker.receive(client, entity, partition, "d", batch_size)
+                now_ms, msgs = _broker.receive(client, entity, partition, Group.DEAD_LETTER, batch_size)
                 if not msgs:
                     break
                 hold(renew, dlq, now_ms, msgs)
@@ -123,7 +126,7 @@ def resubmit_partition(
                 if msgs[-1]._local_seq >= top:
                     break  # receives go up by sequence number: nothing selected lies beyond
     finally:
-        _broker.release(client, entity, "d", held)
+        _broker.release(client, entity, Group.DEAD_LETTER, held)
         dlq.close()
         client.close()
     counts["not_found"] += len(want)

@@ -39,6 +39,7 @@ from typing import Any
 
 from .._core.entity import check_name
 from .._core.keys import SUBSCRIPTIONS, subscription_path
+from .._core.protocol import Group
 from .._core.topic_entity import check_subscription_name
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 
@@ -56,7 +57,7 @@ class SourceOptions:
 
     url: str = field(repr=False)  # may hold a password: never in a repr
     entity: str
-    group: str  # 'm' main queue, 'd' dead-letter subqueue
+    group: Group
     starting: str | None
     ending: str | None
     max_per_trigger: int | None
@@ -68,7 +69,7 @@ class SourceOptions:
 
     @property
     def dead_letter(self) -> bool:
-        return self.group == "d"
+        return self.group is Group.DEAD_LETTER
 
 
 def _positive_int(name: str, raw: str | None, default: int | None, upper: int = 1 << 62) -> int | None:
@@ -96,9 +97,9 @@ def parse(options: Mapping[str, Any]) -> SourceOptions:
     entity = entity_path(opts)
     sub = (opts.get("subqueue") or "").lower().replace("_", "").replace("-", "")
     if sub in ("", "none", "main"):
-        group = "m"
+        group = Group.MAIN
     elif sub in ("deadletter", "dlq"):
-        group = "d"
+        group = Group.DEAD_LETTER
     else:
         raise InvalidArgumentError(f"option subQueue must be 'deadletter' or unset, not {opts.get('subqueue')!r}")
     timeout_raw = opts.get("sockettimeout") or "30"

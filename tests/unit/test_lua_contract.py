@@ -34,23 +34,15 @@ from typing import Any
 import pytest
 from redis.crc import key_slot
 
-from sbredis._core import errors, fanout, keys, ops, scripts
+from sbredis import ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusReceiveMode
+from sbredis._core import errors, fanout, keys, ops, protocol, scripts
 from sbredis._core.entity import build_queue, partition_config
 
 ROOT = Path(__file__).resolve().parents[2]
-LUA = ROOT / "sbredis" / "lua"
+LUA = Path(str(scripts.lua_dir()))  # a plain folder in a source checkout
 INCLUDES = LUA / "includes"
 SCRIPT_FILES = sorted(LUA.glob("*.lua"))
 INCLUDE_FILES = sorted(INCLUDES.glob("*.lua"))
-PY_CALLERS = [
-    *sorted((ROOT / "sbredis" / "aio").glob("*.py")),
-    ROOT / "sbredis" / "_core" / "ops.py",
-    ROOT / "sbredis" / "_core" / "fanout.py",
-    ROOT / "sbredis" / "_core" / "transaction.py",
-    ROOT / "sbredis" / "paired" / "_core.py",
-    ROOT / "sbredis" / "paired" / "_aio.py",
-    ROOT / "sbredis" / "_core" / "session.py",
-]
 KEYSET_VARIABLES = ("S", "T")  # names a script binds a further key set (includes/keysets.lua) to
 KEYSET_SCRIPTS = {"publish", "cancel_topic_scheduled", "forward_out", "forward_ack", "idle", "tx_commit"}
 
@@ -221,20 +213,17 @@ def key_variables(keysets: bool = False) -> set[str]:
 
 
 # ------------------------------------------------------------------------- Python call sites
+# The paired namespaces' lease script (siphon_lease; syphon_lease once paired namespaces are in
+# sbredis/paired/) is built by the paired-namespace code, not in .protocol.
+PAIRED_SCRIPTS = set(scripts.SCRIPT_NAMES) & {"siphon_lease", "syphon_lease"}
+
+
+SINGLE_KEYSET = set(protocol.MODULES) - KEYSET_SCRIPTS  # scripts that get one partition's 23 keys
+
+
 def python_called_scripts() -> set[str]:
-    found: set[str] = set()
-    dynamic: list[str] = []
-    for path in PY_CALLERS:
-        text = path.read_text()
-        found |= set(re.findall(r"\bcall\(\s*\"(\w+)\"", text))
-        found |= set(re.findall(r"\bscripts\.load\(\s*\"(\w+)\"", text))
-        # ServiceBusReceiver._settle(name, ...) forwards `name` to ops.call
-        found |= set(re.findall(r"\b_settle\(\s*\"(\w+)\"", text))
-        dynamic += [f"{path.name}: ops.call({a}" for a in re.findall(r"\bops\.call\(\s*([^\"\s][^,]*)", text)]
-    assert all(d.endswith("ops.call(name") for d in dynamic), (
-        f"call sites with a computed script name this test cannot follow: {dynamic}"
-    )
-    return found
+    """Every script a protocol module builds, plus siphon_lease (paired namespaces)."""
+    return set(protocol.MODULES) | PAIRED_SCRIPTS
 
 
 # ===================================================================================== tests
@@ -429,10 +418,10 @@ def test_python_call_sites_name_existing_scripts() -> None:
     assert set(scripts.SCRIPT_NAMES) <= called, f"scripts never called: {set(scripts.SCRIPT_NAMES) - called}"
 
 
-@pytest.mark.parametrize("name", sorted(python_called_scripts()))
+@pytest.mark.parametrize("name", sorted(SINGLE_KEYSET | PAIRED_SCRIPTS))
 @pytest.mark.parametrize(("entity", "partition"), [("orders", 0), ("a.b-c_d/e", 15)])
 def test_called_scripts_get_the_partition_keys_in_one_slot(name: str, entity: str, partition: int) -> None:
-    c = ops.call(name, entity, partition)
+    c = ops.call(name, entity, partition) if name in PAIRED_SCRIPTS else _sample(name, entity, partition)
     assert c.script is scripts.load(name)
     assert c.partition == partition
     assert len(c.keys) == keys.NUM_PARTITION_KEYS == 23
@@ -594,3 +583,223 @@ def test_composed_script_uses_only_sandbox_globals(lua51: Any, name: str) -> Non
     reads, writes = globals_of(compile51(lua51, scripts.load(name).source, name))
     assert writes == set(), f"{name} sets globals {sorted(writes)} (Redis refuses: use local)"
     assert reads <= SANDBOX_GLOBALS, f"{name} reads undefined globals {sorted(reads - SANDBOX_GLOBALS)}"
+
+
+# ------------------------------------------------------------ protocol modules vs. script headers
+def header_argv(path: Path) -> list[tuple[int, str]]:
+    """(index, text) of each ARGV[<integer>] the header documents after its KEYS line, before
+    Returns: (computed positions such as ARGV[3 + k] or ARGV[n+5] are not listed)."""
+    header = header_of(path)
+    body = header[header.index("KEYS:") :].split("Returns:")[0]
+    return [
+        (int(m.group(1)), " ".join(m.group(2).split()))
+        for m in re.finditer(r"ARGV\[(\d+)\](.*?)(?=ARGV\[|\Z)", body, re.S)
+    ]
+
+
+def header_keysets(path: Path) -> tuple[int, bool]:
+    """(key sets always passed, whether 23 more follow per subscription) from the KEYS line."""
+    line = " ".join(header_of(path)[header_of(path).index("KEYS:") :].split("ARGV")[0].split())
+    fixed = 2 if "then its transfer queue's 23" in line else 1
+    return fixed, "then 23 per" in line
+
+
+def _received(partition: int, seq: int, nonce: str = "ab" * 8) -> ServiceBusReceivedMessage:
+    return ServiceBusReceivedMessage(
+        ServiceBusMessage("x")._encoded(),
+        entity_name="q",
+        partition_id=partition,
+        group="m",
+        local_seq=seq,
+        delivery_count=1,
+        enqueued_ms=1,
+        expires_ms=0,
+        locked_until_ms=10**13,
+        nonce=nonce,
+        receive_mode=ServiceBusReceiveMode.PEEK_LOCK,
+    )
+
+
+M, L = protocol.Group.MAIN, protocol.Mode.PEEK_LOCK
+SUBS = protocol.publish.TopicSubs("3", ("a", "b.c"), ("a",))
+P = protocol
+
+
+def _samples(entity: str = "q", p: int = 2) -> dict[str, tuple[Any, dict[str, Any], tuple[Any, ...], int]]:
+    """Per script: a call its protocol module built, the fixed ARGV it should carry by header name,
+    the arguments after them, and the further key sets (beyond the header's fixed ones)."""
+    held = [_received(p, 5), _received(p, 9)]
+    sweep = P.base.SWEEP_LIMIT
+    lock = {"group": "m", "n": 2, "the lock nonce": "ab" * 8}
+    tx_settle = ("complete", "m", 5, "ab" * 8, "", "")
+    return {
+        "send": (P.send.call(entity, p, 2, 1, [b"x", b"y"]), {"n": 2, "w": 1}, (b"x", b"y"), 0),
+        "cancel_scheduled": (P.cancel_scheduled.call(entity, p, [4, 6]), {"n": 2}, (4, 6), 0),
+        "receive": (
+            P.receive.call(entity, p, M, L, 7, "nn"),
+            {"group": "m", "mode": "L", "count": 7, "lock nonce": "nn", "sweep limit": sweep},
+            (),
+            0,
+        ),
+        "receive_deferred": (
+            P.receive_deferred.call(entity, p, M, L, "nn", [3, 4], "s1"),
+            {"group": "m", "mode": "L", "lock nonce": "nn", "n": 2},
+            (3, 4, "s1"),
+            0,
+        ),
+        "complete": (P.complete.call(entity, p, M, held), lock, (5, 9), 0),
+        "abandon": (P.abandon.call(entity, p, M, held, "1"), lock, (5, 9, "1"), 0),
+        "defer": (P.defer.call(entity, p, M, held), lock, (5, 9), 0),
+        "dead_letter": (P.dead_letter.call(entity, p, M, held, "why", "what"), lock, (5, 9, "why", "what"), 0),
+        "renew": (P.renew.call(entity, p, M, held), lock, (5, 9), 0),
+        "peek": (
+            P.peek.call(entity, p, M, 11, 3, "s1"),
+            {"group": "m", "first seq": 11, "count": 3, "session id": "s1"},
+            (),
+            0,
+        ),
+        "stats": (P.stats.call(entity, p), {}, (), 0),
+        "probe": (P.probe.call(entity, p, M), {"group": "m"}, (), 0),
+        "publish": (
+            P.publish.call(entity, p, SUBS, "src", ["", 0, 0, 0, 0, 0, b"x"]),
+            {"subv": "3", "k": 2},
+            ("a", "b.c", "src", 1, "", 0, 0, 0, 0, 0, b"x"),
+            2,
+        ),
+        "cancel_topic_scheduled": (
+            P.cancel_topic_scheduled.call(entity, p, SUBS, [8]),
+            {"subv": "3", "k": 2},
+            ("a", "b.c", 1, 8),
+            2,
+        ),
+        "forward_out": (
+            P.forward_out.call(entity, p),
+            {
+                "most messages to move": P.forward_out.OUTBOX_MOVE,
+                "most entries to return": P.forward_out.OUTBOX_RETURN,
+                "sweep limit": sweep,
+            },
+            (),
+            0,
+        ),
+        "forward_in": (
+            P.forward_in.call(entity, p, "src", ["", 0, 0, 1, 0, 4, b"x"]),
+            {"source": "src", "n": 1},
+            ("", 0, 0, 1, 0, 4, b"x"),
+            0,
+        ),
+        "forward_ack": (
+            P.forward_ack.call(entity, p, [(4, "ok", "", "", b"")]),
+            {"n": 1},
+            (4, "ok", "", "", b""),
+            0,
+        ),
+        "idle": (
+            P.idle.call(entity, "topic", p, ["a"], "check", 99),
+            {"mode": "check", "cutoff ms": 99},
+            (),
+            1,
+        ),
+        "tx_commit": (
+            P.tx_commit.call(entity, p, "tx1", 600, [tx_settle], [("", 0, 0, b"x")], [("other", b"y")]),
+            {"transaction id": "tx1", "how long the commit marker is kept": 600, "n settlements": 1},
+            (*tx_settle, 1, "", 0, 0, b"x", 1, "other", b"y"),
+            0,
+        ),
+        "session_lock": (
+            P.session_lock.call(entity, p, "s1", "nn"),
+            {"session id": "s1", "lock nonce": "nn", "sweep limit": sweep},
+            (),
+            0,
+        ),
+        "session_receive": (
+            P.session_receive.call(entity, p, "s1", L, 4, "nn"),
+            {"session id": "s1", "mode": "L", "count": 4, "the session lock's nonce": "nn", "sweep limit": sweep},
+            (),
+            0,
+        ),
+        "session_renew": (
+            P.session_renew.call(entity, p, "s1", "nn"),
+            {"session id": "s1", "the session lock's nonce": "nn"},
+            (),
+            0,
+        ),
+        "session_release": (
+            P.session_release.call(entity, p, "s1", "nn", [3]),
+            {"session id": "s1", "the session lock's nonce": "nn", "n": 1},
+            (3,),
+            0,
+        ),
+        "session_state": (
+            P.session_state.set_call(entity, p, "s1", "nn", b"st"),
+            {"op": "set", "session id": "s1", "the session lock's nonce": "nn", "the state": b"st"},
+            (),
+            0,
+        ),
+        "session_list": (P.session_list.call(entity, p), {}, (), 0),
+    }
+
+
+def _sample(name: str, entity: str, partition: int) -> ops.Call:
+    c: ops.Call = _samples(entity, partition)[name][0]
+    return c
+
+
+def test_every_script_but_the_paired_lease_has_one_protocol_module() -> None:
+    assert set(protocol.MODULES) == set(scripts.SCRIPT_NAMES) - PAIRED_SCRIPTS
+    for name, module in protocol.MODULES.items():
+        assert name == module.NAME
+        assert module.__name__ == f"sbredis._core.protocol.{name}", "a protocol module is named after its script"
+    assert set(_samples()) == set(protocol.MODULES), "every protocol module needs a sample call here"
+
+
+@pytest.mark.parametrize("name", sorted(protocol.MODULES))
+def test_protocol_module_argv_names_the_header_argv_in_order(name: str) -> None:
+    documented = header_argv(LUA / f"{name}.lua")
+    argv: tuple[str, ...] = protocol.MODULES[name].ARGV
+    assert [i for i, _ in documented] == list(range(1, len(documented) + 1)), f"{name}: ARGV indexes with gaps"
+    assert len(argv) == len(documented), f"{name}: the module names {argv}, the header {documented}"
+    for declared, (i, text) in zip(argv, documented, strict=True):
+        assert text.lower().startswith(declared.lower()), f"{name}: ARGV[{i}] is {text!r}, the module says {declared!r}"
+
+
+@pytest.mark.parametrize("name", sorted(protocol.MODULES))
+def test_protocol_builder_passes_keys_and_argv_as_the_header_says(name: str) -> None:
+    c, fixed, tail, further = _samples()[name]
+    module = protocol.MODULES[name]
+    assert c.script is scripts.load(name)
+    sets, per_subscription = header_keysets(LUA / f"{name}.lua")
+    assert further == 0 or per_subscription, f"{name}: only a per-subscription KEYS layout takes further key sets"
+    assert len(c.keys) == (sets + further) * keys.NUM_PARTITION_KEYS
+    assert c.keys[: keys.NUM_PARTITION_KEYS] == keys.partition_keys("q", 2)
+    assert len({key_slot(k.encode()) for k in c.keys}) == 1
+    assert set(fixed) == set(module.ARGV), f"{name}: the sample names {sorted(fixed)}"
+    assert c.args[: len(module.ARGV)] == tuple(fixed[a] for a in module.ARGV), f"{name}: fixed ARGV out of order"
+    assert c.args[len(module.ARGV) :] == tail
+
+
+def test_no_module_outside_protocol_builds_a_script_call() -> None:
+    """Script names, KEYS and ARGV are built in sbredis/_core/protocol only (ops.call and the
+    siphon_lease call are sbredis/_core/paired.py's until paired namespaces move to their package)."""
+    pattern = re.compile(r"\bscripts\.load\(|\bpartition_call\(|\bCall\(|\bops\.call\(")
+    allowed = {
+        ROOT / "sbredis" / "_core" / "paired.py",
+        ROOT / "sbredis" / "paired" / "_core.py",  # paired namespaces
+        ROOT / "sbredis" / "dashboard" / "counts.py",  # the dashboard's own read-only script
+    }
+    offenders = []
+    for path in sorted((ROOT / "sbredis").rglob("*.py")):
+        rel = path.relative_to(ROOT / "sbredis").as_posix()
+        if rel.startswith("_core/protocol/") or path in allowed:
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if pattern.search(code) and not code.lstrip().startswith(("def ", "class ")):
+                offenders.append(f"{rel}:{n}: {line.strip()}")
+    assert offenders == [f"_core/ops.py:{_ops_call_line()}"] or offenders == [], offenders
+
+
+def _ops_call_line() -> str:
+    text = (ROOT / "sbredis" / "_core" / "ops.py").read_text().splitlines()
+    n = next(i for i, ln in enumerate(text, 1) if "return partition_call(name, entity, partition, args)" in ln)
+    return f"{n}: return partition_call(name, entity, partition, args)"

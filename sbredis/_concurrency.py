@@ -1,0 +1,391 @@
+"""Concurrency primitives that differ between the shells, both variants side by side (as httpcore's
+``_synchronization.py``): everything else in sbredis/_sync is generated from sbredis/aio.
+
+* Coalescer: what many tasks submit at once runs as one batch per key. A sender (or a receiver's
+  settlements) submits a list of items under a key; while a batch for that key is at Redis, new
+  submissions wait and go together in the next batch, so N concurrent awaited sends cost about one
+  round trip per batch instead of N. The items submitted and not yet done are bounded: past the
+  limit, submitters wait for room. The sync variant runs each call at once as its own batch.
+* gather: run awaitables concurrently; the sync variant gets results already computed in order.
+* log_failure: a done-callback for work nobody awaits (pre-settled sends): log its error.
+* AutoLockRenewer: renews registered message locks, from one background task (asyncio) or one
+  daemon thread (sync); a renewal that fails unexpectedly (a bug, not a Redis error) is logged and
+  reported to ``on_lock_renew_failure`` in both.
+
+UNASYNC maps each async name to its sync twin: scripts/unasync.py applies it when it generates
+sbredis/_sync, and tests/unit/test_concurrency.py holds each pair to the same public names and
+signatures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable, Hashable
+from types import TracebackType
+from typing import Any
+
+from ._core.renewal import FailureCallback, Registration, Schedule, describe
+from .exceptions import ServiceBusError
+
+log = logging.getLogger("sbredis")
+
+UNASYNC = {
+    "AsyncCoalescer": "SyncCoalescer",
+    "async_gather": "sync_gather",
+    "async_log_failure": "sync_log_failure",
+    "AsyncAutoLockRenewer": "SyncAutoLockRenewer",
+}
+
+# run(key, entries) -> one outcome per entry: a result, or an exception to raise in its submitter
+AsyncRunner = Callable[[Any, list[list[Any]]], Awaitable[list[Any]]]
+
+
+class AsyncCoalescer:
+    """Concurrent submissions under one key run as one batch (tasks wait for their outcome)."""
+
+    def __init__(self, run: AsyncRunner, limit: int, max_batch: int = 5000) -> None:
+        self._run = run
+        self._limit = limit
+        self._max_batch = max_batch
+        self._load = 0  # items submitted and not done
+        self._room: deque[asyncio.Future[None]] = deque()
+        self._queues: dict[Hashable, deque[tuple[list[Any], asyncio.Future[Any]]]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def pending(self) -> int:
+        """Items submitted and not done yet."""
+        return self._load
+
+    async def submit(self, key: Hashable, items: list[Any]) -> Any:
+        """Queue `items` under `key` and wait for their outcome (raises the entry's exception)."""
+        return await (await self.enqueue(key, items))
+
+    async def enqueue(self, key: Hashable, items: list[Any]) -> asyncio.Future[Any]:
+        """Queue `items` once there is room; returns the future of their outcome."""
+        n = min(len(items), self._limit)
+        loop = asyncio.get_running_loop()
+        while self._load and self._load + n > self._limit:
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._room.append(waiter)
+            await waiter
+        self._load += n
+        fut: asyncio.Future[Any] = loop.create_future()
+        fut.add_done_callback(lambda _: self._release(n))
+        queue = self._queues.get(key)
+        if queue is None:
+            queue = self._queues[key] = deque()
+            task = loop.create_task(self._flush(key, queue))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        queue.append((items, fut))
+        return fut
+
+    def _release(self, n: int) -> None:
+        self._load -= n
+        while self._room:  # wake the waiters; each checks for room again
+            waiter = self._room.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _flush(self, key: Hashable, queue: deque[tuple[list[Any], asyncio.Future[Any]]]) -> None:
+        """Run the queue of `key` batch after batch until it is empty."""
+        try:
+            while queue:
+                batch = [queue.popleft()]
+                size = len(batch[0][0])
+                while queue and size + len(queue[0][0]) <= self._max_batch:
+                    size += len(queue[0][0])
+                    batch.append(queue.popleft())
+                try:
+                    outcomes = await self._run(key, [items for items, _ in batch])
+                except BaseException as e:
+                    for _, fut in batch:
+                        if fut.done():
+                            continue
+                        if isinstance(e, asyncio.CancelledError):
+                            fut.cancel()
+                        else:
+                            fut.set_exception(e)
+                    raise
+                for (_, fut), outcome in zip(batch, outcomes, strict=True):
+                    if fut.done():
+                        continue
+                    if isinstance(outcome, BaseException):
+                        fut.set_exception(outcome)
+                    else:
+                        fut.set_result(outcome)
+        finally:
+            del self._queues[key]
+            while queue:  # only when the flush itself was cancelled (the loop is closing)
+                _, fut = queue.popleft()
+                if not fut.done():
+                    fut.set_exception(ServiceBusError("The client closed before the operation ran."))
+
+    async def drain(self) -> None:
+        """Wait until everything queued so far is done."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def async_log_failure(what: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback for work nobody awaits (pre-settled sends): log its error."""
+
+    def done(fut: asyncio.Future[Any]) -> None:
+        if fut.cancelled():
+            return
+        e = fut.exception()
+        if e is not None:
+            log.warning("a pre-settled %s failed and was not reported to its caller: %s", what, e)
+
+    return done
+
+
+async def async_gather(calls: list[Awaitable[Any]]) -> list[Any]:
+    """Run the calls (awaitables) concurrently; their results in order."""
+    return list(await asyncio.gather(*calls))
+
+
+SyncRunner = Callable[[Any, list[list[Any]]], list[Any]]
+
+
+class Done:
+    """The already-known outcome of a call (what enqueue returns in the sync shell)."""
+
+    __slots__ = ("outcome",)
+
+    def __init__(self, outcome: Any) -> None:
+        self.outcome = outcome
+
+    def add_done_callback(self, fn: Callable[[Done], None]) -> None:
+        fn(self)
+
+    def cancelled(self) -> bool:
+        return False
+
+    def exception(self) -> BaseException | None:
+        return self.outcome if isinstance(self.outcome, BaseException) else None
+
+
+class SyncCoalescer:
+    """A sync call runs at once as its own batch (a thread blocks on its own round trip)."""
+
+    def __init__(self, run: SyncRunner, limit: int, max_batch: int = 5000) -> None:
+        self._run = run
+
+    @property
+    def pending(self) -> int:
+        return 0
+
+    def submit(self, key: Hashable, items: list[Any]) -> Any:
+        outcome = self._run(key, [items])[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def enqueue(self, key: Hashable, items: list[Any]) -> Done:
+        return Done(self._run(key, [items])[0])
+
+    def drain(self) -> None:
+        """Nothing is ever queued."""
+
+
+def sync_log_failure(what: str) -> Callable[[Done], None]:
+    def done(fut: Done) -> None:
+        e = fut.exception()
+        if e is not None:
+            log.warning("a pre-settled %s failed and was not reported to its caller: %s", what, e)
+
+    return done
+
+
+def sync_gather(calls: list[Any]) -> list[Any]:
+    """The calls' results: in the sync shell they already ran, one after another, in the list."""
+    return calls
+
+
+# -------------------------------------------------------------------------- lock renewal
+class AsyncAutoLockRenewer:
+    """Keeps message locks alive while they are processed, as ``azure.servicebus.aio.AutoLockRenewer``.
+
+    ``register(receiver, message)`` (or ``get_queue_receiver(..., auto_lock_renewer=renewer)``)
+    starts renewing; settling the message, closing its receiver or the renewer, a failed renewal,
+    or ``max_lock_renewal_duration`` seconds stop it. ``on_lock_renew_failure(message, error)`` may
+    be a function or a coroutine function. Must be used inside a running event loop.
+    """
+
+    def __init__(
+        self, max_lock_renewal_duration: float = 300, on_lock_renew_failure: FailureCallback | None = None
+    ) -> None:
+        self._schedule = Schedule(max_lock_renewal_duration, on_lock_renew_failure)
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def register(
+        self,
+        receiver: Any,
+        renewable: Any,
+        max_lock_renewal_duration: float | None = None,
+        on_lock_renew_failure: FailureCallback | None = None,
+    ) -> None:
+        """Renew `renewable`'s lock (a message `receiver` handed out) until it is settled.
+
+        Raises:
+            InvalidOperationError: the renewer is closed, or the message holds no lock.
+            InvalidArgumentError: not a received message, or bad options.
+        """
+        self._schedule.add(receiver, renewable, max_lock_renewal_duration, on_lock_renew_failure)
+        if self._task is None or self._task.done():
+            self._wake = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        else:
+            assert self._wake is not None
+            self._wake.set()
+
+    async def _run(self) -> None:
+        wake = self._wake
+        assert wake is not None
+        schedule = self._schedule
+        while not schedule.closed:
+            due, wait = schedule.due()
+            for receiver, regs in due.items():
+                try:
+                    outcomes = await receiver._renew_each([r.message for r in regs])
+                except Exception as e:  # a bug, not a Redis error (those come back as outcomes)
+                    log.exception("auto lock renewal failed unexpectedly")
+                    outcomes = [e] * len(regs)
+                for reg, outcome in zip(regs, outcomes, strict=True):
+                    if isinstance(outcome, BaseException) and not reg.message._settled:
+                        await self._failed(reg, outcome)
+            if not due:
+                wake.clear()
+                try:
+                    await asyncio.wait_for(wake.wait(), wait)
+                except TimeoutError:
+                    pass
+
+    async def _failed(self, reg: Registration, error: BaseException) -> None:
+        callback, wrapped = self._schedule.failed(reg, error)
+        log.warning("auto lock renewal of %s stopped: %s", describe(reg.message), error)
+        if callback is not None:
+            try:
+                result = callback(reg.message, wrapped)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                log.exception("on_lock_renew_failure raised")
+
+    async def close(self, wait: bool = True) -> None:
+        """Stop renewing everything (locks then elapse as usual); `wait` waits for the task to end."""
+        self._schedule.closed = True
+        self._schedule.regs.clear()
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            if not wait:
+                return
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    async def __aenter__(self) -> AsyncAutoLockRenewer:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"AutoLockRenewer(registered={len(self._schedule.regs)})"
+
+
+class SyncAutoLockRenewer:
+    """Keeps message locks alive while they are processed, as ``azure.servicebus.AutoLockRenewer``.
+
+    ``register(receiver, message)`` (or ``get_queue_receiver(..., auto_lock_renewer=renewer)``)
+    starts renewing; settling the message, closing its receiver or the renewer, a failed renewal,
+    or ``max_lock_renewal_duration`` seconds stop it. One daemon thread renews every registered
+    lock (all due locks of a receiver in one script call per partition); ``on_lock_renew_failure``
+    runs on that thread.
+    """
+
+    def __init__(
+        self, max_lock_renewal_duration: float = 300, on_lock_renew_failure: FailureCallback | None = None
+    ) -> None:
+        self._schedule = Schedule(max_lock_renewal_duration, on_lock_renew_failure)
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def register(
+        self,
+        receiver: Any,
+        renewable: Any,
+        max_lock_renewal_duration: float | None = None,
+        on_lock_renew_failure: FailureCallback | None = None,
+    ) -> None:
+        """Renew `renewable`'s lock (a message `receiver` handed out) until it is settled.
+
+        Raises:
+            InvalidOperationError: the renewer is closed, or the message holds no lock.
+            InvalidArgumentError: not a received message, or bad options.
+        """
+        with self._lock:
+            self._schedule.add(receiver, renewable, max_lock_renewal_duration, on_lock_renew_failure)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="sbredis-lock-renewer", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def _run(self) -> None:
+        schedule = self._schedule
+        while not schedule.closed:
+            with self._lock:
+                due, wait = schedule.due()
+            for receiver, regs in due.items():
+                try:
+                    outcomes = receiver._renew_each([r.message for r in regs])
+                except Exception as e:  # a bug, not a Redis error (those come back as outcomes)
+                    log.exception("auto lock renewal failed unexpectedly")
+                    outcomes = [e] * len(regs)
+                for reg, outcome in zip(regs, outcomes, strict=True):
+                    if isinstance(outcome, BaseException) and not reg.message._settled:
+                        self._failed(reg, outcome)
+            if not due:
+                self._wake.wait(wait)
+                self._wake.clear()
+
+    def _failed(self, reg: Registration, error: BaseException) -> None:
+        with self._lock:
+            callback, wrapped = self._schedule.failed(reg, error)
+        log.warning("auto lock renewal of %s stopped: %s", describe(reg.message), error)
+        if callback is not None:
+            try:
+                callback(reg.message, wrapped)
+            except Exception:
+                log.exception("on_lock_renew_failure raised")
+
+    def close(self, wait: bool = True) -> None:
+        """Stop renewing everything (locks then elapse as usual); `wait` joins the thread."""
+        with self._lock:
+            self._schedule.closed = True
+            self._schedule.regs.clear()
+            thread, self._thread = self._thread, None
+        self._wake.set()
+        if wait and thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def __enter__(self) -> SyncAutoLockRenewer:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"AutoLockRenewer(registered={len(self._schedule.regs)})"

@@ -1,0 +1,35 @@
+"""The held-locks argument layout and status reply the settlement scripts share (held_args in
+lua/includes/messages.lua): complete, abandon, defer, dead_letter and renew."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..._message import ServiceBusReceivedMessage
+
+ARGV = ("group", "n", "the lock nonce")
+LOCK_LOST = object()  # a settlement status: the lock elapsed, is not ours, or the message is gone
+
+
+def lock_args(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Any]:
+    """A settlement script's arguments after the group: n, then the lock nonce all n messages
+    share and their seqs (the usual case: one receive call), else '' and n pairs (seq, nonce)."""
+    nonce = msgs[0]._nonce
+    seqs = [m._local_seq for m in msgs]
+    if all(m._nonce == nonce for m in msgs):
+        return [len(msgs), nonce, *seqs]
+    args: list[Any] = [len(msgs), ""]
+    for m in msgs:
+        args.append(m._local_seq)
+        args.append(m._nonce)
+    return args
+
+
+def apply_status(msgs: Sequence[ServiceBusReceivedMessage], reply: list[Any], status: dict[int, Any]) -> None:
+    """A status per message, 0 for done (then settled), else lost (id(message) -> LOCK_LOST)."""
+    for m, code in zip(msgs, reply, strict=True):
+        if code:
+            status[id(m)] = LOCK_LOST
+        else:
+            m._settled = True

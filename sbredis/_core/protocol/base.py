@@ -1,0 +1,67 @@
+"""What every script call shares: the Call record, the wire codes for group and mode, the sweep limit.
+
+A protocol module (one per Lua script, named after it) builds its script's Call and reads its
+reply; it alone knows the script's name, KEYS, ARGV order and reply shape. ``ARGV`` in each module
+names the script's leading fixed arguments in the order of the script's header
+(tests/unit/test_lua_contract.py holds the two against each other).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from ..._enums import ServiceBusReceiveMode
+from .. import scripts
+from ..keys import entity_keys
+
+SWEEP_LIMIT = 100  # due schedules, elapsed locks and expiries a receive-side script sweeps per call
+
+
+class Group(StrEnum):
+    """A message group of a partition, as the scripts name it (ARGV 'm' | 'd')."""
+
+    MAIN = "m"
+    DEAD_LETTER = "d"
+
+
+class Mode(StrEnum):
+    """A receive mode, as the scripts name it (ARGV 'L' | 'D')."""
+
+    PEEK_LOCK = "L"
+    RECEIVE_AND_DELETE = "D"
+
+
+def group_of(sub_queue: Any) -> Group:
+    """The group a receiver of `sub_queue` (None: the entity itself) reads."""
+    return Group.MAIN if sub_queue is None else Group.DEAD_LETTER
+
+
+def mode_of(mode: ServiceBusReceiveMode) -> Mode:
+    return Mode.PEEK_LOCK if mode is ServiceBusReceiveMode.PEEK_LOCK else Mode.RECEIVE_AND_DELETE
+
+
+@dataclass(frozen=True)
+class Call:
+    """One script call on one partition."""
+
+    script: scripts.Script
+    keys: tuple[str, ...]
+    args: tuple[Any, ...]
+    partition: int
+
+
+def partition_call(name: str, entity: str, partition: int, args: tuple[Any, ...]) -> Call:
+    """Script `name` on partition `partition` of `entity` (its 23 keys): a queue or topic name, a
+    subscription path ``topic/Subscriptions/name``, or either followed by ``/$Transfer``."""
+    return Call(scripts.load(name), entity_keys(entity, partition), args, partition)
+
+
+def text(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def text_or_none(v: Any) -> str | None:
+    t = v.decode() if isinstance(v, bytes) else v
+    return t or None

@@ -1,0 +1,17 @@
+"""complete.lua: complete (remove) messages whose locks the caller holds; a status per message."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..._message import ServiceBusReceivedMessage
+from ._held import ARGV, apply_status, lock_args
+from .base import Call, Group, partition_call
+
+NAME = "complete"
+__all__ = ["ARGV", "NAME", "apply", "call"]
+apply = apply_status
+
+
+def call(entity: str, partition: int, group: Group, msgs: Sequence[ServiceBusReceivedMessage]) -> Call:
+    return partition_call(NAME, entity, partition, (group, *lock_args(msgs)))

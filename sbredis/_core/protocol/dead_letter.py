@@ -1,0 +1,24 @@
+"""dead_letter.lua: move messages whose locks the caller holds to the dead-letter subqueue."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..._message import ServiceBusReceivedMessage
+from ._held import ARGV, apply_status, lock_args
+from .base import Call, Group, partition_call
+
+NAME = "dead_letter"
+__all__ = ["ARGV", "NAME", "apply", "call"]
+apply = apply_status
+
+
+def call(
+    entity: str,
+    partition: int,
+    group: Group,
+    msgs: Sequence[ServiceBusReceivedMessage],
+    reason: str = "",
+    description: str = "",
+) -> Call:
+    return partition_call(NAME, entity, partition, (group, *lock_args(msgs), reason, description))

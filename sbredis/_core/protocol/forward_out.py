@@ -1,0 +1,54 @@
+"""forward_out.lua: move a partition's forwarded messages into its outbox; return the oldest entries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import keys, scripts
+from .base import SWEEP_LIMIT, Call, text
+
+NAME = "forward_out"
+ARGV = ("most messages to move", "most entries to return", "sweep limit")
+OUTBOX_MOVE = 500  # messages moved into an outbox per forward_out call
+OUTBOX_RETURN = 500  # outbox entries delivered per round
+
+
+@dataclass(frozen=True)
+class OutboxEntry:
+    seq: int
+    destination: str
+    hop: int
+    expires_ms: int
+    blob: bytes
+    reason: str  # '' unless the message was dead-lettered before being forwarded
+    description: str
+
+
+def outbox_keys(path: str, partition: int) -> tuple[str, ...]:
+    """The partition's keys, then its transfer queue's (the outbox, same hash tag)."""
+    own = keys.entity_keys(path, partition)
+    return (*own, *keys.transfer_keys(own))
+
+
+def call(path: str, partition: int) -> Call:
+    return Call(scripts.load(NAME), outbox_keys(path, partition), (OUTBOX_MOVE, OUTBOX_RETURN, SWEEP_LIMIT), partition)
+
+
+def parse(reply: list[Any]) -> tuple[str, list[OutboxEntry]]:
+    """(incarnation, entries)."""
+    inc = text(reply[1])
+    out = []
+    for i in range(2, len(reply), 7):
+        out.append(
+            OutboxEntry(
+                int(reply[i]),
+                text(reply[i + 1]),
+                int(reply[i + 2]),
+                int(reply[i + 3]),
+                bytes(reply[i + 4]),
+                text(reply[i + 5]),
+                text(reply[i + 6]),
+            )
+        )
+    return inc, out

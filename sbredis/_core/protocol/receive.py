@@ -1,0 +1,51 @@
+"""receive.lua: hand out up to `count` available messages of one partition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._enums import ServiceBusMessageState, ServiceBusReceiveMode
+from ..._message import ServiceBusReceivedMessage
+from .base import SWEEP_LIMIT, Call, Group, Mode, partition_call, text_or_none
+
+NAME = "receive"
+ARGV = ("group", "mode", "count", "lock nonce", "sweep limit")
+
+
+def call(entity: str, partition: int, group: Group, mode: Mode, count: int, nonce: str) -> Call:
+    return partition_call(NAME, entity, partition, (group, mode, count, nonce, SWEEP_LIMIT))
+
+
+def parse(
+    reply: list[Any],
+    entity: str,
+    partition: int,
+    group: str,
+    nonce: str,
+    mode: ServiceBusReceiveMode,
+    state: ServiceBusMessageState = ServiceBusMessageState.ACTIVE,
+) -> tuple[int, list[ServiceBusReceivedMessage]]:
+    """(server now ms, messages) from a receive, receive_deferred or session_receive reply (its
+    delivery counts and expiries are integer replies already)."""
+    now = int(reply[0])
+    locked = int(reply[1]) if mode is ServiceBusReceiveMode.PEEK_LOCK else 0
+    if not locked:
+        nonce = ""
+    cls = ServiceBusReceivedMessage
+    new, fill = cls.__new__, cls._fill  # _make without its call frame: this runs per message
+    out = []
+    fields = iter(reply)
+    next(fields), next(fields)
+    if group != Group.DEAD_LETTER:
+        for seq, dc, blob, enq, exp in zip(fields, fields, fields, fields, fields, strict=True):
+            m = new(cls)
+            fill(m, blob, entity, partition, group, int(seq), dc, int(enq), exp, locked, nonce, mode, state)
+            out.append(m)
+        return now, out
+    for seq, dc, blob, enq, exp, reason, description in zip(*[fields] * 7, strict=True):
+        m = new(cls)
+        fill(m, blob, entity, partition, group, int(seq), dc, int(enq), exp, locked, nonce, mode, state)
+        m.dead_letter_reason = text_or_none(reason)
+        m.dead_letter_error_description = text_or_none(description)
+        out.append(m)
+    return now, out

@@ -1,0 +1,23 @@
+"""session_lock.lua: lock a named session, or the next available one, of a partition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import SWEEP_LIMIT, Call, partition_call
+
+NAME = "session_lock"
+ARGV = ("session id", "lock nonce", "sweep limit")
+
+
+def call(entity: str, partition: int, session_id: str, nonce: str) -> Call:
+    """`session_id` '' for the next available session of the partition."""
+    return partition_call(NAME, entity, partition, (session_id, nonce, SWEEP_LIMIT))
+
+
+def parse(reply: list[Any]) -> tuple[int, int, str | None]:
+    """(server now ms, locked-until ms, session id); (now, 0, None) when no session was available."""
+    now, until, sid = int(reply[0]), int(reply[1]), reply[2]
+    if not until:
+        return now, 0, None
+    return now, until, sid.decode() if isinstance(sid, bytes) else str(sid)

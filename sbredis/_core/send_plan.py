@@ -1,0 +1,149 @@
+"""Send planning: which partition each message goes to, one send call per partition, and each
+caller's outcome when concurrent sends share calls."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from operator import attrgetter
+from typing import Any
+
+from .._message import ServiceBusMessage
+from ..exceptions import InvalidOperationError, MessageSizeExceededError
+from .meta import EntityMeta
+from .protocol import publish, send
+from .protocol.base import Call
+from .validation import check_session_ids
+
+_TTL_MS = attrgetter("_ttl_ms")
+_SCHED_MS = attrgetter("_sched_ms")
+
+
+def partition_of(key: str, count: int) -> int:
+    """The partition a key pins a message to (stable across processes and languages: CRC-32)."""
+    return zlib.crc32(key.encode()) % count if count > 1 else 0
+
+
+def message_key(m: ServiceBusMessage, meta: EntityMeta) -> str | None:
+    """Session id, else partition key, else message id when duplicate detection is on."""
+    key = m.partition_key  # the partition key, or the session id when only that is set
+    if key is None and meta.dedup:
+        key = m.message_id
+    return key
+
+
+def unkeyed(messages: Iterable[ServiceBusMessage], meta: EntityMeta) -> bool:
+    """No message is pinned to a partition (any partition may take them)."""
+    return all(message_key(m, meta) is None for m in messages)
+
+
+def plan_send(
+    messages: Sequence[ServiceBusMessage], meta: EntityMeta, round_robin: int, sched_ms: int = 0
+) -> tuple[list[Call], list[int]]:
+    """Group messages by partition: one call per partition, each stored atomically.
+
+    Unkeyed messages of one call all go to the round-robin partition. Returns the calls and each
+    message's partition.
+
+    Raises:
+        MessageSizeExceededError: a message, or the messages of one partition, exceed the limit.
+        InvalidOperationError: the entity is a topic, or requires sessions and a message has no session_id.
+    """
+    if meta.kind != "queue":
+        raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}: send to a topic with get_topic_sender")
+    if meta.sessions:
+        check_session_ids(messages, meta.name)
+    count, dedup, limit = meta.partition_count, meta.dedup, meta.max_message_bytes
+    blobs = [m._encoded() for m in messages]
+    size = max(map(len, blobs), default=0)
+    if size > limit:
+        raise MessageSizeExceededError(
+            f"A message of {size} bytes exceeds the maximum of {limit} bytes on '{meta.name}'."
+        )
+    # send.lua's w: 4 arguments per message, or the blob alone when all take the defaults
+    full = dedup or sched_ms > 0 or any(map(_TTL_MS, messages)) or any(map(_SCHED_MS, messages))
+    if count > 1:
+        where = [round_robin if k is None else partition_of(k, count) for k in (message_key(m, meta) for m in messages)]
+    else:
+        where = [round_robin] * len(messages)
+    groups: dict[int, list[int]] = {}  # partition -> indexes of its messages, in order
+    if where.count(round_robin) == len(where):  # the usual send: one partition
+        groups[round_robin] = list(range(len(messages)))
+    else:
+        for i, p in enumerate(where):
+            groups.setdefault(p, []).append(i)
+    calls = []
+    for p, idx in groups.items():
+        b = blobs if len(idx) == len(blobs) else [blobs[i] for i in idx]
+        size = sum(map(len, b))
+        if size > limit:
+            raise MessageSizeExceededError(
+                f"The messages for one partition ({size} bytes) exceed the maximum batch size of "
+                f"{limit} bytes on '{meta.name}'."
+            )
+        if full:
+            fields: list[Any] = []
+            for i in idx:
+                m = messages[i]
+                fields += (m.message_id if dedup else "", m._ttl_ms, sched_ms or m._sched_ms, blobs[i])
+            calls.append(send.call(meta.name, p, len(b), send.FULL, fields))
+        else:
+            calls.append(send.call(meta.name, p, len(b), send.BLOB_ONLY, b))
+    return calls, where
+
+
+def pack(entries: Sequence[Sequence[ServiceBusMessage]], max_bytes: int, max_count: int = 1000) -> list[list[int]]:
+    """Group entries (indexes) so each group's messages fit one send call: at most `max_bytes` and
+    `max_count` messages, unless one entry alone is larger (it then forms its own group)."""
+    if len(entries) == 1:  # one caller's send (plan_send checks its size)
+        return [[0]]
+    groups: list[list[int]] = []
+    current: list[int] = []
+    size = count = 0
+    for i, msgs in enumerate(entries):
+        b = sum(len(m._encoded()) for m in msgs)
+        if current and (size + b > max_bytes or count + len(msgs) > max_count):
+            groups.append(current)
+            current, size, count = [], 0, 0
+        current.append(i)
+        size += b
+        count += len(msgs)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def send_replies(calls: Sequence[Call], replies: Iterator[Any]) -> tuple[dict[int, Iterator[int]], dict[int, Any]]:
+    """Per partition: the sequence numbers a send stored, or its error (the next len(calls) replies)."""
+    seqs: dict[int, Iterator[int]] = {}
+    errors: dict[int, Any] = {}
+    for c in calls:
+        reply = next(replies)
+        if isinstance(reply, Exception):
+            errors[c.partition] = reply
+        else:
+            seqs[c.partition] = iter(send_result(c, reply))
+    return seqs, errors
+
+
+def entry_outcome(
+    n: int, partitions: Iterator[int], seqs: dict[int, Iterator[int]], errors: dict[int, Any]
+) -> list[int] | Exception:
+    """One caller's outcome: its `n` messages' sequence numbers, or the first error among its partitions."""
+    if not errors:
+        return [next(seqs[p]) for p in islice(partitions, n)]
+    out: list[int] = []
+    error = None
+    for _ in range(n):
+        p = next(partitions)
+        if p in errors:
+            error = error or errors[p]
+        else:
+            out.append(next(seqs[p]))
+    return error if error is not None else out
+
+
+def send_result(c: Call, reply: list[Any]) -> list[int]:
+    """Global sequence numbers of a send or publish reply (0 for duplicates that were dropped)."""
+    return send.parse(c, reply) if c.script.name == send.NAME else publish.parse(c, reply)

@@ -1,0 +1,95 @@
+"""Settlement checks and grouping: which received messages a receiver may settle, by partition and
+in chunks a script call takes; lock nonces; recording a settlement reply on its messages."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from .._enums import ServiceBusReceiveMode
+from .._message import ServiceBusReceivedMessage
+from ..exceptions import InvalidArgumentError, InvalidOperationError, MessageAlreadySettled
+from .protocol import SETTLE
+
+SETTLE_CHUNK = 1000  # messages per settlement script call (Lua unpacks at most ~8000 arguments)
+
+
+def new_nonce() -> str:
+    return os.urandom(8).hex()
+
+
+def settle_groups(
+    messages: Sequence[Any], entity: str, group: str, what: str
+) -> dict[int, list[ServiceBusReceivedMessage]]:
+    """Check messages can be settled by this receiver and group them by partition.
+
+    Raises:
+        InvalidArgumentError: not a received message.
+        InvalidOperationError: the message came from another entity or subqueue, or was peeked.
+        MessageAlreadySettled: settled before, or received in RECEIVE_AND_DELETE mode.
+    """
+    out: dict[int, list[ServiceBusReceivedMessage]] = {}
+    count = 0
+    cls = ServiceBusReceivedMessage
+    for m in messages:
+        if not isinstance(m, cls) or m.entity_name != entity or m._group != group or m._settled:
+            _refuse_settle(messages, entity, group, what)
+        part = out.get(m.partition_id)
+        if part is None:
+            out[m.partition_id] = [m]
+        else:
+            part.append(m)
+        count += 1
+    if len({id(m) for part in out.values() for m in part}) != count:
+        _refuse_settle(messages, entity, group, what)
+    return out
+
+
+def by_partition(messages: Sequence[ServiceBusReceivedMessage]) -> dict[int, list[ServiceBusReceivedMessage]]:
+    """Messages grouped by partition, each group in the given order."""
+    first = messages[0].partition_id
+    for m in messages:  # the usual batch: one receive call's messages, all from one partition
+        if m.partition_id != first:
+            break
+    else:
+        return {first: list(messages)}
+    out: dict[int, list[ServiceBusReceivedMessage]] = {}
+    for m in messages:
+        out.setdefault(m.partition_id, []).append(m)
+    return out
+
+
+def _refuse_settle(messages: Sequence[Any], entity: str, group: str, what: str) -> NoReturn:
+    """settle_groups found a message it refuses: raise the error for the first one, in order."""
+    seen: set[int] = set()
+    for m in messages:
+        if not isinstance(m, ServiceBusReceivedMessage):
+            raise InvalidArgumentError(f"{what} takes received messages, not {type(m).__name__}")
+        if m.entity_name != entity or m._group != group:
+            raise InvalidOperationError(
+                f"the message was received from '{m.entity_name}' ({'dead-letter' if m._group == 'd' else 'main'} "
+                f"queue), not from this receiver's entity"
+            )
+        if m._settled:
+            if m._receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE:
+                raise MessageAlreadySettled("The message was received in RECEIVE_AND_DELETE mode.")
+            if not m._nonce:
+                raise InvalidOperationError("A peeked message holds no lock and cannot be settled.")
+            raise MessageAlreadySettled("The message has been settled already.")
+        if id(m) in seen:
+            raise InvalidArgumentError("the same message appears twice")
+        seen.add(id(m))
+    raise AssertionError("unreachable: settle_groups refused nothing")
+
+
+def chunks(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Sequence[ServiceBusReceivedMessage]]:
+    return [msgs[i : i + SETTLE_CHUNK] for i in range(0, len(msgs), SETTLE_CHUNK)]
+
+
+def apply_settled(
+    name: str, msgs: Sequence[ServiceBusReceivedMessage], reply: list[Any], status: dict[int, Any]
+) -> None:
+    """Record a settlement script's reply on its messages; the lost ones go into `status`
+    (id(message) -> LOCK_LOST)."""
+    SETTLE[name].apply(msgs, reply, status)

@@ -1,0 +1,78 @@
+"""Client-side checks of arguments, before anything is sent (InvalidArgumentError and friends)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusMessageBatch
+from ..exceptions import InvalidArgumentError, InvalidOperationError
+
+LOCAL_MASK = (1 << PARTITION_SHIFT) - 1
+MAX_RECEIVE_COUNT = 5000
+
+
+def as_messages(message: Any) -> list[ServiceBusMessage]:
+    """One message, a list of them or a batch, as a list; raises InvalidArgumentError otherwise."""
+    if isinstance(message, ServiceBusMessage):
+        return [message]
+    if isinstance(message, ServiceBusMessageBatch):
+        return list(message._messages)
+    if isinstance(message, (list, tuple)):
+        for m in message:
+            if not isinstance(m, ServiceBusMessage):
+                raise InvalidArgumentError(f"expected ServiceBusMessage items, got {type(m).__name__}")
+        return list(message)
+    raise InvalidArgumentError(
+        f"send_messages takes a ServiceBusMessage, a list of them or a batch, not {type(message).__name__}"
+    )
+
+
+def check_session_ids(messages: Iterable[ServiceBusMessage], entity: str) -> None:
+    """Raises InvalidOperationError when a message for a session entity has no session_id."""
+    for m in messages:
+        if not m.session_id:
+            raise InvalidOperationError(
+                f"'{entity}' requires sessions: every message sent to it needs a session_id (nothing was stored)."
+            )
+
+
+def check_count(name: str, n: Any, upper: int = MAX_RECEIVE_COUNT) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise InvalidArgumentError(f"{name} must be an int, not {type(n).__name__}")
+    if not 1 <= n <= upper:
+        raise InvalidArgumentError(f"{name} must be between 1 and {upper}")
+    return n
+
+
+def check_wait(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgumentError(f"{name} must be a number of seconds")
+    if value < 0:
+        raise InvalidArgumentError(f"{name} must not be negative")
+    return float(value)
+
+
+def sequence_numbers(value: Any) -> list[int]:
+    """One sequence number or an iterable of them, as a list (each checked by split_sequence_number).
+
+    Raises:
+        InvalidArgumentError: neither an int nor an iterable.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise InvalidArgumentError(f"sequence numbers must be an int or iterable of ints, not {type(value).__name__}")
+    return list(value)
+
+
+def split_sequence_number(seq: Any, partitions: int) -> tuple[int, int]:
+    """(partition, local seq) of a global sequence number."""
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq <= 0:
+        raise InvalidArgumentError("sequence numbers are positive ints")
+    p, local = seq >> PARTITION_SHIFT, seq & LOCAL_MASK
+    if p >= partitions or local == 0:
+        raise InvalidArgumentError(f"sequence number {seq} does not belong to this entity")
+    return p, local
