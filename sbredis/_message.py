@@ -8,7 +8,7 @@ import sys
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._core import codec, instrument
 from ._enums import ServiceBusMessageState, ServiceBusReceiveMode
@@ -269,30 +269,45 @@ class ServiceBusMessage:
         return f"{type(self).__name__}(message_id={self.message_id!r}, body_size={len(self.body)})"
 
 
+class LockRef(NamedTuple):
+    """Internal: the lock under which one receive call handed out its messages. Immutable, and
+    one object per call that each of its messages references (no per-message allocation)."""
+
+    entity: str
+    partition: int
+    group: str  # the subqueue (Group)
+    nonce: str  # the lock nonce; '' when the messages hold no lock (peeked, RECEIVE_AND_DELETE)
+    receive_mode: ServiceBusReceiveMode | None  # None: peeked
+
+
 class ServiceBusReceivedMessage(ServiceBusMessage):
     """A message handed out by a receiver or by peek.
 
     Adds the broker's properties: sequence_number, enqueued_time_utc, expires_at_utc,
     locked_until_utc, lock_token, delivery_count, dead-letter details and state.
+
+    Internal (sbredis's receivers, settlement and renewal read these; not part of the API):
+    ``lock_ref``, the LockRef the message was handed out under (immutable, shared by one receive
+    call's messages); ``local_seq``, its partition-local sequence number; ``locked_until_ms``, the
+    lock's end (Unix ms, 0 for none), which a renewal moves; ``settled``, set once the message is
+    settled (or from the start when it holds no lock to settle). They are plain attributes, not
+    properties, because settlement reads them per message on its hot path.
     """
 
     __slots__ = (
-        "_clock_offset_ms",
         "_enq_ms",
         "_exp_ms",
-        "_group",
-        "_local_seq",
-        "_locked_ms",
-        "_nonce",
         "_raw",
-        "_receive_mode",
-        "_settled",
         "auto_renew_error",
         "dead_letter_error_description",
         "dead_letter_reason",
         "delivery_count",
         "entity_name",
+        "local_seq",
+        "lock_ref",
+        "locked_until_ms",
         "partition_id",
+        "settled",
         "state",
     )
 
@@ -314,59 +329,46 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         dead_letter_reason: str | None = None,
         dead_letter_error_description: str | None = None,
     ) -> None:
-        self._fill(
+        self.fill(
             raw,
-            entity_name,
-            partition_id,
-            group,
+            LockRef(entity_name, partition_id, group, nonce, receive_mode),
             local_seq,
             delivery_count,
             enqueued_ms,
             expires_ms,
             locked_until_ms,
-            nonce,
-            receive_mode,
+            receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE,
             state,
         )
         self.dead_letter_reason = dead_letter_reason
         self.dead_letter_error_description = dead_letter_error_description
 
-    @classmethod
-    def _make(cls, *args: Any) -> ServiceBusReceivedMessage:
-        """The receive hot path: a message from `_fill`'s positional arguments, no keyword parsing."""
-        m = cls.__new__(cls)
-        m._fill(*args)
-        return m
-
-    def _fill(
+    def fill(
         self,
         raw: bytes,
-        entity_name: str,
-        partition_id: int,
-        group: str,
+        lock_ref: LockRef,
         local_seq: int,
         delivery_count: int,
         enqueued_ms: int,
         expires_ms: int,
         locked_until_ms: int,
-        nonce: str,
-        receive_mode: ServiceBusReceiveMode | None,
+        settled: bool,
         state: ServiceBusMessageState,
     ) -> None:
+        """Internal: the reply parsers build received messages with ``cls.__new__`` and this,
+        positional and without keyword parsing (it runs per message on the receive path)."""
         self._raw = self._blob = raw
         self._h = self._props = None
         self._ttl_ms = self._sched_ms = 0
-        self.entity_name = entity_name
-        self.partition_id = partition_id
-        self._group = group
-        self._local_seq = local_seq
+        self.entity_name = lock_ref.entity
+        self.partition_id = lock_ref.partition
+        self.lock_ref = lock_ref
+        self.local_seq = local_seq
         self.delivery_count = delivery_count
         self._enq_ms = enqueued_ms
         self._exp_ms = expires_ms
-        self._locked_ms = locked_until_ms
-        self._nonce = nonce
-        self._receive_mode = receive_mode
-        self._settled = receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        self.locked_until_ms = locked_until_ms
+        self.settled = settled
         self.auto_renew_error: Exception | None = None
         self.state = state
         self.dead_letter_reason = self.dead_letter_error_description = None
@@ -394,7 +396,7 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
 
     @property
     def sequence_number(self) -> int:
-        return (self.partition_id << PARTITION_SHIFT) | self._local_seq
+        return (self.partition_id << PARTITION_SHIFT) | self.local_seq
 
     @property
     def enqueued_sequence_number(self) -> int:
@@ -420,13 +422,31 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
 
     @property
     def locked_until_utc(self) -> datetime | None:
-        return codec.from_ms(self._locked_ms) if self._locked_ms else None
+        return codec.from_ms(self.locked_until_ms) if self.locked_until_ms else None
 
     @property
     def lock_token(self) -> str | None:
-        if not self._nonce:
+        nonce = self.lock_ref.nonce
+        if not nonce:
             return None
-        return str(uuid.UUID(bytes=bytes.fromhex(self._nonce) + self.sequence_number.to_bytes(8, "big")))
+        return str(uuid.UUID(bytes=bytes.fromhex(nonce) + self.sequence_number.to_bytes(8, "big")))
+
+    # sbredis/spark reads the lock state under these names; drop them once it uses the ones above
+    @property
+    def _local_seq(self) -> int:
+        return self.local_seq
+
+    @property
+    def _nonce(self) -> str:
+        return self.lock_ref.nonce
+
+    @property
+    def _settled(self) -> bool:
+        return self.settled
+
+    @_settled.setter
+    def _settled(self, value: bool) -> None:
+        self.settled = value
 
     @property
     def dead_letter_source(self) -> str | None:

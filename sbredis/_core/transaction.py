@@ -174,7 +174,7 @@ class TxBuffer:
         """
         if action not in ACTIONS:
             raise InvalidOperationError(f"unknown settlement {action!r}")
-        session_locked = sessions and any(m._group == Group.MAIN for m in messages)
+        session_locked = sessions and any(m.lock_ref.group == Group.MAIN for m in messages)
         if action == "renew" and session_locked:
             raise InvalidOperationError(
                 "A session message's lock is the session lock: renew receiver.session (outside the transaction)."
@@ -247,7 +247,14 @@ class TxBuffer:
             self.id,
             MARK_MS,
             [
-                (t.action, t.message._group, t.message._local_seq, t.message._nonce, t.reason, t.description)
+                (
+                    t.action,
+                    t.message.lock_ref.group,
+                    t.message.local_seq,
+                    t.message.lock_ref.nonce,
+                    t.reason,
+                    t.description,
+                )
                 for t in self.settles
             ],
             [(s.message_id, s.ttl_ms, s.sched_ms, s.blob) for s in direct],
@@ -290,9 +297,9 @@ class TxBuffer:
         until = tx_commit.locked_until(reply)
         for t in self.settles:
             if t.action == "renew":
-                t.message._locked_ms = until
+                t.message.locked_until_ms = until
             else:
-                t.message._settled = True
+                t.message.settled = True
 
 
 def joinable(tx: Any) -> Any:

@@ -379,7 +379,7 @@ def test_settle_groups_and_lock_args() -> None:
     assert ops.lock_args(groups[0]) == [2, "00" * 8, 1, 5]
     # locks from different receive calls: '' and then n pairs (seq, nonce)
     d = _received(0, 7)
-    d._nonce = "11" * 8
+    d.lock_ref = d.lock_ref._replace(nonce="11" * 8)
     assert ops.lock_args([a, d, c]) == [3, "", 1, "00" * 8, 7, "11" * 8, 5, "00" * 8]
 
 
@@ -402,7 +402,7 @@ def test_settle_groups_rejects_settled_and_duplicates() -> None:
     m = _received(0, 1)
     with pytest.raises(InvalidArgumentError):
         ops.settle_groups([m, m], "q", "m", "complete")
-    m._settled = True
+    m.settled = True
     with pytest.raises(MessageAlreadySettled):
         ops.settle_groups([m], "q", "m", "complete")
 
