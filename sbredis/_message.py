@@ -6,7 +6,7 @@ import math
 import os
 import sys
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -52,7 +52,7 @@ def duration_ms(name: str, value: Any) -> int:
     return max(1, round(min(seconds * 1000, sys.float_info.max)))
 
 
-# ServiceBusMessage._blob: the stored form once encoded; None: to be encoded from the header;
+# ServiceBusMessage's _blob: the stored form once encoded; None: to be encoded from the header;
 # _ID_ONLY: the header holds only the generated message_id (codec.encode_generated_id, no JSON
 # encoder). Every header or property change sets None. A stored form is never empty.
 _ID_ONLY = b""
@@ -92,12 +92,16 @@ def _check_properties(props: Any) -> dict[str, Any] | None:
 class ServiceBusMessage:
     """A message to send. Properties are the Azure SDK's; ``message_id`` is generated when unset.
 
+    Internal (the send paths read these; not part of the API): ``encoded()``, and ``ttl_ms`` and
+    ``sched_ms``, the time to live and schedule time in ms (0 for none) that the property setters
+    keep. Plain attributes, read per message on the send path.
+
     Raises:
         InvalidArgumentError: a property has the wrong type or is too long.
         InvalidOperationError: session_id and partition_key are both set and differ.
     """
 
-    __slots__ = ("_blob", "_body", "_h", "_props", "_sched_ms", "_ttl_ms")
+    __slots__ = ("_blob", "_body", "_h", "_props", "sched_ms", "ttl_ms")
 
     def __init__(
         self,
@@ -118,8 +122,8 @@ class ServiceBusMessage:
     ) -> None:
         self._body = body if type(body) is bytes else _body_bytes(body)
         self._props = None if application_properties is None else _check_properties(application_properties)
-        self._ttl_ms = 0
-        self._sched_ms = 0
+        self.ttl_ms = 0
+        self.sched_ms = 0
         if message_id is None:
             self._h: dict[str, Any] | None = {"id": os.urandom(16).hex()}
             # the header holds only a generated id until a setter below or later changes it (_set)
@@ -231,8 +235,8 @@ class ServiceBusMessage:
     @time_to_live.setter
     def time_to_live(self, value: timedelta | float | None) -> None:
         ms = 0 if value is None else duration_ms("time_to_live", value)
-        self._ttl_ms = 0 if ms >= NEVER_MS else ms
-        self._set("ttl", self._ttl_ms or None)
+        self.ttl_ms = 0 if ms >= NEVER_MS else ms
+        self._set("ttl", self.ttl_ms or None)
 
     @property
     def scheduled_enqueue_time_utc(self) -> datetime | None:
@@ -241,13 +245,14 @@ class ServiceBusMessage:
 
     @scheduled_enqueue_time_utc.setter
     def scheduled_enqueue_time_utc(self, value: datetime | None) -> None:
-        self._sched_ms = 0 if value is None else schedule_ms("scheduled_enqueue_time_utc", value)
-        self._set("se", self._sched_ms or None)
+        self.sched_ms = 0 if value is None else schedule_ms("scheduled_enqueue_time_utc", value)
+        self._set("se", self.sched_ms or None)
 
     # -- encoding
-    def _encoded(self) -> bytes:
-        """The stored form. Cached while the message has no application properties (a caller may
-        change that dict in place, so a message with properties is encoded at every send)."""
+    def encoded(self) -> bytes:
+        """Internal (the send paths): the stored form. Cached while the message has no application
+        properties (a caller may change that dict in place, so a message with properties is
+        encoded at every send)."""
         blob = self._blob
         if blob:
             return blob
@@ -261,6 +266,9 @@ class ServiceBusMessage:
             return codec.encode(header, self._body)
         self._blob = codec.encode(header, self._body)
         return self._blob
+
+    def _encoded(self) -> bytes:  # sbredis/spark's name for encoded(); drop it once spark uses that
+        return self.encoded()
 
     def __str__(self) -> str:
         return self.body.decode("utf-8", "replace")
@@ -359,7 +367,7 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         positional and without keyword parsing (it runs per message on the receive path)."""
         self._raw = self._blob = raw
         self._h = self._props = None
-        self._ttl_ms = self._sched_ms = 0
+        self.ttl_ms = self.sched_ms = 0
         self.entity_name = lock_ref.entity
         self.partition_id = lock_ref.partition
         self.lock_ref = lock_ref
@@ -455,6 +463,30 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         source = self._hdr().get("dls")
         return str(source) if source else None
 
+    def copy_for_resend(self, new_message_id: bool = False) -> ServiceBusMessage:
+        """A message to send with this one's body and properties, e.g. to resubmit a dead-lettered
+        one (its time to live starts again; a scheduled time is dropped). sbredis's own, not the
+        Azure SDK's."""
+        h = self._hdr()
+        ttl = h.get("ttl")
+        props: dict[str | bytes, Any] | None = None
+        if self.application_properties:
+            props = {k: v for k, v in self.application_properties.items()}
+        return ServiceBusMessage(
+            self.body,
+            application_properties=props,
+            message_id=None if new_message_id else self.message_id,
+            session_id=self.session_id,
+            partition_key=h.get("pk"),
+            content_type=self.content_type,
+            correlation_id=self.correlation_id,
+            subject=self.subject,
+            to=self.to,
+            reply_to=self.reply_to,
+            reply_to_session_id=self.reply_to_session_id,
+            time_to_live=timedelta(milliseconds=ttl) if ttl else None,
+        )
+
     def __repr__(self) -> str:
         return (
             f"ServiceBusReceivedMessage(entity={self.entity_name!r}, "
@@ -463,27 +495,8 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
 
 
 def copy_for_resend(m: ServiceBusReceivedMessage, new_message_id: bool = False) -> ServiceBusMessage:
-    """A message to send with a received message's body and properties, e.g. to resubmit a
-    dead-lettered one (its time to live starts again; a scheduled time is dropped)."""
-    h = m._hdr()
-    ttl = h.get("ttl")
-    props: dict[str | bytes, Any] | None = None
-    if m.application_properties:
-        props = {k: v for k, v in m.application_properties.items()}
-    return ServiceBusMessage(
-        m.body,
-        application_properties=props,
-        message_id=None if new_message_id else m.message_id,
-        session_id=m.session_id,
-        partition_key=h.get("pk"),
-        content_type=m.content_type,
-        correlation_id=m.correlation_id,
-        subject=m.subject,
-        to=m.to,
-        reply_to=m.reply_to,
-        reply_to_session_id=m.reply_to_session_id,
-        time_to_live=timedelta(milliseconds=ttl) if ttl else None,
-    )
+    """A message to send with a received message's body and properties (see the method)."""
+    return m.copy_for_resend(new_message_id)
 
 
 class ServiceBusMessageBatch:
@@ -492,18 +505,19 @@ class ServiceBusMessageBatch:
     A batch that lands in one partition (no keys, or one key) is stored atomically.
     """
 
-    def __init__(self, max_size_in_bytes: int) -> None:
+    def __init__(self, max_size_in_bytes: int, *, entity_name: str = "") -> None:
+        """`entity_name`: the sender that makes the batch names its entity (for tracing)."""
         self.max_size_in_bytes = max_size_in_bytes
         self._messages: list[ServiceBusMessage] = []
         self._size = 0
-        self._entity = ""  # set by the sender that made the batch (for tracing)
+        self._entity = entity_name
 
     def add_message(self, message: ServiceBusMessage) -> None:
         if not isinstance(message, ServiceBusMessage):
             raise InvalidArgumentError("add_message takes a ServiceBusMessage")
         if instrument.enabled:  # a tracer may add the message's creation context (before it is measured)
             instrument.created(message, self._entity)
-        size = len(message._encoded())
+        size = len(message.encoded())
         if self._size + size > self.max_size_in_bytes:
             raise MessageSizeExceededError(
                 f"The batch would exceed its maximum size of {self.max_size_in_bytes} bytes."
@@ -522,7 +536,7 @@ class ServiceBusMessageBatch:
     def __len__(self) -> int:
         return len(self._messages)
 
-    def __iter__(self) -> Iterable[ServiceBusMessage]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[ServiceBusMessage]:
         return iter(self._messages)
 
     def __repr__(self) -> str:

@@ -144,14 +144,14 @@ class TxBuffer:
                     f"the transaction settles messages of partition {self.settle_home[1]} of '{meta.name}'; "
                     f"this message's partition key puts it in partition {p}"
                 )
-            blob = m._encoded()
+            blob = m.encoded()
             if len(blob) > meta.max_message_bytes:
                 raise MessageSizeExceededError(
                     f"A message of {len(blob)} bytes exceeds the maximum of {meta.max_message_bytes} bytes "
                     f"on '{meta.name}'."
                 )
             mid = (m.message_id or "") if meta.dedup else ""
-            staged.append(TxSend(meta, p, mid, m._ttl_ms, m._sched_ms, blob))
+            staged.append(TxSend(meta, p, mid, m.ttl_ms, m.sched_ms, blob))
         self.sends += staged
         self.key, self.session = key, session
 

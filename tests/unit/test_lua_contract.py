@@ -606,7 +606,7 @@ def header_keysets(path: Path) -> tuple[int, bool]:
 
 def _received(partition: int, seq: int, nonce: str = "ab" * 8) -> ServiceBusReceivedMessage:
     return ServiceBusReceivedMessage(
-        ServiceBusMessage("x")._encoded(),
+        ServiceBusMessage("x").encoded(),
         entity_name="q",
         partition_id=partition,
         group="m",
