@@ -365,7 +365,8 @@ class ServiceBusReceiver:
         self._check_open()
         settlement.settle_groups(messages, self.entity_name, self._group, name)
         if transaction is not None:
-            joinable(transaction)._settle(self, name, messages, *(extra if name == "dead_letter" else ()))
+            tx = joinable(transaction)
+            tx.join_settle(self._context, self, name, messages, *(extra if name == "dead_letter" else ()))
             return []
         if not messages:
             return []

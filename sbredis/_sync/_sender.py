@@ -151,7 +151,7 @@ class ServiceBusSender:
         if transaction is not None:
             if presettled:
                 raise InvalidArgumentError("a pre-settled send cannot be part of a transaction")
-            joinable(transaction)._send(self, messages)
+            joinable(transaction).join_send(self._context, self, messages)
             return
         if not messages:
             return

@@ -150,7 +150,7 @@ class ServiceBusSender:
         if transaction is not None:
             if presettled:
                 raise InvalidArgumentError("a pre-settled send cannot be part of a transaction")
-            await joinable(transaction)._send(self, messages)
+            await joinable(transaction).join_send(self._context, self, messages)
             return
         if not messages:
             return
