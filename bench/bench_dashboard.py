@@ -8,7 +8,7 @@ partitions each on a fresh redis-server (or --url, whose database it fills: use 
 then times, median of --rounds:
 
   * read         sbredis.dashboard.counts.Reader.read: the registry and every partition's counts
-                 (counts.lua: one call per entity on a standalone server, per partition on a cluster;
+                 (dashboard_counts.lua: one call per entity on a standalone server, per partition on a cluster;
                  one pipeline per node)
   * page         GET / from the dashboard served by uvicorn (read + rates + HTML), what a browser
                  waits for before it can draw the page

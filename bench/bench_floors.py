@@ -142,7 +142,7 @@ class Floors:
         # interns strings, so a script called again with the same blobs would reuse them and not pay
         # for creating (and later collecting) 100 KiB of Lua strings per call, which a real send does
         self.send_args: list[list[Any]] = [
-            [ServiceBusMessage(BODY)._encoded() for _ in range(BATCH)] for _ in range(batches)
+            [ServiceBusMessage(BODY).encoded() for _ in range(BATCH)] for _ in range(batches)
         ]
 
     def close(self) -> None:

@@ -254,12 +254,12 @@ class AsyncAutoLockRenewer:
             due, wait = schedule.due()
             for receiver, regs in due.items():
                 try:
-                    outcomes = await receiver._renew_each([r.message for r in regs])
+                    outcomes = await receiver.renew_each([r.message for r in regs])
                 except Exception as e:  # a bug, not a Redis error (those come back as outcomes)
                     log.exception("auto lock renewal failed unexpectedly")
                     outcomes = [e] * len(regs)
                 for reg, outcome in zip(regs, outcomes, strict=True):
-                    if isinstance(outcome, BaseException) and not reg.message._settled:
+                    if isinstance(outcome, BaseException) and not reg.message.settled:
                         await self._failed(reg, outcome)
             if not due:
                 wake.clear()
@@ -350,12 +350,12 @@ class SyncAutoLockRenewer:
                 due, wait = schedule.due()
             for receiver, regs in due.items():
                 try:
-                    outcomes = receiver._renew_each([r.message for r in regs])
+                    outcomes = receiver.renew_each([r.message for r in regs])
                 except Exception as e:  # a bug, not a Redis error (those come back as outcomes)
                     log.exception("auto lock renewal failed unexpectedly")
                     outcomes = [e] * len(regs)
                 for reg, outcome in zip(regs, outcomes, strict=True):
-                    if isinstance(outcome, BaseException) and not reg.message._settled:
+                    if isinstance(outcome, BaseException) and not reg.message.settled:
                         self._failed(reg, outcome)
             if not due:
                 self._wake.wait(wait)

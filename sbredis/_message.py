@@ -6,9 +6,9 @@ import math
 import os
 import sys
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._core import codec, instrument
 from ._enums import ServiceBusMessageState, ServiceBusReceiveMode
@@ -52,7 +52,7 @@ def duration_ms(name: str, value: Any) -> int:
     return max(1, round(min(seconds * 1000, sys.float_info.max)))
 
 
-# ServiceBusMessage._blob: the stored form once encoded; None: to be encoded from the header;
+# ServiceBusMessage's _blob: the stored form once encoded; None: to be encoded from the header;
 # _ID_ONLY: the header holds only the generated message_id (codec.encode_generated_id, no JSON
 # encoder). Every header or property change sets None. A stored form is never empty.
 _ID_ONLY = b""
@@ -92,12 +92,16 @@ def _check_properties(props: Any) -> dict[str, Any] | None:
 class ServiceBusMessage:
     """A message to send. Properties are the Azure SDK's; ``message_id`` is generated when unset.
 
+    Internal (the send paths read these; not part of the API): ``encoded()``, and ``ttl_ms`` and
+    ``sched_ms``, the time to live and schedule time in ms (0 for none) that the property setters
+    keep. Plain attributes, read per message on the send path.
+
     Raises:
         InvalidArgumentError: a property has the wrong type or is too long.
         InvalidOperationError: session_id and partition_key are both set and differ.
     """
 
-    __slots__ = ("_blob", "_body", "_h", "_props", "_sched_ms", "_ttl_ms")
+    __slots__ = ("_blob", "_body", "_h", "_props", "sched_ms", "ttl_ms")
 
     def __init__(
         self,
@@ -118,8 +122,8 @@ class ServiceBusMessage:
     ) -> None:
         self._body = body if type(body) is bytes else _body_bytes(body)
         self._props = None if application_properties is None else _check_properties(application_properties)
-        self._ttl_ms = 0
-        self._sched_ms = 0
+        self.ttl_ms = 0
+        self.sched_ms = 0
         if message_id is None:
             self._h: dict[str, Any] | None = {"id": os.urandom(16).hex()}
             # the header holds only a generated id until a setter below or later changes it (_set)
@@ -231,8 +235,8 @@ class ServiceBusMessage:
     @time_to_live.setter
     def time_to_live(self, value: timedelta | float | None) -> None:
         ms = 0 if value is None else duration_ms("time_to_live", value)
-        self._ttl_ms = 0 if ms >= NEVER_MS else ms
-        self._set("ttl", self._ttl_ms or None)
+        self.ttl_ms = 0 if ms >= NEVER_MS else ms
+        self._set("ttl", self.ttl_ms or None)
 
     @property
     def scheduled_enqueue_time_utc(self) -> datetime | None:
@@ -241,13 +245,14 @@ class ServiceBusMessage:
 
     @scheduled_enqueue_time_utc.setter
     def scheduled_enqueue_time_utc(self, value: datetime | None) -> None:
-        self._sched_ms = 0 if value is None else schedule_ms("scheduled_enqueue_time_utc", value)
-        self._set("se", self._sched_ms or None)
+        self.sched_ms = 0 if value is None else schedule_ms("scheduled_enqueue_time_utc", value)
+        self._set("se", self.sched_ms or None)
 
     # -- encoding
-    def _encoded(self) -> bytes:
-        """The stored form. Cached while the message has no application properties (a caller may
-        change that dict in place, so a message with properties is encoded at every send)."""
+    def encoded(self) -> bytes:
+        """Internal (the send paths): the stored form. Cached while the message has no application
+        properties (a caller may change that dict in place, so a message with properties is
+        encoded at every send)."""
         blob = self._blob
         if blob:
             return blob
@@ -262,6 +267,9 @@ class ServiceBusMessage:
         self._blob = codec.encode(header, self._body)
         return self._blob
 
+    def _encoded(self) -> bytes:  # sbredis/spark's name for encoded(); drop it once spark uses that
+        return self.encoded()
+
     def __str__(self) -> str:
         return self.body.decode("utf-8", "replace")
 
@@ -269,30 +277,45 @@ class ServiceBusMessage:
         return f"{type(self).__name__}(message_id={self.message_id!r}, body_size={len(self.body)})"
 
 
+class LockRef(NamedTuple):
+    """Internal: the lock under which one receive call handed out its messages. Immutable, and
+    one object per call that each of its messages references (no per-message allocation)."""
+
+    entity: str
+    partition: int
+    group: str  # the subqueue (Group)
+    nonce: str  # the lock nonce; '' when the messages hold no lock (peeked, RECEIVE_AND_DELETE)
+    receive_mode: ServiceBusReceiveMode | None  # None: peeked
+
+
 class ServiceBusReceivedMessage(ServiceBusMessage):
     """A message handed out by a receiver or by peek.
 
     Adds the broker's properties: sequence_number, enqueued_time_utc, expires_at_utc,
     locked_until_utc, lock_token, delivery_count, dead-letter details and state.
+
+    Internal (sbredis's receivers, settlement and renewal read these; not part of the API):
+    ``lock_ref``, the LockRef the message was handed out under (immutable, shared by one receive
+    call's messages); ``local_seq``, its partition-local sequence number; ``locked_until_ms``, the
+    lock's end (Unix ms, 0 for none), which a renewal moves; ``settled``, set once the message is
+    settled (or from the start when it holds no lock to settle). They are plain attributes, not
+    properties, because settlement reads them per message on its hot path.
     """
 
     __slots__ = (
-        "_clock_offset_ms",
         "_enq_ms",
         "_exp_ms",
-        "_group",
-        "_local_seq",
-        "_locked_ms",
-        "_nonce",
         "_raw",
-        "_receive_mode",
-        "_settled",
         "auto_renew_error",
         "dead_letter_error_description",
         "dead_letter_reason",
         "delivery_count",
         "entity_name",
+        "local_seq",
+        "lock_ref",
+        "locked_until_ms",
         "partition_id",
+        "settled",
         "state",
     )
 
@@ -314,59 +337,46 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         dead_letter_reason: str | None = None,
         dead_letter_error_description: str | None = None,
     ) -> None:
-        self._fill(
+        self.fill(
             raw,
-            entity_name,
-            partition_id,
-            group,
+            LockRef(entity_name, partition_id, group, nonce, receive_mode),
             local_seq,
             delivery_count,
             enqueued_ms,
             expires_ms,
             locked_until_ms,
-            nonce,
-            receive_mode,
+            receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE,
             state,
         )
         self.dead_letter_reason = dead_letter_reason
         self.dead_letter_error_description = dead_letter_error_description
 
-    @classmethod
-    def _make(cls, *args: Any) -> ServiceBusReceivedMessage:
-        """The receive hot path: a message from `_fill`'s positional arguments, no keyword parsing."""
-        m = cls.__new__(cls)
-        m._fill(*args)
-        return m
-
-    def _fill(
+    def fill(
         self,
         raw: bytes,
-        entity_name: str,
-        partition_id: int,
-        group: str,
+        lock_ref: LockRef,
         local_seq: int,
         delivery_count: int,
         enqueued_ms: int,
         expires_ms: int,
         locked_until_ms: int,
-        nonce: str,
-        receive_mode: ServiceBusReceiveMode | None,
+        settled: bool,
         state: ServiceBusMessageState,
     ) -> None:
+        """Internal: the reply parsers build received messages with ``cls.__new__`` and this,
+        positional and without keyword parsing (it runs per message on the receive path)."""
         self._raw = self._blob = raw
         self._h = self._props = None
-        self._ttl_ms = self._sched_ms = 0
-        self.entity_name = entity_name
-        self.partition_id = partition_id
-        self._group = group
-        self._local_seq = local_seq
+        self.ttl_ms = self.sched_ms = 0
+        self.entity_name = lock_ref.entity
+        self.partition_id = lock_ref.partition
+        self.lock_ref = lock_ref
+        self.local_seq = local_seq
         self.delivery_count = delivery_count
         self._enq_ms = enqueued_ms
         self._exp_ms = expires_ms
-        self._locked_ms = locked_until_ms
-        self._nonce = nonce
-        self._receive_mode = receive_mode
-        self._settled = receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        self.locked_until_ms = locked_until_ms
+        self.settled = settled
         self.auto_renew_error: Exception | None = None
         self.state = state
         self.dead_letter_reason = self.dead_letter_error_description = None
@@ -394,7 +404,7 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
 
     @property
     def sequence_number(self) -> int:
-        return (self.partition_id << PARTITION_SHIFT) | self._local_seq
+        return (self.partition_id << PARTITION_SHIFT) | self.local_seq
 
     @property
     def enqueued_sequence_number(self) -> int:
@@ -420,13 +430,31 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
 
     @property
     def locked_until_utc(self) -> datetime | None:
-        return codec.from_ms(self._locked_ms) if self._locked_ms else None
+        return codec.from_ms(self.locked_until_ms) if self.locked_until_ms else None
 
     @property
     def lock_token(self) -> str | None:
-        if not self._nonce:
+        nonce = self.lock_ref.nonce
+        if not nonce:
             return None
-        return str(uuid.UUID(bytes=bytes.fromhex(self._nonce) + self.sequence_number.to_bytes(8, "big")))
+        return str(uuid.UUID(bytes=bytes.fromhex(nonce) + self.sequence_number.to_bytes(8, "big")))
+
+    # sbredis/spark reads the lock state under these names; drop them once it uses the ones above
+    @property
+    def _local_seq(self) -> int:
+        return self.local_seq
+
+    @property
+    def _nonce(self) -> str:
+        return self.lock_ref.nonce
+
+    @property
+    def _settled(self) -> bool:
+        return self.settled
+
+    @_settled.setter
+    def _settled(self, value: bool) -> None:
+        self.settled = value
 
     @property
     def dead_letter_source(self) -> str | None:
@@ -434,6 +462,30 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         (forward_dead_lettered_messages_to, or the transfer dead-letter subqueue)."""
         source = self._hdr().get("dls")
         return str(source) if source else None
+
+    def copy_for_resend(self, new_message_id: bool = False) -> ServiceBusMessage:
+        """A message to send with this one's body and properties, e.g. to resubmit a dead-lettered
+        one (its time to live starts again; a scheduled time is dropped). sbredis's own, not the
+        Azure SDK's."""
+        h = self._hdr()
+        ttl = h.get("ttl")
+        props: dict[str | bytes, Any] | None = None
+        if self.application_properties:
+            props = {k: v for k, v in self.application_properties.items()}
+        return ServiceBusMessage(
+            self.body,
+            application_properties=props,
+            message_id=None if new_message_id else self.message_id,
+            session_id=self.session_id,
+            partition_key=h.get("pk"),
+            content_type=self.content_type,
+            correlation_id=self.correlation_id,
+            subject=self.subject,
+            to=self.to,
+            reply_to=self.reply_to,
+            reply_to_session_id=self.reply_to_session_id,
+            time_to_live=timedelta(milliseconds=ttl) if ttl else None,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -443,27 +495,8 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
 
 
 def copy_for_resend(m: ServiceBusReceivedMessage, new_message_id: bool = False) -> ServiceBusMessage:
-    """A message to send with a received message's body and properties, e.g. to resubmit a
-    dead-lettered one (its time to live starts again; a scheduled time is dropped)."""
-    h = m._hdr()
-    ttl = h.get("ttl")
-    props: dict[str | bytes, Any] | None = None
-    if m.application_properties:
-        props = {k: v for k, v in m.application_properties.items()}
-    return ServiceBusMessage(
-        m.body,
-        application_properties=props,
-        message_id=None if new_message_id else m.message_id,
-        session_id=m.session_id,
-        partition_key=h.get("pk"),
-        content_type=m.content_type,
-        correlation_id=m.correlation_id,
-        subject=m.subject,
-        to=m.to,
-        reply_to=m.reply_to,
-        reply_to_session_id=m.reply_to_session_id,
-        time_to_live=timedelta(milliseconds=ttl) if ttl else None,
-    )
+    """A message to send with a received message's body and properties (see the method)."""
+    return m.copy_for_resend(new_message_id)
 
 
 class ServiceBusMessageBatch:
@@ -472,18 +505,19 @@ class ServiceBusMessageBatch:
     A batch that lands in one partition (no keys, or one key) is stored atomically.
     """
 
-    def __init__(self, max_size_in_bytes: int) -> None:
+    def __init__(self, max_size_in_bytes: int, *, entity_name: str = "") -> None:
+        """`entity_name`: the sender that makes the batch names its entity (for tracing)."""
         self.max_size_in_bytes = max_size_in_bytes
         self._messages: list[ServiceBusMessage] = []
         self._size = 0
-        self._entity = ""  # set by the sender that made the batch (for tracing)
+        self._entity = entity_name
 
     def add_message(self, message: ServiceBusMessage) -> None:
         if not isinstance(message, ServiceBusMessage):
             raise InvalidArgumentError("add_message takes a ServiceBusMessage")
         if instrument.enabled:  # a tracer may add the message's creation context (before it is measured)
             instrument.created(message, self._entity)
-        size = len(message._encoded())
+        size = len(message.encoded())
         if self._size + size > self.max_size_in_bytes:
             raise MessageSizeExceededError(
                 f"The batch would exceed its maximum size of {self.max_size_in_bytes} bytes."
@@ -502,7 +536,7 @@ class ServiceBusMessageBatch:
     def __len__(self) -> int:
         return len(self._messages)
 
-    def __iter__(self) -> Iterable[ServiceBusMessage]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[ServiceBusMessage]:
         return iter(self._messages)
 
     def __repr__(self) -> str:

@@ -45,15 +45,19 @@ class Registration:
     on_failure: FailureCallback | None
 
 
+def _is_session(renewable: Any) -> bool:
+    return bool(getattr(renewable, "_is_session", False))
+
+
 def describe(renewable: Any) -> str:
     """How a log line names a registered message or session."""
-    if getattr(renewable, "_is_session", False):
+    if _is_session(renewable):
         return f"session {renewable.session_id}"
     return f"message {renewable.sequence_number}"
 
 
 def server_now_ms(receiver: Any) -> int:
-    offset: int = receiver._clock_offset_ms
+    offset: int = receiver.clock_offset_ms
     return int(time.time() * 1000) + offset
 
 
@@ -81,9 +85,9 @@ class Schedule:
             raise InvalidArgumentError(
                 f"register takes a received message or a receiver's session, not {type(message).__name__}"
             )
-        if not hasattr(receiver, "_renew_each"):
+        if not hasattr(receiver, "renew_each"):
             raise InvalidArgumentError("register takes the receiver the message came from")
-        if not message._nonce or message._settled:
+        if message.settled or not (message.nonce if _is_session(message) else message.lock_ref.nonce):
             raise InvalidOperationError(
                 "Only an unsettled message received in PEEK_LOCK mode, or an open session, holds a lock to renew."
             )
@@ -92,7 +96,7 @@ class Schedule:
         duration = self.max_duration if max_lock_renewal_duration is None else check_duration(max_lock_renewal_duration)
         if on_lock_renew_failure is not None and not callable(on_lock_renew_failure):
             raise InvalidArgumentError("on_lock_renew_failure must be callable")
-        span = max(1, message._locked_ms - server_now_ms(receiver))
+        span = max(1, message.locked_until_ms - server_now_ms(receiver))
         self.regs.append(
             Registration(receiver, message, time.monotonic() + duration, span, on_lock_renew_failure or self.on_failure)
         )
@@ -107,7 +111,7 @@ class Schedule:
         wait = IDLE_WAIT
         for reg in self.regs:
             m = reg.message
-            if m._settled or reg.receiver._closed:
+            if m.settled or reg.receiver.closed:
                 continue
             if mono >= reg.stop_at:
                 m.auto_renew_error = AutoLockRenewTimeout(
@@ -115,7 +119,7 @@ class Schedule:
                 )
                 continue
             keep.append(reg)
-            left_ms = m._locked_ms - server_now_ms(reg.receiver) - reg.span_ms // 3
+            left_ms = m.locked_until_ms - server_now_ms(reg.receiver) - reg.span_ms // 3
             if left_ms <= MIN_WAIT * 1000:
                 due.setdefault(reg.receiver, []).append(reg)
             else:

@@ -81,4 +81,5 @@ SCRIPT_NAMES = (
     "session_release",
     "session_state",
     "session_list",
+    "dashboard_counts",
 )

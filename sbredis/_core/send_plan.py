@@ -16,8 +16,8 @@ from .protocol import publish, send
 from .protocol.base import Call
 from .validation import check_session_ids
 
-_TTL_MS = attrgetter("_ttl_ms")
-_SCHED_MS = attrgetter("_sched_ms")
+_TTL_MS = attrgetter("ttl_ms")
+_SCHED_MS = attrgetter("sched_ms")
 
 
 def partition_of(key: str, count: int) -> int:
@@ -55,7 +55,7 @@ def plan_send(
     if meta.sessions:
         check_session_ids(messages, meta.name)
     count, dedup, limit = meta.partition_count, meta.dedup, meta.max_message_bytes
-    blobs = [m._encoded() for m in messages]
+    blobs = [m.encoded() for m in messages]
     size = max(map(len, blobs), default=0)
     if size > limit:
         raise MessageSizeExceededError(
@@ -86,7 +86,7 @@ def plan_send(
             fields: list[Any] = []
             for i in idx:
                 m = messages[i]
-                fields += (m.message_id if dedup else "", m._ttl_ms, sched_ms or m._sched_ms, blobs[i])
+                fields += (m.message_id if dedup else "", m.ttl_ms, sched_ms or m.sched_ms, blobs[i])
             calls.append(send.call(meta.name, p, len(b), send.FULL, fields))
         else:
             calls.append(send.call(meta.name, p, len(b), send.BLOB_ONLY, b))
@@ -102,7 +102,7 @@ def pack(entries: Sequence[Sequence[ServiceBusMessage]], max_bytes: int, max_cou
     current: list[int] = []
     size = count = 0
     for i, msgs in enumerate(entries):
-        b = sum(len(m._encoded()) for m in msgs)
+        b = sum(len(m.encoded()) for m in msgs)
         if current and (size + b > max_bytes or count + len(msgs) > max_count):
             groups.append(current)
             current, size, count = [], 0, 0

@@ -32,9 +32,15 @@ def settle_groups(
     out: dict[int, list[ServiceBusReceivedMessage]] = {}
     count = 0
     cls = ServiceBusReceivedMessage
+    checked = None  # the last lock reference found right: one receive call's messages share it
     for m in messages:
-        if not isinstance(m, cls) or m.entity_name != entity or m._group != group or m._settled:
+        if not isinstance(m, cls) or m.settled:
             _refuse_settle(messages, entity, group, what)
+        ref = m.lock_ref
+        if ref is not checked:
+            if ref.entity != entity or ref.group != group:
+                _refuse_settle(messages, entity, group, what)
+            checked = ref
         part = out.get(m.partition_id)
         if part is None:
             out[m.partition_id] = [m]
@@ -66,15 +72,16 @@ def _refuse_settle(messages: Sequence[Any], entity: str, group: str, what: str) 
     for m in messages:
         if not isinstance(m, ServiceBusReceivedMessage):
             raise InvalidArgumentError(f"{what} takes received messages, not {type(m).__name__}")
-        if m.entity_name != entity or m._group != group:
+        ref = m.lock_ref
+        if ref.entity != entity or ref.group != group:
             raise InvalidOperationError(
-                f"the message was received from '{m.entity_name}' ({'dead-letter' if m._group == 'd' else 'main'} "
+                f"the message was received from '{ref.entity}' ({'dead-letter' if ref.group == 'd' else 'main'} "
                 f"queue), not from this receiver's entity"
             )
-        if m._settled:
-            if m._receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE:
+        if m.settled:
+            if ref.receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE:
                 raise MessageAlreadySettled("The message was received in RECEIVE_AND_DELETE mode.")
-            if not m._nonce:
+            if not ref.nonce:
                 raise InvalidOperationError("A peeked message holds no lock and cannot be settled.")
             raise MessageAlreadySettled("The message has been settled already.")
         if id(m) in seen:

@@ -144,14 +144,14 @@ class TxBuffer:
                     f"the transaction settles messages of partition {self.settle_home[1]} of '{meta.name}'; "
                     f"this message's partition key puts it in partition {p}"
                 )
-            blob = m._encoded()
+            blob = m.encoded()
             if len(blob) > meta.max_message_bytes:
                 raise MessageSizeExceededError(
                     f"A message of {len(blob)} bytes exceeds the maximum of {meta.max_message_bytes} bytes "
                     f"on '{meta.name}'."
                 )
             mid = (m.message_id or "") if meta.dedup else ""
-            staged.append(TxSend(meta, p, mid, m._ttl_ms, m._sched_ms, blob))
+            staged.append(TxSend(meta, p, mid, m.ttl_ms, m.sched_ms, blob))
         self.sends += staged
         self.key, self.session = key, session
 
@@ -174,7 +174,7 @@ class TxBuffer:
         """
         if action not in ACTIONS:
             raise InvalidOperationError(f"unknown settlement {action!r}")
-        session_locked = sessions and any(m._group == Group.MAIN for m in messages)
+        session_locked = sessions and any(m.lock_ref.group == Group.MAIN for m in messages)
         if action == "renew" and session_locked:
             raise InvalidOperationError(
                 "A session message's lock is the session lock: renew receiver.session (outside the transaction)."
@@ -247,7 +247,14 @@ class TxBuffer:
             self.id,
             MARK_MS,
             [
-                (t.action, t.message._group, t.message._local_seq, t.message._nonce, t.reason, t.description)
+                (
+                    t.action,
+                    t.message.lock_ref.group,
+                    t.message.local_seq,
+                    t.message.lock_ref.nonce,
+                    t.reason,
+                    t.description,
+                )
                 for t in self.settles
             ],
             [(s.message_id, s.ttl_ms, s.sched_ms, s.blob) for s in direct],
@@ -290,9 +297,9 @@ class TxBuffer:
         until = tx_commit.locked_until(reply)
         for t in self.settles:
             if t.action == "renew":
-                t.message._locked_ms = until
+                t.message.locked_until_ms = until
             else:
-                t.message._settled = True
+                t.message.settled = True
 
 
 def joinable(tx: Any) -> Any:

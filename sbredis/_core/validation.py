@@ -17,7 +17,7 @@ def as_messages(message: Any) -> list[ServiceBusMessage]:
     if isinstance(message, ServiceBusMessage):
         return [message]
     if isinstance(message, ServiceBusMessageBatch):
-        return list(message._messages)
+        return list(message)
     if isinstance(message, (list, tuple)):
         for m in message:
             if not isinstance(m, ServiceBusMessage):

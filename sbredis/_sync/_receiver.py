@@ -83,12 +83,30 @@ class ServiceBusReceiver:
         self._closed = False
         self._renewer = auto_lock_renewer
         self._settler = SyncCoalescer(self._settle_now, SETTLE_PENDING_LIMIT)
-        self._session = None if session_id is None else ServiceBusSession(self, session_id)
+        self._session = (
+            None
+            if session_id is None
+            else ServiceBusSession(self, session_id, context, max_wait_time, auto_lock_renewer)
+        )
 
     @property
     def session(self) -> ServiceBusSession | None:
         """The session of a session receiver (None for other receivers)."""
         return self._session
+
+    # -- internal: for its session and the AutoLockRenewer
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def clock_offset_ms(self) -> int:
+        """The server's clock minus the local clock, from the last reply that told the time."""
+        return self._clock_offset_ms
+
+    def saw_server_time(self, now_ms: int) -> None:
+        """A reply said the server's time is `now_ms` (lock ends are in the server's clock)."""
+        self._clock_offset_ms = now_ms - int(time.time() * 1000)
 
     # -- receiving
     def _meta(self) -> EntityMeta:
@@ -126,7 +144,7 @@ class ServiceBusReceiver:
             if isinstance(reply, ServiceBusError):
                 continue
             now, msgs = receive.parse(reply, self.entity_name, p, self._group, nonce, self.receive_mode)
-            self._clock_offset_ms = now - int(time.time() * 1000)
+            self.saw_server_time(now)
             out += msgs
             if len(msgs) >= quotas[p]:
                 full.add(p)
@@ -174,13 +192,11 @@ class ServiceBusReceiver:
         """Up to n messages of the session, in sequence order, locked under the session lock."""
         s = self._session
         assert s is not None
-        s._open()
-        c = session_receive.call(self.entity_name, s._partition, s._key(), self._mode, n, s._nonce)
+        s.ensure_locked()
+        c = session_receive.call(self.entity_name, s.partition, s.key, self._mode, n, s.nonce)
         reply = self._context.transport.run(c, self.entity_name)
-        now, msgs = session_receive.parse(
-            reply, self.entity_name, s._partition, self._group, s._nonce, self.receive_mode
-        )
-        self._clock_offset_ms = now - int(time.time() * 1000)
+        now, msgs = session_receive.parse(reply, self.entity_name, s.partition, self._group, s.nonce, self.receive_mode)
+        self.saw_server_time(now)
         return msgs
 
     def receive_messages(
@@ -229,7 +245,7 @@ class ServiceBusReceiver:
         session receiver's renewer renews the session lock, which covers its messages)."""
         if self._renewer is not None and self._session is None:
             for m in messages:
-                if m._nonce:
+                if m.lock_ref.nonce:
                     self._renewer.register(self, m)
         return messages
 
@@ -239,9 +255,9 @@ class ServiceBusReceiver:
         now = int(time.time() * 1000) + self._clock_offset_ms
         while self._buffer and len(out) < n:
             m = self._buffer.popleft()
-            if self._session is not None and m._locked_ms:
-                m._locked_ms = self._session._locked_ms  # renewing the session renewed it
-            if m._locked_ms == 0 or m._locked_ms > now:
+            if self._session is not None and m.locked_until_ms:
+                m.locked_until_ms = self._session.locked_until_ms  # renewing the session renewed it
+            if m.locked_until_ms == 0 or m.locked_until_ms > now:
                 out.append(m)
         return out
 
@@ -274,9 +290,9 @@ class ServiceBusReceiver:
             groups.setdefault(p, []).append(local)
         nonce, session_id = settlement.new_nonce(), ""
         if self._session is not None:  # the session's messages only, locked under its lock
-            self._session._open()
-            nonce, session_id = self._session._nonce, self._session._key()
-            if set(groups) - {self._session._partition}:
+            self._session.ensure_locked()
+            nonce, session_id = self._session.nonce, self._session.key
+            if set(groups) - {self._session.partition}:
                 raise MessageNotFoundError("A sequence number does not name a deferred message of this session.")
         elif meta.sessions and self._group is Group.MAIN:
             raise sess.refuse_plain_receive(self.entity_name)
@@ -321,13 +337,10 @@ class ServiceBusReceiver:
         first_p, first_local = start >> PARTITION_SHIFT, start & validation.LOCAL_MASK
         parts, session_id = range(first_p, meta.partition_count), ""
         if self._session is not None:  # that session's messages: its partition only
-            self._session._open()
-            session_id = self._session._key()
-            parts = (
-                range(self._session._partition, self._session._partition + 1)
-                if first_p <= self._session._partition
-                else range(0)
-            )
+            self._session.ensure_locked()
+            session_id = self._session.key
+            sp = self._session.partition
+            parts = range(sp, sp + 1) if first_p <= sp else range(0)
         calls = [
             peek.call(self.entity_name, p, self._group, first_local if p == first_p else 1, n, session_id)
             for p in parts
@@ -352,7 +365,8 @@ class ServiceBusReceiver:
         self._check_open()
         settlement.settle_groups(messages, self.entity_name, self._group, name)
         if transaction is not None:
-            joinable(transaction)._settle(self, name, messages, *(extra if name == "dead_letter" else ()))
+            tx = joinable(transaction)
+            tx.join_settle(self._context, self, name, messages, *(extra if name == "dead_letter" else ()))
             return []
         if not messages:
             return []
@@ -425,7 +439,7 @@ class ServiceBusReceiver:
                 outcomes.append(entry)
         return outcomes
 
-    def _renew_each(self, messages: list[ServiceBusReceivedMessage]) -> list[Any]:
+    def renew_each(self, messages: list[ServiceBusReceivedMessage]) -> list[Any]:
         """Renew many locks at one script call per partition; one outcome per message (for the
         AutoLockRenewer): the message, or the error."""
         if self._closed:
@@ -515,7 +529,7 @@ class ServiceBusReceiver:
         if self._session is not None:
             raise InvalidOperationError("A session message's lock is the session lock: renew receiver.session instead.")
         self._settle("renew", [message], (), transaction)
-        return codec.from_ms(message._locked_ms)
+        return codec.from_ms(message.locked_until_ms)
 
     # -- lifecycle
     def _check_open(self) -> None:
@@ -527,10 +541,10 @@ class ServiceBusReceiver:
         if self._closed:
             return
         self._closed = True
-        pending = [m for m in self._buffer if m._nonce and not m._settled]
+        pending = [m for m in self._buffer if m.lock_ref.nonce and not m.settled]
         self._buffer.clear()
         if self._session is not None:
-            self._session._release([m._local_seq for m in pending])
+            self._session.release([m.local_seq for m in pending])
         elif pending:
             groups = settlement.settle_groups(pending, self.entity_name, self._group, "abandon")
             calls = [abandon.call(self.entity_name, p, self._group, v, "1") for p, v in groups.items()]
@@ -538,7 +552,7 @@ class ServiceBusReceiver:
 
     def __enter__(self) -> ServiceBusReceiver:
         if self._session is not None:
-            self._session._open()
+            self._session.ensure_locked()
         return self
 
     def __exit__(

@@ -151,7 +151,7 @@ class ServiceBusSender:
         if transaction is not None:
             if presettled:
                 raise InvalidArgumentError("a pre-settled send cannot be part of a transaction")
-            joinable(transaction)._send(self, messages)
+            joinable(transaction).join_send(self._context, self, messages)
             return
         if not messages:
             return
@@ -217,9 +217,7 @@ class ServiceBusSender:
                     f"max_size_in_bytes {max_size_in_bytes} is over the entity's limit of {limit} bytes"
                 )
             limit = max_size_in_bytes
-        batch = ServiceBusMessageBatch(limit)
-        batch._entity = self.entity_name
-        return batch
+        return ServiceBusMessageBatch(limit, entity_name=self.entity_name)
 
     def close(self) -> None:
         """Wait for queued sends (pre-settled ones too); the connections are the client's."""

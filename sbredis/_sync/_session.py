@@ -20,6 +20,7 @@ from .._enums import ServiceBusSessionFilter
 from ..exceptions import InvalidOperationError, OperationTimeoutError, ServiceBusError
 
 if TYPE_CHECKING:
+    from ._handler import HandlerContext
     from ._receiver import ServiceBusReceiver
 
 DEFAULT_SESSION_WAIT = 60.0  # seconds NEXT_AVAILABLE_SESSION waits without a max_wait_time
@@ -32,12 +33,28 @@ class ServiceBusSession:
     Raises (every method):
         SessionLockLostError: the lock elapsed or another receiver took the session.
         InvalidOperationError: the receiver is closed.
+
+    Internal (its receiver and the AutoLockRenewer use these; not part of the API):
+    ``ensure_locked()``, ``partition``, ``nonce``, ``key``, ``locked_until_ms``, ``settled`` and
+    ``release()``. The session reaches its receiver only through the receiver's documented
+    ``closed`` and ``saw_server_time()``, and the rest through what the receiver handed it.
     """
 
     _is_session = True  # for the AutoLockRenewer: a renewable that is not a message
 
-    def __init__(self, receiver: ServiceBusReceiver, session_id: str | ServiceBusSessionFilter) -> None:
+    def __init__(
+        self,
+        receiver: ServiceBusReceiver,
+        session_id: str | ServiceBusSessionFilter,
+        context: HandlerContext,
+        max_wait_time: float | None,
+        renewer: Any,
+    ) -> None:
         self._receiver = receiver
+        self._context = context
+        self._max_wait_time = max_wait_time
+        self._renewer = renewer
+        self._cursor = 0  # where NEXT_AVAILABLE_SESSION starts its next search over partitions
         self._wanted = session_id
         self._id: str | None = None if isinstance(session_id, ServiceBusSessionFilter) else session_id
         self._partition = 0
@@ -56,42 +73,69 @@ class ServiceBusSession:
     def locked_until_utc(self) -> datetime | None:
         return codec.from_ms(self._locked_ms) if self._locked_ms else None
 
+    # -- internal: for the receiver and the AutoLockRenewer
     @property
-    def _settled(self) -> bool:  # the AutoLockRenewer stops renewing a session let go of
-        return self._released or self._receiver._closed
+    def settled(self) -> bool:
+        """Let go of (released, or its receiver closed): the AutoLockRenewer stops renewing it."""
+        return self._released or self._receiver.closed
+
+    @property
+    def partition(self) -> int:
+        return self._partition
+
+    @property
+    def nonce(self) -> str:
+        """The session lock's nonce ('' until locked); its messages are locked under it."""
+        return self._nonce
+
+    @property
+    def key(self) -> str:
+        """The session id, once locked."""
+        return self._key()
+
+    @property
+    def locked_until_ms(self) -> int:
+        return self._locked_ms
+
+    def ensure_locked(self) -> None:
+        """Lock the session (once)."""
+        self._open()
+
+    def release(self, unhanded: list[int]) -> None:
+        """Let go of the session (the receiver closes); `unhanded`: the partition-local sequence
+        numbers of its messages fetched ahead but never handed out."""
+        self._release(unhanded)
 
     # -- opening
     def _open(self) -> None:
-        """Lock the session (once)."""
         if self._nonce:
             return
-        r = self._receiver
-        meta = r._meta()
+        entity = self.entity_name
+        meta = self._context.entity(entity)
         if not meta.sessions:
-            raise sess.refuse_session_receiver(r.entity_name)
+            raise sess.refuse_session_receiver(entity)
         nonce = settlement.new_nonce()
         if self._id is not None:
             p = sess.session_partition(self._id, meta.partition_count)
-            reply = r._context.transport.run(session_lock.call(r.entity_name, p, self._id, nonce), r.entity_name)
+            reply = self._context.transport.run(session_lock.call(entity, p, self._id, nonce), entity)
             self._locked(p, nonce, reply)
             return
-        wait = r._max_wait_time if r._max_wait_time is not None else DEFAULT_SESSION_WAIT
+        wait = self._max_wait_time if self._max_wait_time is not None else DEFAULT_SESSION_WAIT
         deadline = time.monotonic() + wait
         pause = _POLL_MIN
-        start = r._cursor
+        start = self._cursor
         while True:
             for i in range(meta.partition_count):
                 p = (start + i) % meta.partition_count
-                c = session_lock.call(r.entity_name, p, "", nonce)
-                reply = r._context.transport.run(c, r.entity_name)
+                c = session_lock.call(entity, p, "", nonce)
+                reply = self._context.transport.run(c, entity)
                 if self._locked(p, nonce, reply):
-                    r._cursor = p + 1
+                    self._cursor = p + 1
                     return
             now = time.monotonic()
             if now >= deadline:
                 raise OperationTimeoutError(
-                    f"No unlocked session with messages on '{r.entity_name}' within {wait:g} s "
-                    "(NEXT_AVAILABLE_SESSION)."
+                    f"No unlocked session with messages on '{entity}' within {wait:g} s (NEXT_AVAILABLE_SESSION)."
                 )
             time.sleep(min(pause, deadline - now))
             pause = min(pause * 2, _POLL_MAX)
@@ -100,18 +144,17 @@ class ServiceBusSession:
         now, until, sid = session_lock.parse(reply)
         if sid is None:
             return False
-        self._receiver._clock_offset_ms = now - int(time.time() * 1000)
+        self._receiver.saw_server_time(now)
         self._id, self._partition, self._nonce, self._locked_ms = sid, partition, nonce, until
-        renewer = self._receiver._renewer
-        if renewer is not None:
-            renewer.register(self._receiver, self)
+        if self._renewer is not None:
+            self._renewer.register(self._receiver, self)
         return True
 
     def _run(self, c: protocol.Call) -> Any:
-        if self._receiver._closed:
+        if self._receiver.closed:
             raise InvalidOperationError("the receiver is closed")
         self._open()
-        return self._receiver._context.transport.run(c, self._receiver.entity_name)
+        return self._context.transport.run(c, self.entity_name)
 
     # -- the SDK's methods
     def get_state(self, *, timeout: float | None = None) -> bytes | None:
@@ -132,9 +175,9 @@ class ServiceBusSession:
         self._open()
         self._run(session_state.set_call(self.entity_name, self._partition, self._key(), self._nonce, value))
 
-    def _available_count(self) -> int:
-        """How many of the session's messages are available (not locked, deferred or scheduled);
-        sbredis's own (`sbredis sessions show`), not the Azure SDK's."""
+    def available_count(self) -> int:
+        """How many of the session's messages are available (not locked, deferred or scheduled).
+        sbredis's own, not the Azure SDK's (`sbredis sessions show` prints it)."""
         self._open()
         c = session_state.count_call(self.entity_name, self._partition, self._key(), self._nonce)
         return int(self._run(c))
@@ -145,7 +188,7 @@ class ServiceBusSession:
         self._open()
         reply = self._run(session_renew.call(self.entity_name, self._partition, self._key(), self._nonce))
         now, self._locked_ms = session_renew.parse(reply)
-        self._receiver._clock_offset_ms = now - int(time.time() * 1000)
+        self._receiver.saw_server_time(now)
         return codec.from_ms(self._locked_ms)
 
     def _key(self) -> str:
@@ -153,13 +196,11 @@ class ServiceBusSession:
         return self._id
 
     def _release(self, unhanded: list[int]) -> None:
-        """Let go of the session (the receiver closes)."""
         if not self._nonce or self._released:
             return
         self._released = True
-        r = self._receiver
-        c = session_release.call(r.entity_name, self._partition, self._key(), self._nonce, unhanded)
-        r._context.transport.run_many([c], r.entity_name)
+        c = session_release.call(self.entity_name, self._partition, self._key(), self._nonce, unhanded)
+        self._context.transport.run_many([c], self.entity_name)
 
     def __repr__(self) -> str:
         return f"ServiceBusSession(session_id={self._id!r}, entity={self.entity_name!r})"

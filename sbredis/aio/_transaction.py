@@ -54,9 +54,9 @@ class ServiceBusTransaction:
         """'active', 'committed' or 'discarded'."""
         return self._state
 
-    def _check(self, handler: Any) -> None:
-        """Raise unless operations of `handler` may join now."""
-        if handler._context is not self._context:
+    def _check(self, context: HandlerContext) -> None:
+        """Raise unless operations of a handler with this context may join now."""
+        if context is not self._context:
             raise InvalidOperationError(
                 "the sender or receiver belongs to another ServiceBusClient than the transaction"
             )
@@ -74,26 +74,29 @@ class ServiceBusTransaction:
                 "nothing of it was applied."
             )
 
-    async def _send(self, sender: Any, messages: list[ServiceBusMessage]) -> None:
-        """Buffer a send (ServiceBusSender.send_messages with transaction=)."""
-        self._check(sender)
+    async def join_send(self, context: HandlerContext, sender: Any, messages: list[ServiceBusMessage]) -> None:
+        """Internal: buffer a send (ServiceBusSender.send_messages with transaction=); `context`
+        is the sender's, which must be this transaction's client's."""
+        self._check(context)
         meta = await self._context.entity(sender.entity_name)
         want = "topic" if isinstance(sender, ServiceBusTopicSender) else "queue"
         if meta.kind != want:
             raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}, not a {want}")
         self._buffer.add_send(meta, messages)
 
-    async def _settle(
+    async def join_settle(
         self,
+        context: HandlerContext,
         receiver: Any,
         action: str,
         messages: list[ServiceBusReceivedMessage],
         reason: str = "",
         description: str = "",
     ) -> None:
-        """Buffer a settlement (ServiceBusReceiver's settle methods with transaction=)."""
-        self._check(receiver)
-        meta = await receiver._meta()
+        """Internal: buffer a settlement (ServiceBusReceiver's settle methods with transaction=);
+        `context` is the receiver's, which must be this transaction's client's."""
+        self._check(context)
+        meta = await self._context.entity(receiver.entity_name)
         self._buffer.add_settle(action, messages, reason, description, sessions=meta.sessions)
 
     async def commit(self) -> None:

@@ -66,7 +66,7 @@ def run_show(args: argparse.Namespace, out: Output) -> int:
             with receiver:
                 session = receiver.session
                 state = session.get_state()
-                available = session._available_count()
+                available = session.available_count()
         except SessionCannotBeLockedError:
             out.warn(
                 f"sbredis: session {args.session_id!r} of {args.entity} is held by another receiver "

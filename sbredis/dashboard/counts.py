@@ -1,75 +1,32 @@
 """Every entity's counts in one read: the registry (one HGETALL), then one short read-only script
-(counts.lua, beside this module) on every partition of every queue, topic and subscription, which
-reads the partition and its transfer queue together, pipelined per node by the transport's
-``run_many``: the overview costs one round trip per node whatever the number of entities and
-partitions. ``Rates`` turns two reads into per-second rates.
+(lua/dashboard_counts.lua, built by sbredis/_core/protocol/dashboard_counts.py) on every partition
+of every queue, topic and subscription, which reads the partition and its transfer queue together,
+pipelined per node by the transport's ``run_many``: the overview costs one round trip per node
+whatever the number of entities and partitions. ``Rates`` turns two reads into per-second rates.
 
 Internals used (as the Prometheus exporter, observability/exporter.py): the sync ``Transport``
-(``run_many``, ``node_names``), ``ops.Call`` and ``scripts.Script`` to run a script of our own,
-and from ``keys`` the registry key, the transfer suffix and ``entity_keys`` (a partition's key
-names, in the order lua/includes/partition.lua documents). The public admin client reads one
-entity per round trip, which at a thousand entities is a second.
+(``run_many``, ``node_names``), the registry module and the script's protocol module. The public
+admin client reads one entity per round trip, which at a thousand entities is a second.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .._core import registry
-from .._core.keys import TRANSFER, entity_keys
-from .._core.ops import Call
-from .._core.scripts import Script
+from .._core.protocol import Call
+from .._core.protocol import dashboard_counts as script
 from .._sync._transport import Transport
 from ..exceptions import ServiceBusError
 
-_SOURCE = (Path(__file__).with_name("counts.lua")).read_text()
-SCRIPT = Script("dashboard_counts", _SOURCE, hashlib.sha1(_SOURCE.encode()).hexdigest())
-# positions in a partition's 23 keys (lua/includes/partition.lua) of those counts.lua reads
-_OWNER_KEYS = (0, 1, 2, 3, 4, 7, 8, 11, 12, 13, 16, 17)
-_TRANSFER_KEYS = (2, 8, 11, 12, 13, 16)
-KEYS_PER_PARTITION = len(_OWNER_KEYS) + len(_TRANSFER_KEYS)
-
-
-def _keys(path: str, partition: int) -> tuple[str, ...]:
-    owner, transfer = entity_keys(path, partition), entity_keys(path + TRANSFER, partition)
-    return tuple(owner[i] for i in _OWNER_KEYS) + tuple(transfer[i] for i in _TRANSFER_KEYS)
-
-
-def counts_calls(parts: list[tuple[str, int]], per_partition: bool, chunk: int = 256) -> list[Call]:
-    """The counts.lua calls for (entity path, partition) pairs: one per partition on a cluster (a
-    call is routed by one hash tag), else `chunk` partitions per call (a standalone server takes
-    any keys; fewer, longer calls spare the per-call cost)."""
-    if per_partition:
-        return [Call(SCRIPT, _keys(path, i), (), i) for path, i in parts]
-    return [
-        Call(SCRIPT, tuple(k for path, i in parts[j : j + chunk] for k in _keys(path, i)), (), 0)
-        for j in range(0, len(parts), chunk)
-    ]
-
+ROW, WIDTH = script.ROW, script.WIDTH
 
 COUNTS = ("active", "locked", "deferred", "scheduled", "dead_letter", "transfer", "transfer_dead_letter", "size")
-# a partition's row from counts.lua (found is always 1 now; the transfer columns: its transfer queue's counts)
-ROW = (
-    "found",
-    "active",
-    "locked",
-    "deferred",
-    "scheduled",
-    "dead_letter",
-    "size",
-    "seq",
-    "dseq",
-    "transfer",
-    "transfer_dead_letter",
-)
-WIDTH = len(ROW)
 _AT = {name: ROW.index(name) for name in (*COUNTS, "seq", "dseq")}
 
 
@@ -92,7 +49,7 @@ class Entity:
     max_size_bytes: int
     topic: str | None = None
     requires_session: bool = False
-    # counts.lua's rows of the partitions, flattened (WIDTH values each; zeros for an unreachable one)
+    # dashboard_counts.lua's rows of the partitions, flattened (WIDTH values each; zeros for an unreachable one)
     rows: list[int] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
     unreachable: list[int] = field(default_factory=list)
@@ -185,7 +142,7 @@ class Reader:
             entities = [
                 e for n, v in zip(names, values, strict=True) if v is not None and (e := _entity(n, json.loads(v)))
             ]
-            calls = counts_calls([(e.name, i) for e in entities for i in range(e.partition_count)], cluster)
+            calls = script.calls([(e.name, i) for e in entities for i in range(e.partition_count)], cluster)
         else:
             raw = self.transport.execute(*registry.get_all()) or {}
             entities = [e for k, v in raw.items() if (e := _entity(_text(k), json.loads(v))) is not None]
@@ -193,7 +150,7 @@ class Reader:
             with self._lock:
                 if raw != self._registry:
                     parts = [(e.name, i) for e in entities for i in range(e.partition_count)]
-                    self._calls = counts_calls(parts, cluster)
+                    self._calls = script.calls(parts, cluster)
                     self._registry = raw
                 calls = self._calls
         replies = self.transport.run_many(calls, retry="all") if calls else []
@@ -202,12 +159,12 @@ class Reader:
         where: list[str] = []  # the node of each partition
         failed: set[int] = set()  # partitions whose node did not answer
         for call, reply, node in zip(calls, replies, nodes, strict=True):
-            n = len(call.keys) // KEYS_PER_PARTITION
+            n = script.partitions_of(call)
             if isinstance(reply, ServiceBusError):
                 failed.update(range(len(where), len(where) + n))
                 flat += [0] * (WIDTH * n)
             else:
-                flat += reply
+                flat += script.parse(reply)
             where += [node] * n
         at = 0
         for e in entities:

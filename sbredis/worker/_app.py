@@ -76,12 +76,12 @@ class Task(Generic[P, R]):
         Raises:
             As ServiceBusSender.send_messages.
         """
-        self.app._sender(self.entity).send_messages(self.message(*args, **kwargs))
+        self.app.sender(self.entity).send_messages(self.message(*args, **kwargs))
 
     def send_at(self, schedule_time_utc: datetime, *args: P.args, **kwargs: P.kwargs) -> int:
         """Schedule the task for `schedule_time_utc`; returns the scheduled message's sequence number
         (for ``cancel_scheduled_messages``)."""
-        (seq,) = self.app._sender(self.entity).schedule_messages(self.message(*args, **kwargs), schedule_time_utc)
+        (seq,) = self.app.sender(self.entity).schedule_messages(self.message(*args, **kwargs), schedule_time_utc)
         return seq
 
     def __repr__(self) -> str:
@@ -166,7 +166,9 @@ class App:
             entity = self.entities[0]
         return Worker(self.url, self.handler(entity), entity=entity, **{**self.client_options, **options})
 
-    def _sender(self, entity: str) -> ServiceBusSender:
+    def sender(self, entity: str) -> ServiceBusSender:
+        """The app's sender to `entity`, which its tasks' send() and send_at() share (made on first
+        use; close() closes it)."""
         with self._lock:
             if self._client is None:
                 self._client = ServiceBusClient.from_connection_string(self.url, **self.client_options)

@@ -287,7 +287,17 @@ class Worker:
         )
         code = ExitCode.OK
         receiver: ServiceBusReceiver | None = None
-        sessions = SessionSlots(self, client, renewer)
+        sessions = SessionSlots(
+            self,
+            client,
+            renewer,
+            room=self._room,
+            stopping=lambda: self._stopping,
+            make_receiver=self._receiver,
+            back_off=self._back_off,
+            hook=self._hook,
+            start=self._start,
+        )
         try:
             try:
                 if self.session:

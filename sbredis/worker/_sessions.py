@@ -26,10 +26,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from sbredis import NEXT_AVAILABLE_SESSION
-from sbredis.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceiver
+from sbredis.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver
 from sbredis.exceptions import OperationTimeoutError, ServiceBusError
 
 if TYPE_CHECKING:
@@ -41,12 +42,35 @@ KEEP_ON = ("complete", "dead_letter")  # settlements after which the session's n
 
 
 class SessionSlots:
-    """The sessions one worker holds, each served by its own task."""
+    """The sessions one worker holds, each served by its own task.
 
-    def __init__(self, worker: Worker, client: ServiceBusClient, renewer: AutoLockRenewer) -> None:
+    It reads the worker's public settings; the worker's own machinery comes in explicitly: `room`
+    (set when a slot may have come free or the worker stops), `stopping`, and the worker's
+    receiver factory, back-off, hooks and handler start.
+    """
+
+    def __init__(
+        self,
+        worker: Worker,
+        client: ServiceBusClient,
+        renewer: AutoLockRenewer,
+        *,
+        room: asyncio.Event,
+        stopping: Callable[[], bool],
+        make_receiver: Callable[..., ServiceBusReceiver],
+        back_off: Callable[[ServiceBusError, float, str], Awaitable[float]],
+        hook: Callable[..., Awaitable[None]],
+        start: Callable[[ServiceBusReceiver, ServiceBusReceivedMessage], asyncio.Task[Any]],
+    ) -> None:
         self.worker = worker
         self.client = client
         self.renewer = renewer
+        self.room = room
+        self.stopping = stopping
+        self.make_receiver = make_receiver
+        self.back_off = back_off
+        self.hook = hook
+        self.start = start
         self.held: dict[asyncio.Task[None], ServiceBusReceiver] = {}
 
     async def run(self) -> None:
@@ -56,14 +80,13 @@ class SessionSlots:
             ServiceBusError: one that retrying cannot fix (the entity is gone, ...).
         """
         w = self.worker
-        assert w._room is not None
         pause = 0.0
-        while not w._stopping:
+        while not self.stopping():
             if len(self.held) >= w.concurrency:
-                w._room.clear()
-                await w._room.wait()
+                self.room.clear()
+                await self.room.wait()
                 continue
-            receiver = w._receiver(
+            receiver = self.make_receiver(
                 self.client,
                 session_id=NEXT_AVAILABLE_SESSION,
                 max_wait_time=w.poll_interval,
@@ -76,10 +99,10 @@ class SessionSlots:
                 continue
             except ServiceBusError as e:
                 await _close(receiver)
-                pause = await w._back_off(e, pause, "taking a session of")
+                pause = await self.back_off(e, pause, "taking a session of")
                 continue
             pause = 0.0
-            if w._stopping:
+            if self.stopping():
                 await _close(receiver)
                 break
             task = asyncio.get_running_loop().create_task(self._serve(receiver))
@@ -88,8 +111,7 @@ class SessionSlots:
 
     def _let_go(self, task: asyncio.Task[None]) -> None:
         self.held.pop(task, None)
-        if self.worker._room is not None:
-            self.worker._room.set()
+        self.room.set()
         if not task.cancelled() and task.exception() is not None:
             log.error("session task failed", exc_info=task.exception())
 
@@ -103,9 +125,9 @@ class SessionSlots:
         try:
             self.renewer.register(receiver, session, max_lock_renewal_duration=2 * w.max_lock_renewal_duration)
             log.debug("session %r of %r taken", session.session_id, w.path)
-            while not w._stopping and time.monotonic() - taken < w.max_lock_renewal_duration:
+            while not self.stopping() and time.monotonic() - taken < w.max_lock_renewal_duration:
                 wait = min(w.poll_interval, max(0.0, idle_since + w.session_idle_timeout - time.monotonic()))
-                await w._hook("before_receive", 1)
+                await self.hook("before_receive", 1)
                 try:
                     messages = await receiver.receive_messages(max_message_count=1, max_wait_time=wait)
                 except ServiceBusError as e:
@@ -115,9 +137,9 @@ class SessionSlots:
                     if time.monotonic() - idle_since >= w.session_idle_timeout:
                         break
                     continue
-                await w._hook("after_receive", messages)
+                await self.hook("after_receive", messages)
                 w.stats["received"] += len(messages)
-                task = w._start(receiver, messages[0])
+                task = self.start(receiver, messages[0])
                 await asyncio.wait([task])  # a cancelled handler (the drain) ends this wait, not this task
                 if task.cancelled() or task.exception() is not None or task.result() not in KEEP_ON:
                     break

@@ -80,7 +80,7 @@ def test_one_call_settles_locks_of_several_receives(client: Any, make_queue: Any
     with client.get_queue_receiver(q) as r:
         first = r.receive_messages(4, max_wait_time=1)
         second = r.receive_messages(4, max_wait_time=1)
-        assert first[0]._nonce != second[0]._nonce
+        assert first[0].lock_ref.nonce != second[0].lock_ref.nonce
         r.abandon_messages([first[0], second[0], first[1], second[1]])
         r.defer_messages([first[2], second[2]])
         r.dead_letter_messages([first[3], second[3]], reason="r")

@@ -107,7 +107,7 @@ def test_a_message_whose_enqueue_time_is_ahead_but_not_scheduled_is_not_skipped(
         s.send_messages(ServiceBusMessage("first"))
     ahead = int(time.time() * 1000) + 3_600_000
     seq = raw_redis.hincrby(k["st"], "seq", 1)
-    blob = ServiceBusMessage("ahead")._encoded()
+    blob = ServiceBusMessage("ahead").encoded()
     raw_redis.xadd(k["log"], {"b": blob, "e": ahead, "x": 0}, id=f"{seq}-0")
     raw_redis.hincrby(k["st"], "size", len(blob))
     with client.get_queue_receiver(q) as r:

@@ -138,7 +138,7 @@ def test_async_renewer(url: str, make_queue: Any) -> None:
 @pytest.mark.xfail(
     strict=True,
     reason="bug: an aio receiver takes a sync AutoLockRenewer without a word; its thread then dies on "
-    "`receiver._renew_each` (a coroutine: TypeError) and the lock elapses with no callback or auto_renew_error",
+    "`receiver.renew_each` (a coroutine: TypeError) and the lock elapses with no callback or auto_renew_error",
 )
 def test_an_async_receiver_refuses_a_sync_renewer(url: str, make_queue: Any) -> None:
     q = make_queue(lock_duration=LOCK)

@@ -153,7 +153,7 @@ def header(minimal: bool = False, props: Any = PROPS) -> str:
         msg = ServiceBusMessage(b"x", message_id="only-id")
     else:
         msg = ServiceBusMessage(b"body", application_properties=props, **SYSTEM)
-    return json.dumps(codec.header_of(msg._encoded()))
+    return json.dumps(codec.header_of(msg.encoded()))
 
 
 @pytest.fixture(scope="module")
@@ -617,7 +617,7 @@ def test_blob_round_trip_as_a_fan_out_script_does_it(evaluate: Any) -> None:
     result, the body is untouched, unchanged properties keep their values and types."""
     body = bytes(range(256)) * 4
     props_in: Any = PROPS
-    blob = ServiceBusMessage(body, application_properties=props_in, **SYSTEM)._encoded()
+    blob = ServiceBusMessage(body, application_properties=props_in, **SYSTEM).encoded()
     action = compile_action(SqlRuleAction("SET sys.Label = 'routed'; SET Quantity = Quantity * 3; REMOVE nul"))
     assert evaluate("blob", compile_filter(SqlRuleFilter("color = 'blue'")), blob, action) == [b"false"]
     assert evaluate("blob", compile_filter(SqlRuleFilter("color = 'red'")), blob, "") == [b"true"]

@@ -306,11 +306,11 @@ def test_unknown_lock_token_is_lock_lost(client: Any, make_queue: Any) -> None:
         s.send_messages(ServiceBusMessage("x"))
     with client.get_queue_receiver(q) as r:
         [m] = r.receive_messages(1, max_wait_time=1)
-        good = m._nonce
-        m._nonce = "00" * 8  # a token this lock never had
+        good = m.lock_ref
+        m.lock_ref = good._replace(nonce="00" * 8)  # a token this lock never had
         with pytest.raises(MessageLockLostError):
             r.complete_message(m)
-        m._nonce = good
+        m.lock_ref = good
         r.complete_message(m)
 
 
@@ -320,11 +320,11 @@ def test_complete_messages_batch_reports_lost_ones(client: Any, make_queue: Any)
         s.send_messages([ServiceBusMessage(str(i)) for i in range(4)])
     with client.get_queue_receiver(q) as r:
         got = r.receive_messages(4, max_wait_time=1)
-        got[1]._nonce = "ff" * 8
+        got[1].lock_ref = got[1].lock_ref._replace(nonce="ff" * 8)
         with pytest.raises(MessageLockLostError) as info:
             r.complete_messages(got)
         assert info.value.messages == [got[1]]
-        assert all(m._settled for i, m in enumerate(got) if i != 1)
+        assert all(m.settled for i, m in enumerate(got) if i != 1)
         assert bodies(r.peek_messages(10, sequence_number=1)) == ["1"]
 
 

@@ -196,7 +196,7 @@ def test_renewing_a_session_message_in_a_transaction_is_refused(admin: Any, clie
         assert tx.state == "active" and repr(tx) == "ServiceBusTransaction(active, 0 operations)"
         r.complete_message(m, transaction=tx)  # the transaction is still usable
         tx.commit()
-        assert m._settled
+        assert m.settled
     assert admin.get_queue_runtime_properties(q).active_message_count == 0
 
 

@@ -155,9 +155,9 @@ def test_lock_tokens_of_other_messages_are_refused(client: ServiceBusClient, gua
     with client.get_queue_receiver(TARGET, max_wait_time=2) as r:
         a, b = r.receive_messages(2)
         forged = copy.copy(a)
-        forged._nonce = "00" * 8  # a guessed token
+        forged.lock_ref = a.lock_ref._replace(nonce="00" * 8)  # a guessed token
         swapped = copy.copy(a)
-        swapped._local_seq = b._local_seq + 1000  # a's token on a message that does not exist
+        swapped.local_seq = b.local_seq + 1000  # a's token on a message that does not exist
         for m in (forged, swapped):
             for op in (r.complete_message, r.abandon_message, r.defer_message, r.renew_message_lock):
                 with pytest.raises(MessageLockLostError):

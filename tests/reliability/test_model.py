@@ -373,7 +373,7 @@ class QueueModel(RuleBasedStateMachine):
     # -- rules: settling
     def _expect(self, name: str, g: Any) -> tuple[Msg, type[Exception] | None]:
         m = self.msgs[g.body.decode()]
-        if g._settled:
+        if g.settled:
             return m, MessageAlreadySettled
         if m.holder is g and m.until >= self.now and m.state in (LOCKED, DLQ_LOCKED):
             return m, None
@@ -607,7 +607,7 @@ class QueueModel(RuleBasedStateMachine):
             assert m.dc >= m.max_dc_seen, f"{key}: delivery count went down"
             m.max_dc_seen = m.dc
             if m.state in (LOCKED, DLQ_LOCKED):
-                assert (view.until, view.nonce) == (m.until, m.holder._nonce), where
+                assert (view.until, view.nonce) == (m.until, m.holder.lock_ref.nonce), where
             if m.state in (DLQ, DLQ_LOCKED):
                 assert view.reason == m.reason, where
         props = self.admin.get_queue_runtime_properties(self.name)

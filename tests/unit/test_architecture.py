@@ -200,38 +200,60 @@ PAIRED_FILES = {  # rewritten into sbredis/paired/ on another branch; expected t
     "_sync/_paired_tasks.py",
     "cli/siphon.py",
 }
+SPARK = "spark/"  # being rewritten on another branch, which removes its reach-ins (pyspark's _jvm/_jsc too)
 ALLOWED_REACH_INS: set[str] = set()  # empty: a _name belongs to its own module's classes
-# The count when the rule was written; the test below may only see it fall (see the xfail).
-REACH_IN_CEILING = 214
+# What the modules being rewritten elsewhere still have; it may only fall (see the xfail below).
+REACH_IN_CEILING = 15
 
 
-def reach_ins() -> list[str]:
-    """`x._name` (one leading underscore, not a dunder) with x neither self nor cls, everywhere."""
+def _own(node: ast.expr) -> bool:
+    """self, cls, or super() (the object's own attributes, inherited ones too)."""
+    if isinstance(node, ast.Name):
+        return node.id in ("self", "cls")
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args
+
+
+def reach_ins(root: Path = PACKAGE) -> list[str]:
+    """`x._name` (one leading underscore, not a dunder) with x neither self, cls nor super(), in
+    every module under `root`."""
     out = []
-    for path in MODULES:
+    for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Attribute):
                 continue
             name = node.attr
-            if not name.startswith("_") or name.startswith("__"):
+            if not name.startswith("_") or name.startswith("__") or _own(node.value):
                 continue
-            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
-                continue
-            where = f"{rel(path)}:{node.lineno}: {ast.unparse(node)}"
+            where = f"{path.relative_to(root).as_posix()}:{node.lineno}: {ast.unparse(node)}"
             if where not in ALLOWED_REACH_INS:
                 out.append(where)
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="partly done: handlers use a HandlerContext; received messages' lock state, the session/receiver "
-    "pair, the worker, spark and the paired-namespace files (PAIRED_FILES) still reach in",
-)
+def _elsewhere(where: str) -> bool:
+    path = where.split(":", 1)[0]
+    return path.startswith(SPARK) or path in PAIRED_FILES
+
+
 def test_no_module_touches_another_objects_private_attributes() -> None:
-    assert reach_ins() == []
+    """Received messages carry their lock state as documented attributes (lock_ref, local_seq,
+    locked_until_ms, settled), handlers get a HandlerContext, a session and its receiver talk
+    through documented members."""
+    assert [w for w in reach_ins() if not _elsewhere(w)] == []
+
+
+@pytest.mark.xfail(strict=True, reason="sbredis/spark: rewritten on another branch (it reaches pyspark's _jvm too)")
+def test_the_modules_rewritten_elsewhere_do_not_touch_private_attributes() -> None:
+    assert [w for w in reach_ins() if _elsewhere(w)] == []
 
 
 def test_private_reach_ins_do_not_grow() -> None:
-    found = reach_ins()
+    found = [w for w in reach_ins() if _elsewhere(w)]
     assert len(found) <= REACH_IN_CEILING, "\n".join(found)
+
+
+def test_the_reach_in_check_finds_one(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(
+        "class A(B):\n    def f(self, m):\n        return self._a, super()._b(), m._c, type(self)._d, m.__e\n"
+    )
+    assert reach_ins(tmp_path) == ["m.py:3: m._c", "m.py:3: type(self)._d"]

@@ -42,20 +42,20 @@ def _params(fn: Any) -> list[tuple[str, Any]]:
 class _Broken:
     """A receiver whose renewal raises what no Redis error becomes (a bug)."""
 
-    _closed = False
-    _clock_offset_ms = 0
+    closed = False
+    clock_offset_ms = 0
 
     def __init__(self) -> None:
         self.calls = 0
 
-    def _renew_each(self, messages: list[Any]) -> list[Any]:
+    def renew_each(self, messages: list[Any]) -> list[Any]:
         self.calls += 1
         raise RuntimeError("bug")
 
 
 class _Message:
-    _settled = False
-    _locked_ms = 0  # due at once
+    settled = False
+    locked_until_ms = 0  # due at once
     sequence_number = 1
     auto_renew_error: Any = None
 
@@ -84,7 +84,7 @@ def test_sync_renewer_logs_and_reports_an_unexpected_error(caplog: pytest.LogCap
 
 def test_async_renewer_logs_and_reports_an_unexpected_error(caplog: pytest.LogCaptureFixture) -> None:
     class AsyncBroken(_Broken):
-        async def _renew_each(self, messages: list[Any]) -> list[Any]:  # type: ignore[override]
+        async def renew_each(self, messages: list[Any]) -> list[Any]:  # type: ignore[override]
             raise RuntimeError("bug")
 
     async def run() -> list[Any]:

@@ -45,6 +45,11 @@ SCRIPT_FILES = sorted(LUA.glob("*.lua"))
 INCLUDE_FILES = sorted(INCLUDES.glob("*.lua"))
 KEYSET_VARIABLES = ("S", "T")  # names a script binds a further key set (includes/keysets.lua) to
 KEYSET_SCRIPTS = {"publish", "cancel_topic_scheduled", "forward_out", "forward_ack", "idle", "tx_commit"}
+# Scripts with a KEYS layout of their own, documented in their header and checked by their own test
+# below: dashboard_counts takes 18 of a partition's keys per partition, many partitions per call
+# (the whole 23 of a partition and of its transfer queue would be 46 keys a partition at every read).
+# In them KEYS is indexed as KEYS[base + i] and redis calls name keys as K(<literal>) or a parameter.
+OWN_LAYOUT_SCRIPTS = {"dashboard_counts"}
 
 BANNED_COMMANDS = {"KEYS", "SCAN", "RANDOMKEY", "FLUSHALL", "FLUSHDB"}
 KEYLESS_COMMANDS = {"TIME"}
@@ -218,7 +223,7 @@ def key_variables(keysets: bool = False) -> set[str]:
 PAIRED_SCRIPTS = set(scripts.SCRIPT_NAMES) & {"siphon_lease", "syphon_lease"}
 
 
-SINGLE_KEYSET = set(protocol.MODULES) - KEYSET_SCRIPTS  # scripts that get one partition's 23 keys
+SINGLE_KEYSET = set(protocol.MODULES) - KEYSET_SCRIPTS - OWN_LAYOUT_SCRIPTS  # one partition's 23 keys
 
 
 def python_called_scripts() -> set[str]:
@@ -347,6 +352,11 @@ def test_keys_is_used_only_in_partition_lua_and_only_with_literal_indices() -> N
                     f"keysets.lua indexes KEYS by something other than b + literal at token {i}"
                 )
                 continue
+            if path.stem in OWN_LAYOUT_SCRIPTS:
+                assert toks[i - 1] == ("op", "#") or [t for _, t in toks[i + 1 : i + 4]] == ["[", "base", "+"], (
+                    f"{path.name} indexes KEYS by something other than base + i at token {i}"
+                )
+                continue
             assert path.name == "partition.lua", f"{path.name} uses KEYS directly; use the names of partition.lua"
             assert toks[i + 1][1] == "[" and toks[i + 2][0] == "num" and toks[i + 3][1] == "]", (
                 f"KEYS indexed by something other than an integer literal in {path.name}"
@@ -465,6 +475,9 @@ def test_redis_calls_use_named_keys_only(path: Path) -> None:
             continue
         assert len(args) >= 2, f"{where}: no key argument"
         key = "".join(t for _, t in args[1])
+        if path.stem in OWN_LAYOUT_SCRIPTS:
+            assert re.fullmatch(r"K\(\d+\)|[a-z]\w*", key), f"{where}: key {key!r} is neither K(<literal>) nor a name"
+            continue
         assert all(k in ("name", "op") for k, _ in args[1]) and ".." not in key, f"{where}: key built in Lua"
         assert key in allowed, f"{where}: key {key!r} is not one of the named key variables"
 
@@ -606,7 +619,7 @@ def header_keysets(path: Path) -> tuple[int, bool]:
 
 def _received(partition: int, seq: int, nonce: str = "ab" * 8) -> ServiceBusReceivedMessage:
     return ServiceBusReceivedMessage(
-        ServiceBusMessage("x")._encoded(),
+        ServiceBusMessage("x").encoded(),
         entity_name="q",
         partition_id=partition,
         group="m",
@@ -737,6 +750,7 @@ def _samples(entity: str = "q", p: int = 2) -> dict[str, tuple[Any, dict[str, An
             0,
         ),
         "session_list": (P.session_list.call(entity, p), {}, (), 0),
+        "dashboard_counts": (P.dashboard_counts.calls([(entity, p)], per_partition=True)[0], {}, (), 0),
     }
 
 
@@ -763,7 +777,7 @@ def test_protocol_module_argv_names_the_header_argv_in_order(name: str) -> None:
         assert text.lower().startswith(declared.lower()), f"{name}: ARGV[{i}] is {text!r}, the module says {declared!r}"
 
 
-@pytest.mark.parametrize("name", sorted(protocol.MODULES))
+@pytest.mark.parametrize("name", sorted(set(protocol.MODULES) - OWN_LAYOUT_SCRIPTS))
 def test_protocol_builder_passes_keys_and_argv_as_the_header_says(name: str) -> None:
     c, fixed, tail, further = _samples()[name]
     module = protocol.MODULES[name]
@@ -778,6 +792,29 @@ def test_protocol_builder_passes_keys_and_argv_as_the_header_says(name: str) -> 
     assert c.args[len(module.ARGV) :] == tail
 
 
+@pytest.mark.parametrize("per_partition", [True, False])
+def test_dashboard_counts_passes_its_keys_as_the_header_says(per_partition: bool) -> None:
+    header = header_of(LUA / "dashboard_counts.lua")
+    listed = [int(n) for n in re.findall(r"\[(\d+)\]", header[header.index("KEYS:") : header.index("ARGV")])]
+    module = protocol.dashboard_counts
+    assert listed == list(range(1, module.KEYS_PER_PARTITION + 1))
+    assert f"{module.KEYS_PER_PARTITION} more per further partition" in " ".join(header.split())
+    names = keys.PARTITION_KEY_NAMES
+    documented = ["cfg", "st", "log", "ready", "locked", "deferred", "sched", "d:log", "d:ready", "d:locked"]
+    documented += ["d:deferred", "sr", "log", "sched", "d:log", "d:ready", "d:locked", "d:deferred"]
+    assert [names[i] for i in (*module.OWNER_KEYS, *module.TRANSFER_KEYS)] == documented
+    parts = [("q", 0), ("q", 1), ("t/Subscriptions/s", 3)]
+    calls = module.calls(parts, per_partition, chunk=2)
+    assert all(c.script is scripts.load("dashboard_counts") and c.args == () for c in calls)
+    assert sum(map(module.partitions_of, calls)) == len(parts)
+    flat = [k for c in calls for k in c.keys]
+    assert flat == [k for path, p in parts for k in module.partition_keys(path, p)]
+    assert module.partition_keys("q", 1)[0] == keys.entity_keys("q", 1)[0]
+    assert module.partition_keys("q", 1)[-1] == keys.entity_keys("q" + keys.TRANSFER, 1)[16]
+    if per_partition:
+        assert all(len({key_slot(k.encode()) for k in c.keys}) == 1 for c in calls)
+
+
 def test_no_module_outside_protocol_builds_a_script_call() -> None:
     """Script names, KEYS and ARGV are built in sbredis/_core/protocol only (ops.call and the
     siphon_lease call are sbredis/_core/paired.py's until paired namespaces move to their package)."""
@@ -785,7 +822,6 @@ def test_no_module_outside_protocol_builds_a_script_call() -> None:
     allowed = {
         ROOT / "sbredis" / "_core" / "paired.py",
         ROOT / "sbredis" / "paired" / "_core.py",  # paired namespaces
-        ROOT / "sbredis" / "dashboard" / "counts.py",  # the dashboard's own read-only script
     }
     offenders = []
     for path in sorted((ROOT / "sbredis").rglob("*.py")):

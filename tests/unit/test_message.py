@@ -29,7 +29,7 @@ def received(m: ServiceBusMessage, **kw: Any) -> ServiceBusReceivedMessage:
         entity_name="q", partition_id=0, group="m", local_seq=1, delivery_count=1, enqueued_ms=1, expires_ms=0
     )
     args.update(kw)
-    return ServiceBusReceivedMessage(m._encoded(), **args)
+    return ServiceBusReceivedMessage(m.encoded(), **args)
 
 
 # ------------------------------------------------------------------------- exception classes
@@ -166,7 +166,7 @@ def test_a_finite_time_to_live_too_long_for_milliseconds_never_expires(ttl: floa
     """Seconds that are finite but overflow as milliseconds (1.7976e305 would raise a raw
     OverflowError) mean "never", as any time to live of 100 years or more does."""
     m = ServiceBusMessage("x", time_to_live=ttl)
-    assert m.time_to_live is None and m._ttl_ms == 0
+    assert m.time_to_live is None and m.ttl_ms == 0
 
 
 @pytest.mark.parametrize(
@@ -176,9 +176,9 @@ def test_a_finite_time_to_live_too_long_for_milliseconds_never_expires(ttl: floa
 def test_time_to_live_in_ms(ttl: Any, ms: int) -> None:
     m = ServiceBusMessage("x", time_to_live=ttl)
     assert m.time_to_live == timedelta(milliseconds=ms)
-    assert m._ttl_ms == ms
+    assert m.ttl_ms == ms
     m.time_to_live = None
-    assert m.time_to_live is None and m._ttl_ms == 0
+    assert m.time_to_live is None and m.ttl_ms == 0
 
 
 def test_scheduled_enqueue_time() -> None:
@@ -186,7 +186,7 @@ def test_scheduled_enqueue_time() -> None:
     m = ServiceBusMessage("x", scheduled_enqueue_time_utc=when)
     assert m.scheduled_enqueue_time_utc == when.replace(microsecond=123000)
     naive = ServiceBusMessage("x", scheduled_enqueue_time_utc=when.replace(tzinfo=None))
-    assert naive._sched_ms == m._sched_ms  # naive is UTC, as in the Azure SDK
+    assert naive.sched_ms == m.sched_ms  # naive is UTC, as in the Azure SDK
     with pytest.raises(InvalidArgumentError):
         ServiceBusMessage("x", scheduled_enqueue_time_utc=1234)  # type: ignore[arg-type]
 
@@ -225,7 +225,7 @@ def test_application_properties_are_copied() -> None:
 
 def test_in_place_property_change_after_encoding_is_sent() -> None:
     m = ServiceBusMessage("x", application_properties={"attempt": 1})
-    m._encoded()  # what a send does
+    m.encoded()  # what a send does
     assert m.application_properties is not None
     m.application_properties["attempt"] = 2
     assert received(m).application_properties == {"attempt": 2}
@@ -233,7 +233,7 @@ def test_in_place_property_change_after_encoding_is_sent() -> None:
 
 def test_setting_properties_after_encoding_is_reflected() -> None:
     m = ServiceBusMessage("x", application_properties={"a": 1})
-    m._encoded()
+    m.encoded()
     m.application_properties = {"a": 2}
     m.subject = "s"
     m.message_id = "id-2"
@@ -243,8 +243,8 @@ def test_setting_properties_after_encoding_is_reflected() -> None:
 
 def test_a_generated_id_message_is_stored_as_the_json_header_says() -> None:
     m = ServiceBusMessage(b"BODY")
-    assert m._encoded() == codec.encode({"id": m.message_id}, b"BODY")  # encode_generated_id's shortcut
-    assert codec.header_of(m._encoded()) == {"id": m.message_id}
+    assert m.encoded() == codec.encode({"id": m.message_id}, b"BODY")  # encode_generated_id's shortcut
+    assert codec.header_of(m.encoded()) == {"id": m.message_id}
 
 
 @pytest.mark.parametrize(
@@ -262,9 +262,9 @@ def test_a_generated_id_message_changed_before_or_after_encoding_stores_the_chan
     for encode_first in (False, True):
         m = ServiceBusMessage(b"BODY")
         if encode_first:
-            m._encoded()
+            m.encoded()
         setattr(m, name, value)
-        header = codec.header_of(m._encoded())
+        header = codec.header_of(m.encoded())
         assert header[key] == stored
         assert header["id"] == m.message_id
 
@@ -311,7 +311,7 @@ def same_value(got: Any, sent: Any) -> bool:
 @given(body=st.one_of(st.binary(max_size=2000), st.text(max_size=500)), props=st.dictionaries(st.text(), prop_values))
 def test_blob_round_trips_body_and_properties(body: bytes | str, props: dict[str, Any]) -> None:
     m = ServiceBusMessage(body, application_properties=props or None, subject="s", correlation_id="c")
-    blob = m._encoded()
+    blob = m.encoded()
     raw_body = body.encode() if isinstance(body, str) else body
     assert codec.body_of(blob) == raw_body
     header = codec.header_of(blob)
@@ -386,8 +386,8 @@ def lua51_hash(s: bytes) -> int:
 
 def test_messages_with_one_body_spread_over_lua_string_hashes() -> None:
     body = os.urandom(1024)
-    generated = [ServiceBusMessage(body)._encoded() for _ in range(100)]
-    chosen = [ServiceBusMessage(body, message_id=f"order-{i}", subject="s")._encoded() for i in range(100)]
+    generated = [ServiceBusMessage(body).encoded() for _ in range(100)]
+    chosen = [ServiceBusMessage(body, message_id=f"order-{i}", subject="s").encoded() for i in range(100)]
     for blobs in (generated, chosen):
         assert len({lua51_hash(b) for b in blobs}) >= 10
         assert all(codec.body_of(b) == body for b in blobs)
@@ -399,7 +399,7 @@ def test_messages_with_one_body_spread_over_lua_string_hashes() -> None:
 # ----------------------------------------------------------------------------------- batches
 def test_batch_add_until_full() -> None:
     one = ServiceBusMessage("x" * 100)
-    size = len(one._encoded())
+    size = len(one.encoded())
     batch = ServiceBusMessageBatch(max_size_in_bytes=size * 3)
     for _ in range(3):
         batch.add_message(ServiceBusMessage("x" * 100, message_id=one.message_id))
@@ -432,7 +432,7 @@ def test_batch_size_never_exceeds_its_limit(bodies: list[bytes], limit: int) -> 
     accepted = 0
     for b in bodies:
         m = ServiceBusMessage(b)
-        fits = batch.size_in_bytes + len(m._encoded()) <= limit
+        fits = batch.size_in_bytes + len(m.encoded()) <= limit
         if fits:
             batch.add_message(m)
             accepted += 1
@@ -441,15 +441,15 @@ def test_batch_size_never_exceeds_its_limit(bodies: list[bytes], limit: int) -> 
                 batch.add_message(m)
         assert batch.size_in_bytes <= limit
     assert len(batch) == accepted
-    assert batch.size_in_bytes == sum(len(m._encoded()) for m in batch)
+    assert batch.size_in_bytes == sum(len(m.encoded()) for m in batch)
 
 
 def test_time_to_live_of_a_century_or_more_never_expires() -> None:
     # an expiry past 1e14 ms would print in exponent form in the scripts and break the stored
     # times, so a century or more means "never"
     m = ServiceBusMessage("x", time_to_live=timedelta(days=36500))
-    assert m.time_to_live is None and m._ttl_ms == 0
-    assert ServiceBusMessage("x", time_to_live=timedelta(days=36499))._ttl_ms == 36499 * 86_400_000
+    assert m.time_to_live is None and m.ttl_ms == 0
+    assert ServiceBusMessage("x", time_to_live=timedelta(days=36499)).ttl_ms == 36499 * 86_400_000
 
 
 def test_schedule_times_after_the_year_2999_are_refused() -> None:

@@ -97,7 +97,7 @@ def test_plan_send_groups_by_partition_and_keeps_order() -> None:
     assert where == [14, 2, 6, 14]
     by_p = {c.partition: c for c in calls}
     assert set(by_p) == {14, 2, 6}
-    assert by_p[14].args == (2, 1, msgs[0]._encoded(), msgs[3]._encoded())
+    assert by_p[14].args == (2, 1, msgs[0].encoded(), msgs[3].encoded())
 
 
 def test_plan_send_arguments_match_send_lua() -> None:
@@ -113,18 +113,18 @@ def test_plan_send_arguments_match_send_lua() -> None:
         assert c.keys == keys.partition_keys("q", 0)
         assert len(c.keys) == keys.NUM_PARTITION_KEYS
         ids = ("m1", "m2") if dedup else ("", "")
-        assert c.args == (2, 4, ids[0], 2500, 0, m1._encoded(), ids[1], 0, 0, m2._encoded())
+        assert c.args == (2, 4, ids[0], 2500, 0, m1.encoded(), ids[1], 0, 0, m2.encoded())
         (c,), _ = ops.plan_send([m2, m2], em, 0)
         if dedup:  # the message ids are needed: the full form
-            assert c.args == (2, 4, "m2", 0, 0, m2._encoded(), "m2", 0, 0, m2._encoded())
+            assert c.args == (2, 4, "m2", 0, 0, m2.encoded(), "m2", 0, 0, m2.encoded())
         else:
-            assert c.args == (2, 1, m2._encoded(), m2._encoded())
+            assert c.args == (2, 1, m2.encoded(), m2.encoded())
 
 
 def test_plan_send_schedule_time() -> None:
     m = ServiceBusMessage("a")
     (c,), _ = ops.plan_send([m], meta(partitions=1), 0, sched_ms=1_900_000_000_000)
-    assert c.args == (1, 4, "", 0, 1_900_000_000_000, m._encoded())
+    assert c.args == (1, 4, "", 0, 1_900_000_000_000, m.encoded())
 
 
 def test_send_result_gives_global_sequence_numbers() -> None:
@@ -152,7 +152,7 @@ def test_one_partitions_share_over_the_limit_is_rejected() -> None:
     em = meta(limit=1000)
     a = ServiceBusMessage(b"x" * 600, partition_key="k")
     b = ServiceBusMessage(b"y" * 600, partition_key="k")
-    assert len(a._encoded()) < 1000
+    assert len(a.encoded()) < 1000
     with pytest.raises(MessageSizeExceededError):
         ops.plan_send([a, b], em, 0)
     # the same two messages on different partitions fit (each partition stores its own share)
@@ -165,9 +165,9 @@ def test_one_partitions_share_over_the_limit_is_rejected() -> None:
 
 def test_exact_limit_is_accepted() -> None:
     m = ServiceBusMessage(b"")
-    overhead = len(m._encoded())
+    overhead = len(m.encoded())
     fits = ServiceBusMessage(b"z" * (1000 - overhead - 100), message_id=m.message_id)
-    size = len(fits._encoded())
+    size = len(fits.encoded())
     calls, _ = ops.plan_send([fits], meta(partitions=1, limit=size), 0)
     assert len(calls) == 1
     with pytest.raises(MessageSizeExceededError):
@@ -305,12 +305,12 @@ def test_codes() -> None:
 
 # ------------------------------------------------------------------ replies and settlement
 def _fields(m: ServiceBusMessage, enq: int = 1000, exp: int = 0, extra: tuple[bytes, ...] = ()) -> list[Any]:
-    return [b"b", m._encoded(), b"e", str(enq).encode(), b"x", str(exp).encode(), *extra]
+    return [b"b", m.encoded(), b"e", str(enq).encode(), b"x", str(exp).encode(), *extra]
 
 
 def test_parse_received_builds_messages() -> None:
     m = ServiceBusMessage("hello", application_properties={"k": 1}, subject="s")
-    blob = m._encoded()
+    blob = m.encoded()
     # receive.lua's reply: now, locked-until, then seq, delivery count, blob, enqueued, expires
     # (delivery count and expires as integer replies)
     reply = [5000, 65000, b"3", 2, blob, b"4000", 9000, b"4", 1, blob, b"4100", 0]
@@ -332,7 +332,7 @@ def test_parse_received_builds_messages() -> None:
 
 
 def test_parse_received_dead_letter_group_reads_reason() -> None:
-    blob = ServiceBusMessage("x")._encoded()
+    blob = ServiceBusMessage("x").encoded()
     reply = [5000, 65000, b"1", 3, blob, b"4000", 0, b"why", b"details", b"2", 1, blob, b"4000", 0, b"", b""]
     _, (first, second) = ops.parse_received(reply, "q", 0, "d", "ab" * 8, ServiceBusReceiveMode.PEEK_LOCK)
     assert (first.dead_letter_reason, first.dead_letter_error_description) == ("why", "details")
@@ -340,7 +340,7 @@ def test_parse_received_dead_letter_group_reads_reason() -> None:
 
 
 def test_parse_peeked_messages_cannot_be_settled() -> None:
-    blob = ServiceBusMessage("x")._encoded()
+    blob = ServiceBusMessage("x").encoded()
     reply = [5000, b"7", 0, 1, blob, 4000, 0]  # seq, delivery count, state, blob, enqueued, expires
     (p,) = ops.parse_peeked(reply, "q", 0, "m")
     assert p.state is ServiceBusMessageState.DEFERRED
@@ -357,7 +357,7 @@ def _received(
     mode: ServiceBusReceiveMode = ServiceBusReceiveMode.PEEK_LOCK,
 ) -> ServiceBusReceivedMessage:
     return ServiceBusReceivedMessage(
-        ServiceBusMessage("x")._encoded(),
+        ServiceBusMessage("x").encoded(),
         entity_name=entity,
         partition_id=partition,
         group=group,
@@ -379,7 +379,7 @@ def test_settle_groups_and_lock_args() -> None:
     assert ops.lock_args(groups[0]) == [2, "00" * 8, 1, 5]
     # locks from different receive calls: '' and then n pairs (seq, nonce)
     d = _received(0, 7)
-    d._nonce = "11" * 8
+    d.lock_ref = d.lock_ref._replace(nonce="11" * 8)
     assert ops.lock_args([a, d, c]) == [3, "", 1, "00" * 8, 7, "11" * 8, 5, "00" * 8]
 
 
@@ -402,7 +402,7 @@ def test_settle_groups_rejects_settled_and_duplicates() -> None:
     m = _received(0, 1)
     with pytest.raises(InvalidArgumentError):
         ops.settle_groups([m, m], "q", "m", "complete")
-    m._settled = True
+    m.settled = True
     with pytest.raises(MessageAlreadySettled):
         ops.settle_groups([m], "q", "m", "complete")
 

@@ -250,7 +250,7 @@ def test_properties_move_into_the_backlog_copy_and_back() -> None:
     copy = paired.to_backlog(m, "orders")
     assert copy.session_id is None and copy.partition_key is None
     assert copy.time_to_live is None and copy.scheduled_enqueue_time_utc is None
-    assert copy._ttl_ms == 0 and copy._sched_ms == 0  # nothing expires or waits in a backlog queue
+    assert copy.ttl_ms == 0 and copy.sched_ms == 0  # nothing expires or waits in a backlog queue
     assert copy.message_id == "m-1"
     assert copy.application_properties == {
         "k": 1,
@@ -280,7 +280,7 @@ def test_properties_move_into_the_backlog_copy_and_back() -> None:
         "application_properties",
     ):
         assert getattr(back, name) == getattr(m, name), name
-    assert back._ttl_ms == 90_000 and back._sched_ms == m._sched_ms
+    assert back.ttl_ms == 90_000 and back.sched_ms == m.sched_ms
 
 
 def test_a_plain_message_round_trips_without_extra_properties() -> None:
@@ -302,7 +302,7 @@ def _received(m: ServiceBusMessage) -> ServiceBusMessage:
     from sbredis import ServiceBusReceivedMessage
 
     return ServiceBusReceivedMessage(
-        m._encoded(),
+        m.encoded(),
         entity_name="x-servicebus-transfer/0",
         partition_id=0,
         group="m",

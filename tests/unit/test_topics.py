@@ -146,7 +146,7 @@ def test_stale_reply_rebuilds_the_call() -> None:
 
 
 def test_outbox_parsing_and_dead_letter_annotation() -> None:
-    blob = ServiceBusMessage("body", message_id="m", application_properties={"x": 1})._encoded()
+    blob = ServiceBusMessage("body", message_id="m", application_properties={"x": 1}).encoded()
     reply = [10, b"inc", b"3", b"q2", b"2", b"0", blob, b"bad", b"why"]
     inc, [e] = fanout.parse_outbox(reply)
     assert inc == "inc" and (e.seq, e.destination, e.hop, e.expires_ms) == (3, "q2", 2, 0)

@@ -23,6 +23,7 @@ sbredis/_core/paired.py.
     idle                    auto-delete-on-idle
     tx_commit               a transaction's commit
     session_lock, session_receive, session_renew, session_release, session_state, session_list
+    dashboard_counts        many partitions' counts at once (its own KEYS layout: 18 keys a partition)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from . import (
     cancel_scheduled,
     cancel_topic_scheduled,
     complete,
+    dashboard_counts,
     dead_letter,
     defer,
     forward_ack,
@@ -84,6 +86,7 @@ MODULES = {
         session_release,
         session_state,
         session_list,
+        dashboard_counts,
     )
 }
 """Script name -> its protocol module (every script of scripts.SCRIPT_NAMES but siphon_lease)."""

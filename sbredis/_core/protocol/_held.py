@@ -15,14 +15,15 @@ LOCK_LOST = object()  # a settlement status: the lock elapsed, is not ours, or t
 def lock_args(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Any]:
     """A settlement script's arguments after the group: n, then the lock nonce all n messages
     share and their seqs (the usual case: one receive call), else '' and n pairs (seq, nonce)."""
-    nonce = msgs[0]._nonce
-    seqs = [m._local_seq for m in msgs]
-    if all(m._nonce == nonce for m in msgs):
+    ref = msgs[0].lock_ref
+    nonce = ref.nonce
+    seqs = [m.local_seq for m in msgs]
+    if all(m.lock_ref is ref or m.lock_ref.nonce == nonce for m in msgs):
         return [len(msgs), nonce, *seqs]
     args: list[Any] = [len(msgs), ""]
     for m in msgs:
-        args.append(m._local_seq)
-        args.append(m._nonce)
+        args.append(m.local_seq)
+        args.append(m.lock_ref.nonce)
     return args
 
 
@@ -32,4 +33,4 @@ def apply_status(msgs: Sequence[ServiceBusReceivedMessage], reply: list[Any], st
         if code:
             status[id(m)] = LOCK_LOST
         else:
-            m._settled = True
+            m.settled = True

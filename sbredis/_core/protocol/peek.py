@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._enums import ServiceBusMessageState
-from ..._message import ServiceBusReceivedMessage
+from ..._message import LockRef, ServiceBusReceivedMessage
 from .base import Call, Group, partition_call, text_or_none
 
 NAME = "peek"
@@ -21,26 +21,24 @@ def parse(reply: list[Any], entity: str, partition: int, group: str) -> list[Ser
     """The peeked messages (they hold no lock and cannot be settled)."""
     dlq = group == Group.DEAD_LETTER
     stride = 8 if dlq else 6
-    make = ServiceBusReceivedMessage._make
+    ref = LockRef(entity, partition, group, "", None)
+    cls = ServiceBusReceivedMessage
     out = []
     for i in range(1, len(reply), stride):
-        m = make(
+        m = cls.__new__(cls)
+        m.fill(  # settled from the start: peeked messages hold no lock and cannot be settled
             reply[i + 3],
-            entity,
-            partition,
-            group,
+            ref,
             int(reply[i]),
             int(reply[i + 1]),
             int(reply[i + 4]),
             int(reply[i + 5]),
             0,
-            "",
-            None,
+            True,
             ServiceBusMessageState(int(reply[i + 2])),
         )
         if dlq:
             m.dead_letter_reason = text_or_none(reply[i + 6])
             m.dead_letter_error_description = text_or_none(reply[i + 7])
-        m._settled = True  # peeked messages hold no lock and cannot be settled
         out.append(m)
     return out

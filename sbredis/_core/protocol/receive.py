@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._enums import ServiceBusMessageState, ServiceBusReceiveMode
-from ..._message import ServiceBusReceivedMessage
+from ..._message import LockRef, ServiceBusReceivedMessage
 from .base import SWEEP_LIMIT, Call, Group, Mode, partition_call, text_or_none
 
 NAME = "receive"
@@ -31,20 +31,22 @@ def parse(
     locked = int(reply[1]) if mode is ServiceBusReceiveMode.PEEK_LOCK else 0
     if not locked:
         nonce = ""
+    ref = LockRef(entity, partition, group, nonce, mode)  # one per call, shared by its messages
+    settled = mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE
     cls = ServiceBusReceivedMessage
-    new, fill = cls.__new__, cls._fill  # _make without its call frame: this runs per message
+    new, fill = cls.__new__, cls.fill  # no constructor call frame: this runs per message
     out = []
     fields = iter(reply)
     next(fields), next(fields)
     if group != Group.DEAD_LETTER:
         for seq, dc, blob, enq, exp in zip(fields, fields, fields, fields, fields, strict=True):
             m = new(cls)
-            fill(m, blob, entity, partition, group, int(seq), dc, int(enq), exp, locked, nonce, mode, state)
+            fill(m, blob, ref, int(seq), dc, int(enq), exp, locked, settled, state)
             out.append(m)
         return now, out
     for seq, dc, blob, enq, exp, reason, description in zip(*[fields] * 7, strict=True):
         m = new(cls)
-        fill(m, blob, entity, partition, group, int(seq), dc, int(enq), exp, locked, nonce, mode, state)
+        fill(m, blob, ref, int(seq), dc, int(enq), exp, locked, settled, state)
         m.dead_letter_reason = text_or_none(reason)
         m.dead_letter_error_description = text_or_none(description)
         out.append(m)

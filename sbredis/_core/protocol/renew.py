@@ -21,6 +21,6 @@ def apply(msgs: Sequence[ServiceBusReceivedMessage], reply: list[Any], status: d
     """{now, then per message the new locked-until (0: lost, id(message) -> LOCK_LOST)}."""
     for m, code in zip(msgs, reply[1:], strict=True):
         if code:
-            m._locked_ms = code
+            m.locked_until_ms = code
         else:
             status[id(m)] = LOCK_LOST

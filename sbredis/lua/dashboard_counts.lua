@@ -1,16 +1,17 @@
 --[[
   dashboard_counts: one partition's counts and its transfer queue's, read-only, for the dashboard's
-  overview. The library's stats.lua reads one queue per call; this reads a partition and its
-  transfer queue together and skips the sorted sets of a group whose log is empty (most of them, on
-  an idle namespace), so a thousand 16-partition entities cost 16,000 short calls.
-  KEYS (all under the partition's hash tag; names as in lua/includes/partition.lua):
+  overview. stats.lua reads one queue per call; this reads a partition and its transfer queue
+  together and skips the sorted sets of a group whose log is empty (most of them, on an idle
+  namespace), so a thousand 16-partition entities cost 16,000 short calls.
+  KEYS: per partition, 18 of the 23 keys of includes/partition.lua, under its hash tag:
     [1] cfg  [2] st  [3] log  [4] ready  [5] locked  [6] deferred  [7] sched
     [8] dlq log  [9] dlq ready  [10] dlq locked  [11] dlq deferred  [12] sessions' ready index (SES.sr)
     [13] transfer log  [14] transfer sched
     [15] transfer dlq log  [16] transfer dlq ready  [17] transfer dlq locked  [18] transfer dlq deferred
-  KEYS may hold several partitions, 18 keys each (on a standalone server the dashboard passes all of
-  an entity's partitions in one call, sparing the per-call cost; a cluster needs one call per
-  partition: one hash tag per call).
+    then 18 more per further partition (on a standalone server the dashboard passes many partitions
+    in one call, sparing the per-call cost; a cluster needs one call per partition: one hash tag
+    per call). Only the 18 keys read are passed: the whole 23 of a partition and of its transfer
+    queue would be 46 keys a partition, and the overview passes every partition's at every read.
   ARGV: none
   Returns: per partition {found, active, locked, deferred, scheduled, dead_letter, size_bytes, last_seq,
             last_dlq_seq, transfer, transfer_dead_letter}, flattened (found is always 1: a partition
