@@ -65,6 +65,10 @@ class SourceOptions:
     reject_path: str | None
     report_path: str | None
     socket_timeout: float
+    mode: str = "peek"  # streaming read: 'peek' (a read-only view) or 'consume' (peek-lock, completed on commit)
+    tasks: int | None = None  # consume mode: Spark tasks per micro-batch
+    receive_wait: float = 1.0  # consume mode: seconds a task waits for the first message
+    max_renewal: float = 3600.0  # consume mode: seconds a batch's locks are renewed at most
 
     @property
     def dead_letter(self) -> bool:
@@ -80,6 +84,25 @@ def _positive_int(name: str, raw: str | None, default: int | None, upper: int = 
         raise InvalidArgumentError(f"option {name} must be a positive integer, not {raw!r}") from None
     if not 1 <= value <= upper:
         raise InvalidArgumentError(f"option {name} must be between 1 and {upper}, not {value}")
+    return value
+
+
+def _mode(raw: str | None) -> str:
+    mode = (raw or "peek").strip().lower()
+    if mode not in ("peek", "consume"):
+        raise InvalidArgumentError(f"option mode must be 'peek' or 'consume', not {raw!r}")
+    return mode
+
+
+def _seconds(name: str, raw: str | None, default: float) -> float:
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidArgumentError(f"option {name} must be seconds, not {raw!r}") from None
+    if not 0 < value < 1e9:
+        raise InvalidArgumentError(f"option {name} must be positive, not {raw!r}")
     return value
 
 
@@ -114,12 +137,18 @@ def parse(options: Mapping[str, Any]) -> SourceOptions:
         group=group,
         starting=opts.get("startingoffsets"),
         ending=opts.get("endingoffsets"),
-        max_per_trigger=_positive_int("maxMessagesPerTrigger", opts.get("maxmessagespertrigger"), None),
+        max_per_trigger=_positive_int(
+            "maxMessagesPerTrigger", opts.get("maxmessagespertrigger") or opts.get("maxoffsetspertrigger"), None
+        ),
         page_size=_positive_int("pageSize", opts.get("pagesize"), 1000, 5000) or 1000,
         send_batch_size=_positive_int("sendBatchSize", opts.get("sendbatchsize"), 500, 1000) or 500,
         reject_path=opts.get("rejectpath") or None,
         report_path=opts.get("reportpath") or None,
         socket_timeout=timeout,
+        mode=_mode(opts.get("mode")),
+        tasks=_positive_int("consumerTasks", opts.get("consumertasks"), None, 1024),
+        receive_wait=_seconds("receiveWaitSeconds", opts.get("receivewaitseconds"), 1.0),
+        max_renewal=_seconds("maxLockRenewalSeconds", opts.get("maxlockrenewalseconds"), 3600.0),
     )
     for name, value in (("startingOffsets", parsed.starting), ("endingOffsets", parsed.ending)):
         if value is not None:
@@ -184,3 +213,16 @@ def offset_spec(name: str, raw: str, entity: str) -> int | dict[int, int]:
             raise InvalidArgumentError(f"option {name}: partition {k}: offset {v!r} is not -2, -1 or >= 0")
         out[p] = v
     return out
+
+
+def namespace(url: str) -> str:
+    """The Redis server and database a URL names, without credentials: what a checkpoint records
+    so that a query does not resume against another server."""
+    from urllib.parse import parse_qs, urlsplit
+
+    u = urlsplit(url)
+    if u.scheme == "unix":
+        db = parse_qs(u.query).get("db", ["0"])[0]
+        return f"unix://{u.path}/{db}"
+    db = (u.path or "/0").strip("/") or "0"
+    return f"{u.hostname or 'localhost'}:{u.port or 6379}/{db}"

@@ -216,6 +216,10 @@ class SbRedisDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         opts = self._opts()
+        if opts.mode == "consume":
+            from ._consume_stream import ConsumeStreamReader
+
+            return ConsumeStreamReader(opts)
         return AvailableNowStreamReader(opts) if HAS_READ_LIMITS else StreamReader(opts)
 
     def _write_opts(self, schema: StructType, overwrite: bool) -> SourceOptions:
