@@ -246,6 +246,12 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last = end
         return end
 
+    def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802
+        """Progress' latestOffset: the last batch planned and the entity's active messages then (the lag)."""
+        if self._last is None:
+            return None
+        return {**self._last, "activeMessages": self.backlog}
+
     def getDefaultReadLimit(self) -> Any:  # noqa: N802
         return ReadMaxRows(self.opts.max_per_trigger or DEFAULT_QUOTA)
 

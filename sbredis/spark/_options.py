@@ -14,7 +14,14 @@ subQueue                   ``deadletter`` reads the dead-letter subqueue (read o
 startingOffsets            ``earliest`` | ``latest`` | JSON per partition (batch default earliest,
                            streaming default latest)
 endingOffsets              ``latest`` | JSON per partition (batch only; default latest)
-maxMessagesPerTrigger      streaming read: at most this many offsets per micro-batch
+partialEndingOffsets       ``error`` (default): an endingOffsets JSON must name every partition;
+                           ``latest``: the partitions it leaves out are read to latest
+mode                       streaming read: ``peek`` (default) or ``consume`` (_consume_stream)
+maxMessagesPerTrigger      streaming read: at most this many offsets (peek) or messages (consume)
+(or maxOffsetsPerTrigger)  per micro-batch
+consumerTasks              consume: Spark tasks per micro-batch (default: partitions, at most 8)
+receiveWaitSeconds         consume: how long a task waits for a first message (default 1)
+maxLockRenewalSeconds      consume: how long a batch's locks are renewed at most (default 3600)
 pageSize                   messages per peek call when reading (default 1000)
 sendBatchSize              messages per send call when writing (default 500; also bounded by the
                            entity's maximum batch size in bytes)
@@ -27,7 +34,9 @@ Offsets are partition-local sequence numbers: a partition's offset N is the mess
 sequence number N, and the JSON form maps partition numbers to offsets, Kafka-style:
 ``{"0": 17, "3": -2}`` (-2 earliest, -1 latest). Kafka's nesting under the entity name,
 ``{"orders": {"0": 17}}``, is accepted too. A starting offset is inclusive, an ending offset
-exclusive; partitions missing from the JSON take the default.
+exclusive; partitions missing from a startingOffsets JSON take the default, and an endingOffsets
+JSON must name every partition unless ``partialEndingOffsets`` is ``latest``. Any other option
+name is refused.
 """
 
 from __future__ import annotations
@@ -69,6 +78,7 @@ class SourceOptions:
     tasks: int | None = None  # consume mode: Spark tasks per micro-batch
     receive_wait: float = 1.0  # consume mode: seconds a task waits for the first message
     max_renewal: float = 3600.0  # consume mode: seconds a batch's locks are renewed at most
+    partial_ending: bool = False  # endingOffsets may leave partitions out (they read to latest)
 
     @property
     def dead_letter(self) -> bool:
@@ -85,6 +95,42 @@ def _positive_int(name: str, raw: str | None, default: int | None, upper: int = 
     if not 1 <= value <= upper:
         raise InvalidArgumentError(f"option {name} must be between 1 and {upper}, not {value}")
     return value
+
+
+NAMES = (
+    "url",
+    "entity",
+    "queue",
+    "name",
+    "topic",
+    "subscription",
+    "subQueue",
+    "mode",
+    "startingOffsets",
+    "endingOffsets",
+    "partialEndingOffsets",
+    "maxMessagesPerTrigger",
+    "maxOffsetsPerTrigger",
+    "consumerTasks",
+    "receiveWaitSeconds",
+    "maxLockRenewalSeconds",
+    "pageSize",
+    "sendBatchSize",
+    "rejectPath",
+    "reportPath",
+    "socketTimeout",
+)
+KNOWN = frozenset(n.lower() for n in NAMES) | {
+    "subscriptions",
+    "checkpointlocation",
+}  # Spark passes the latter to sinks
+
+
+def _partial(raw: str | None) -> bool:
+    value = (raw or "error").strip().lower()
+    if value not in ("error", "latest"):
+        raise InvalidArgumentError(f"option partialEndingOffsets must be 'error' or 'latest', not {raw!r}")
+    return value == "latest"
 
 
 def _mode(raw: str | None) -> str:
@@ -113,6 +159,11 @@ def parse(options: Mapping[str, Any]) -> SourceOptions:
         InvalidArgumentError: a missing or bad option.
     """
     opts = {str(k).lower(): None if v is None else str(v) for k, v in options.items()}
+    unknown = sorted(k for k in opts if k not in KNOWN)
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown option(s) {', '.join(unknown)}; the options of sbredis are {', '.join(NAMES)}"
+        )
     url = opts.get("url")
     if not url:
         raise InvalidArgumentError("option 'url' is required (redis://host:port/db)")
@@ -149,6 +200,7 @@ def parse(options: Mapping[str, Any]) -> SourceOptions:
         tasks=_positive_int("consumerTasks", opts.get("consumertasks"), None, 1024),
         receive_wait=_seconds("receiveWaitSeconds", opts.get("receivewaitseconds"), 1.0),
         max_renewal=_seconds("maxLockRenewalSeconds", opts.get("maxlockrenewalseconds"), 3600.0),
+        partial_ending=_partial(opts.get("partialendingoffsets")),
     )
     for name, value in (("startingOffsets", parsed.starting), ("endingOffsets", parsed.ending)):
         if value is not None:

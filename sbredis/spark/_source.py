@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 from . import _broker, _columns
-from ._options import EARLIEST, LATEST, SourceOptions, UnsupportedEntityError, offset_spec, parse
+from ._options import EARLIEST, LATEST, SourceOptions, UnsupportedEntityError, namespace, offset_spec, parse
 
 try:  # PySpark 4.2+: admission control (maxMessagesPerTrigger) and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (
@@ -101,6 +101,14 @@ class BatchReader(DataSourceReader):
         nxt = _next_offsets(o)
         start = resolve("startingOffsets", o.starting, EARLIEST, o.entity, nxt)
         end = resolve("endingOffsets", o.ending, LATEST, o.entity, nxt)
+        if o.ending is not None and not o.partial_ending:
+            spec = offset_spec("endingOffsets", o.ending, o.entity)
+            missing = sorted(set(nxt) - set(spec)) if isinstance(spec, dict) else []
+            if missing:
+                raise InvalidArgumentError(
+                    f"option endingOffsets leaves out partition(s) {missing} of '{o.entity}'; name every "
+                    "partition, or set option partialEndingOffsets to 'latest' to read those to the end"
+                )
         if o.ending is not None and offset_spec("endingOffsets", o.ending, o.entity) == EARLIEST:
             raise InvalidArgumentError("endingOffsets cannot be 'earliest'")
         return [OffsetRange(p, start[p], end[p]) for p in sorted(nxt)]
@@ -116,6 +124,43 @@ def _as_offsets(d: dict[str, Any]) -> dict[int, int]:
 
 def _as_json(d: dict[int, int]) -> dict[str, int]:
     return {str(p): v for p, v in sorted(d.items())}
+
+
+class Checkpoint:
+    """The offset JSON of a streaming query in mode peek: where it reads, and the next offset per
+    partition, ``{"namespace", "entity", "subQueue", "partitions": {"<partition>": <offset>}}``."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.where = {
+            "namespace": namespace(opts.url),
+            "entity": opts.entity,
+            "subQueue": "deadletter" if opts.dead_letter else "",
+        }
+
+    def wrap(self, offsets: dict[int, int]) -> dict[str, Any]:
+        return {**self.where, "partitions": _as_json(offsets)}
+
+    def unwrap(self, offset: dict[str, Any]) -> dict[int, int]:
+        """The offsets, after checking the checkpoint is this query's entity's.
+
+        Raises:
+            InvalidOperationError: the checkpoint was written for another entity, subqueue or server,
+                or by a consuming query.
+        """
+        if "partitions" not in offset:
+            if "query" in offset:
+                raise InvalidOperationError(
+                    "this checkpoint was written by a query in mode 'consume'; use a new checkpointLocation"
+                )
+            return _as_offsets(offset)  # written before checkpoints named their entity
+        there = {k: offset.get(k) for k in self.where}
+        if there != self.where:
+            raise InvalidOperationError(
+                f"this checkpoint belongs to entity '{there['entity']}' (subQueue '{there['subQueue']}') on "
+                f"{there['namespace']}, not '{self.where['entity']}' (subQueue '{self.where['subQueue']}') on "
+                f"{self.where['namespace']}; use a new checkpointLocation for another entity"
+            )
+        return _as_offsets(offset["partitions"])
 
 
 def allocate(backlog: dict[int, int], budget: int) -> dict[int, int]:
@@ -143,10 +188,16 @@ class StreamReader(DataSourceStreamReader):
         self.opts = opts
         self._target: dict[int, int] | None = None  # Trigger.AvailableNow: stop here
         self._last: dict[int, int] | None = None  # PySpark 4.0/4.1 call latestOffset() without start
+        self._ckpt = Checkpoint(opts)
+        self._latest: dict[int, int] | None = None  # what the last latestOffset() saw
 
-    def initialOffset(self) -> dict[str, int]:  # noqa: N802
+    def initialOffset(self) -> dict[str, Any]:  # noqa: N802
         o = self.opts
-        return _as_json(resolve("startingOffsets", o.starting, LATEST, o.entity, _next_offsets(o)))
+        return self._ckpt.wrap(resolve("startingOffsets", o.starting, LATEST, o.entity, _next_offsets(o)))
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802
+        """The offsets the entity had when the last micro-batch was planned (progress' latestOffset)."""
+        return None if self._latest is None else self._ckpt.wrap(self._latest)
 
     def _limit(self, limit: Any) -> int | None:
         if limit is None:
@@ -155,14 +206,15 @@ class StreamReader(DataSourceStreamReader):
             return int(limit.max_rows)
         return None
 
-    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, int]:  # noqa: N802
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, Any]:  # noqa: N802
+        begin = self._ckpt.unwrap(start) if start is not None else self._last
         latest = _next_offsets(self.opts)
+        self._latest = latest
         if self._target is not None:
             latest = {p: min(v, self._target.get(p, v)) for p, v in latest.items()}
-        begin = _as_offsets(start) if start is not None else self._last
         if begin is None:  # no start known (PySpark 4.0/4.1 right after a restart): no limit
             self._last = latest
-            return _as_json(latest)
+            return self._ckpt.wrap(latest)
         latest = {p: max(v, begin.get(p, 1)) for p, v in latest.items()}
         budget = self._limit(limit)
         if budget is not None:
@@ -170,14 +222,14 @@ class StreamReader(DataSourceStreamReader):
             take = allocate(backlog, budget)
             latest = {p: begin.get(p, 1) + take[p] for p in latest}
         self._last = latest
-        return _as_json(latest)
+        return self._ckpt.wrap(latest)
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
         n = self.opts.max_per_trigger
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        s, e = _as_offsets(start), _as_offsets(end)
+        s, e = self._ckpt.unwrap(start), self._ckpt.unwrap(end)
         return [OffsetRange(p, s.get(p, 1), e[p]) for p in sorted(e) if e[p] > s.get(p, 1)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:

@@ -107,8 +107,14 @@ def test_starting_and_ending_offsets(spark: Any, url: str, make_queue: Any, clie
         for i in range(6):
             s.send_messages(ServiceBusMessage(f"a{i}", partition_key="a"))  # all in one partition
     p = partition_of("a", 2)
-    rows = read(spark, url, q, startingOffsets=f'{{"{p}": 3}}', endingOffsets=f'{{"{p}": 5}}').collect()
+    rows = read(spark, url, q, startingOffsets=f'{{"{p}": 3}}', endingOffsets=f'{{"{p}": 5, "{1 - p}": -1}}').collect()
     assert [(r.partition, r.offset, bytes(r.body)) for r in rows] == [(p, 3, b"a2"), (p, 4, b"a3")]
+    with pytest.raises(Exception, match=rf"endingOffsets leaves out partition\(s\) \[{1 - p}\]"):
+        read(spark, url, q, startingOffsets=f'{{"{p}": 3}}', endingOffsets=f'{{"{p}": 5}}').collect()
+    rows = read(
+        spark, url, q, startingOffsets=f'{{"{p}": 3}}', endingOffsets=f'{{"{p}": 5}}', partialEndingOffsets="latest"
+    ).collect()
+    assert len(rows) == 2
     rows = read(spark, url, q, startingOffsets=f'{{"{q}": {{"{p}": 6}}}}').collect()  # Kafka's nesting
     assert [bytes(r.body) for r in rows] == [b"a5"]
     assert read(spark, url, q, startingOffsets="latest").count() == 0
@@ -141,3 +147,13 @@ def test_missing_entities_and_options_are_refused_clearly(spark: Any, url: str) 
         read(spark, url, "no-such-queue").collect()
     with pytest.raises(Exception, match="'url' is required"):
         spark.read.format("sbredis").option("entity", "x").load()
+
+
+def test_unknown_options_are_refused(spark: Any, url: str, make_queue: Any) -> None:
+    q = make_queue()
+    with pytest.raises(Exception, match=r"unknown option\(s\) kafka.bootstrap.servers"):
+        read(spark, url, q, **{"kafka.bootstrap.servers": "x"}).collect()
+    with pytest.raises(Exception, match="unknown option"):
+        spark.readStream.format("sbredis").option("url", url).option("entity", q).option(
+            "maxFilesPerTrigger", "1"
+        ).load()
