@@ -38,6 +38,7 @@ try:
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("sbredis.spark needs PySpark 4: pip install 'sbredis[spark]'") from e
 
+from ..exceptions import InvalidOperationError
 from ._columns import READ_SCHEMA, WRITE_COLUMNS
 from ._options import UnsupportedEntityError
 from ._sink import BadRowError
@@ -47,8 +48,40 @@ DefaultSource = SbRedisDataSource  # the name PySpark's static lookup (pyspark_*
 
 
 def register(spark: Any) -> None:
-    """Register the ``sbredis`` data source on `spark` (a SparkSession); safe to call again."""
+    """Register the ``sbredis`` data source on `spark` (a SparkSession); safe to call again.
+
+    Raises:
+        InvalidOperationError: Spark's Python workers would run an interpreter without sbredis
+            (``python3`` from PATH, no PYSPARK_PYTHON or spark.pyspark.python set); the message
+            names the interpreter to set.
+    """
+    _check_worker_python(spark)
     spark.dataSource.register(SbRedisDataSource)
+
+
+def _check_worker_python(spark: Any) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if os.environ.get("PYSPARK_PYTHON"):
+        return
+    try:
+        if spark.conf.get("spark.pyspark.python", None):
+            return
+    except Exception:  # Spark Connect may not show static confs: the server decides
+        return
+    found = shutil.which("python3")
+    if found and os.path.realpath(found) == os.path.realpath(sys.executable):
+        return
+    probe = [found, "-c", "import sbredis.spark"] if found else None
+    if probe and subprocess.run(probe, capture_output=True, timeout=60).returncode == 0:
+        return
+    raise InvalidOperationError(
+        f"Spark's Python workers would run {found or 'python3 (not on PATH)'}, which cannot import sbredis.spark; "
+        f"set PYSPARK_PYTHON={sys.executable} (or the Spark conf spark.pyspark.python) before the session starts"
+    )
 
 
 __all__ = [

@@ -142,8 +142,9 @@ def _batch(offset: dict[str, Any]) -> int:
 class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """The driver's side of consume mode (see the module docstring)."""
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, columns: tuple[int, ...]) -> None:
         self.opts = opts
+        self.columns = columns
         self._ns = namespace(opts.url)
         self._guard = threading.Lock()
         self._stopping = threading.Event()
@@ -165,10 +166,11 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.backlog = 0
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"opts": self.opts}  # the executors need the options only; locks and threads stay here
+        # the executors need the options only; locks and threads stay here
+        return {"opts": self.opts, "columns": self.columns}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["opts"])  # type: ignore[misc]
+        self.__init__(state["opts"], state["columns"])  # type: ignore[misc]
 
     # -- offsets
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802
@@ -273,9 +275,9 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         shares = [quota // tasks + (1 if i < quota % tasks else 0) for i in range(tasks)]
         return [Lease(str(end["query"]), batch, i, n) for i, n in enumerate(shares)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, Lease)
-        return read_lease(self.opts, partition)
+        return _columns.ArrowBatches(self.columns).of(read_lease(self.opts, partition))
 
     # -- locks
     def _start_watching(self) -> None:

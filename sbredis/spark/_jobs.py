@@ -21,11 +21,25 @@ def session(app: str, master: str | None = None) -> Any:
     from . import register
 
     builder = SparkSession.builder.appName(app).config("spark.ui.showConsoleProgress", "true")
+    for key, value in python_confs().items():
+        builder = builder.config(key, value)
     if master:
         builder = builder.master(master)
     spark = builder.getOrCreate()
     register(spark)
     return spark
+
+
+def python_confs() -> dict[str, str]:
+    """Spark confs that make Python workers run this interpreter, unless the user chose one:
+    without them workers run ``python3`` from PATH, which may lack sbredis (and then
+    ``format("sbredis")`` is not found)."""
+    import os
+    import sys
+
+    if os.environ.get("PYSPARK_PYTHON"):
+        return {}
+    return {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable}
 
 
 @dataclass

@@ -16,6 +16,9 @@ startingOffsets            ``earliest`` | ``latest`` | JSON per partition (batch
 endingOffsets              ``latest`` | JSON per partition (batch only; default latest)
 partialEndingOffsets       ``error`` (default): an endingOffsets JSON must name every partition;
                            ``latest``: the partitions it leaves out are read to latest
+filterPushdown             batch read: ``true`` pushes filters on partition, offset and
+                           sequenceNumber into the read (needs the Spark SQL conf
+                           spark.sql.python.filterPushdown.enabled=true)
 mode                       streaming read: ``peek`` (default) or ``consume`` (_consume_stream)
 maxMessagesPerTrigger      streaming read: at most this many offsets (peek) or messages (consume)
 (or maxOffsetsPerTrigger)  per micro-batch
@@ -79,6 +82,7 @@ class SourceOptions:
     receive_wait: float = 1.0  # consume mode: seconds a task waits for the first message
     max_renewal: float = 3600.0  # consume mode: seconds a batch's locks are renewed at most
     partial_ending: bool = False  # endingOffsets may leave partitions out (they read to latest)
+    filter_pushdown: bool = False  # batch read: push partition/offset/sequenceNumber filters
 
     @property
     def dead_letter(self) -> bool:
@@ -109,6 +113,7 @@ NAMES = (
     "startingOffsets",
     "endingOffsets",
     "partialEndingOffsets",
+    "filterPushdown",
     "maxMessagesPerTrigger",
     "maxOffsetsPerTrigger",
     "consumerTasks",
@@ -124,6 +129,13 @@ KNOWN = frozenset(n.lower() for n in NAMES) | {
     "subscriptions",
     "checkpointlocation",
 }  # Spark passes the latter to sinks
+
+
+def _flag(name: str, raw: str | None) -> bool:
+    value = (raw or "false").strip().lower()
+    if value not in ("true", "false"):
+        raise InvalidArgumentError(f"option {name} must be 'true' or 'false', not {raw!r}")
+    return value == "true"
 
 
 def _partial(raw: str | None) -> bool:
@@ -201,6 +213,7 @@ def parse(options: Mapping[str, Any]) -> SourceOptions:
         receive_wait=_seconds("receiveWaitSeconds", opts.get("receivewaitseconds"), 1.0),
         max_renewal=_seconds("maxLockRenewalSeconds", opts.get("maxlockrenewalseconds"), 3600.0),
         partial_ending=_partial(opts.get("partialendingoffsets")),
+        filter_pushdown=_flag("filterPushdown", opts.get("filterpushdown")),
     )
     for name, value in (("startingOffsets", parsed.starting), ("endingOffsets", parsed.ending)):
         if value is not None:

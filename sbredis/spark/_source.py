@@ -81,6 +81,76 @@ def _read_range(opts: SourceOptions, r: OffsetRange) -> Iterator[tuple[Any, ...]
         client.close()
 
 
+_SHIFT = 40  # sequenceNumber = partition << 40 | offset
+
+
+class Pushed:
+    """Filters on partition, offset and sequenceNumber, as per-partition offset bounds."""
+
+    def __init__(self) -> None:
+        self.partitions: set[int] | None = None
+        self.lo = 0  # offsets, inclusive
+        self.hi = 1 << 62  # exclusive
+        self.seq_lo = 0
+        self.seq_hi = 1 << 62
+
+    def take(self, f: Any) -> bool:
+        """Record `f` when it can be applied exactly by offsets; False leaves it to Spark."""
+        from pyspark.sql.datasource import (
+            EqualTo,
+            GreaterThan,
+            GreaterThanOrEqual,
+            In,
+            IsNotNull,
+            LessThan,
+            LessThanOrEqual,
+        )
+
+        col = f.attribute[0] if len(f.attribute) == 1 else None
+        if col not in ("partition", "offset", "sequenceNumber"):
+            return False
+        if isinstance(f, IsNotNull):
+            return True  # these columns are never null
+        if isinstance(f, In):
+            values = list(f.value)
+        elif isinstance(f, EqualTo | GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual):
+            values = [f.value]
+        else:
+            return False
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            return False
+        if col == "partition":
+            if isinstance(f, In | EqualTo):
+                keep = set(values)
+                self.partitions = keep if self.partitions is None else self.partitions & keep
+                return True
+            return False
+        if isinstance(f, In):
+            return False
+        v = values[0]
+        lo, hi = {
+            EqualTo: (v, v + 1),
+            GreaterThan: (v + 1, 1 << 62),
+            GreaterThanOrEqual: (v, 1 << 62),
+            LessThan: (0, v),
+            LessThanOrEqual: (0, v + 1),
+        }[type(f)]
+        if col == "offset":
+            self.lo, self.hi = max(self.lo, lo), min(self.hi, hi)
+        else:
+            self.seq_lo, self.seq_hi = max(self.seq_lo, lo), min(self.seq_hi, hi)
+        return True
+
+    def bound(self, p: int, start: int, end: int) -> tuple[int, int]:
+        """[start, end) of partition `p` narrowed by the pushed filters (empty when excluded)."""
+        if self.partitions is not None and p not in self.partitions:
+            return start, start
+        base = p << _SHIFT
+        lo = max(start, self.lo, self.seq_lo - base)
+        hi = min(end, self.hi, max(self.seq_hi - base, 0))
+        return lo, max(lo, hi)
+
+
 def _next_offsets(opts: SourceOptions) -> dict[int, int]:
     client = _broker.connect(opts.url, opts.socket_timeout)
     try:
@@ -93,8 +163,10 @@ def _next_offsets(opts: SourceOptions) -> dict[int, int]:
 class BatchReader(DataSourceReader):
     """A snapshot: per partition, the messages with offsets in [startingOffsets, endingOffsets)."""
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, columns: tuple[int, ...]) -> None:
         self.opts = opts
+        self.columns = columns
+        self.pushed = Pushed()
 
     def partitions(self) -> Sequence[InputPartition]:
         o = self.opts
@@ -111,11 +183,24 @@ class BatchReader(DataSourceReader):
                 )
         if o.ending is not None and offset_spec("endingOffsets", o.ending, o.entity) == EARLIEST:
             raise InvalidArgumentError("endingOffsets cannot be 'earliest'")
-        return [OffsetRange(p, start[p], end[p]) for p in sorted(nxt)]
+        return [OffsetRange(p, *self.pushed.bound(p, start[p], end[p])) for p in sorted(nxt)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)
-        return _read_range(self.opts, partition)
+        return _columns.ArrowBatches(self.columns).of(_read_range(self.opts, partition))
+
+
+class PushdownBatchReader(BatchReader):
+    """BatchReader with filter pushdown (option filterPushdown=true). A separate class because
+    PySpark refuses a reader that has pushFilters while spark.sql.python.filterPushdown.enabled
+    is false, its default."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802
+        """Partition (=, IN), offset and sequenceNumber (=, <, <=, >, >=) filters narrow the offsets
+        read; the others stay with Spark."""
+        for f in filters:
+            if not self.pushed.take(f):
+                yield f
 
 
 def _as_offsets(d: dict[str, Any]) -> dict[int, int]:
@@ -184,8 +269,9 @@ class StreamReader(DataSourceStreamReader):
     removed meanwhile), shared fairly over the partitions with a backlog.
     """
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, columns: tuple[int, ...]) -> None:
         self.opts = opts
+        self.columns = columns
         self._target: dict[int, int] | None = None  # Trigger.AvailableNow: stop here
         self._last: dict[int, int] | None = None  # PySpark 4.0/4.1 call latestOffset() without start
         self._ckpt = Checkpoint(opts)
@@ -232,9 +318,9 @@ class StreamReader(DataSourceStreamReader):
         s, e = self._ckpt.unwrap(start), self._ckpt.unwrap(end)
         return [OffsetRange(p, s.get(p, 1), e[p]) for p in sorted(e) if e[p] > s.get(p, 1)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)
-        return _read_range(self.opts, partition)
+        return _columns.ArrowBatches(self.columns).of(_read_range(self.opts, partition))
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: the reads held no locks."""
@@ -264,15 +350,18 @@ class SbRedisDataSource(DataSource):
         return parse(self.options)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BatchReader(self._opts())
+        opts = self._opts()
+        cls = PushdownBatchReader if opts.filter_pushdown else BatchReader
+        return cls(opts, _columns.projection(schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         opts = self._opts()
+        columns = _columns.projection(schema)
         if opts.mode == "consume":
             from ._consume_stream import ConsumeStreamReader
 
-            return ConsumeStreamReader(opts)
-        return AvailableNowStreamReader(opts) if HAS_READ_LIMITS else StreamReader(opts)
+            return ConsumeStreamReader(opts, columns)
+        return AvailableNowStreamReader(opts, columns) if HAS_READ_LIMITS else StreamReader(opts, columns)
 
     def _write_opts(self, schema: StructType, overwrite: bool) -> SourceOptions:
         opts = self._opts()
