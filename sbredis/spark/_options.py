@@ -26,6 +26,8 @@ consumerTasks              consume: Spark tasks per micro-batch (default: partit
 receiveWaitSeconds         consume: how long a task waits for a first message (default 1)
 maxLockRenewalSeconds      consume: how long a batch's locks are renewed at most (default 3600)
 pageSize                   messages per peek call when reading (default 1000)
+deliveryGuarantee          streaming write: ``exactlyOnce`` (default; the entity must have
+                           duplicate detection) or ``atLeastOnce`` (any entity)
 sendBatchSize              messages per send call when writing (default 500; also bounded by the
                            entity's maximum batch size in bytes)
 rejectPath                 write: a directory; bad rows go there as JSON lines instead of failing
@@ -83,6 +85,7 @@ class SourceOptions:
     max_renewal: float = 3600.0  # consume mode: seconds a batch's locks are renewed at most
     partial_ending: bool = False  # endingOffsets may leave partitions out (they read to latest)
     filter_pushdown: bool = False  # batch read: push partition/offset/sequenceNumber filters
+    at_least_once: bool = False  # streaming write: allowed on an entity without duplicate detection
 
     @property
     def dead_letter(self) -> bool:
@@ -114,6 +117,7 @@ NAMES = (
     "endingOffsets",
     "partialEndingOffsets",
     "filterPushdown",
+    "deliveryGuarantee",
     "maxMessagesPerTrigger",
     "maxOffsetsPerTrigger",
     "consumerTasks",
@@ -136,6 +140,13 @@ def _flag(name: str, raw: str | None) -> bool:
     if value not in ("true", "false"):
         raise InvalidArgumentError(f"option {name} must be 'true' or 'false', not {raw!r}")
     return value == "true"
+
+
+def _guarantee(raw: str | None) -> bool:
+    value = (raw or "exactlyOnce").strip().lower().replace("_", "").replace("-", "")
+    if value not in ("exactlyonce", "atleastonce"):
+        raise InvalidArgumentError(f"option deliveryGuarantee must be 'exactlyOnce' or 'atLeastOnce', not {raw!r}")
+    return value == "atleastonce"
 
 
 def _partial(raw: str | None) -> bool:
@@ -214,6 +225,7 @@ def parse(options: Mapping[str, Any]) -> SourceOptions:
         max_renewal=_seconds("maxLockRenewalSeconds", opts.get("maxlockrenewalseconds"), 3600.0),
         partial_ending=_partial(opts.get("partialendingoffsets")),
         filter_pushdown=_flag("filterPushdown", opts.get("filterpushdown")),
+        at_least_once=_guarantee(opts.get("deliveryguarantee")),
     )
     for name, value in (("startingOffsets", parsed.starting), ("endingOffsets", parsed.ending)):
         if value is not None:

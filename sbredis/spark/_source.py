@@ -378,6 +378,8 @@ class SbRedisDataSource(DataSource):
         return BatchWriter(self._write_opts(schema, overwrite))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
-        from ._sink import StreamWriter
+        from ._sink import StreamWriter, check_exactly_once
 
-        return StreamWriter(self._write_opts(schema, overwrite))
+        opts = self._write_opts(schema, overwrite)
+        check_exactly_once(opts)
+        return StreamWriter(opts)
