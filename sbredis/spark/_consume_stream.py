@@ -232,9 +232,16 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._check(start)
         ledger = self._open(str(start["query"]))
         active = self._active()
-        self.backlog = active
-        pending = any(b <= _batch(start) for b in ledger.batches())
-        if not active and not pending:
+        pending = [b for b in ledger.batches() if b <= _batch(start)]
+        with self._guard:
+            for b in pending:
+                self._poll(b)
+            ours = sum(len(self._held.get(b, ())) for b in pending)
+        # active counts the locks this query still holds (Spark commits a batch only when it
+        # plans the next one): those are not there to take
+        available = max(0, active - ours)
+        self.backlog = available
+        if not available and not pending:
             self._last = start
             return start
         budget = _limit(limit, self.opts.max_per_trigger)
@@ -243,7 +250,7 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if not budget and not pending:
                 self._last = start
                 return start
-        end = {**start, "batch": _batch(start) + 1, "quota": min(active, budget)}
+        end = {**start, "batch": _batch(start) + 1, "quota": min(available, budget)}
         self._planned += int(end["quota"])
         self._last = end
         return end
