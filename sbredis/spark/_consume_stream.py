@@ -233,10 +233,7 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ledger = self._open(str(start["query"]))
         active = self._active()
         pending = [b for b in ledger.batches() if b <= _batch(start)]
-        with self._guard:
-            for b in pending:
-                self._poll(b)
-            ours = sum(len(self._held.get(b, ())) for b in pending)
+        ours = sum(ledger.count(b) for b in pending)
         # active counts the locks this query still holds (Spark commits a batch only when it
         # plans the next one): those are not there to take
         available = max(0, active - ours)
@@ -292,13 +289,14 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._thread = threading.Thread(target=self._watch_loop, name="sbredis-spark-ledger", daemon=True)
             self._thread.start()
 
-    def _poll(self, batch: int) -> list[ServiceBusReceivedMessage]:
-        """Read `batch`'s new ledger lines and start renewing their locks (caller holds _guard)."""
+    def _poll(self, batch: int, renew: bool = True) -> list[ServiceBusReceivedMessage]:
+        """Read `batch`'s new ledger lines (and start renewing their locks), caller holds _guard."""
         assert self._ledger is not None and self._renewer is not None
         seen = self._watch.setdefault(batch, {})
         handles = _handles(self._receiver.entity_name, self.opts.group, self._ledger.read(batch, seen))
-        for h in handles:
-            self._renewer.register(self._receiver, h)
+        if renew:
+            for h in handles:
+                self._renewer.register(self._receiver, h)
         self._held.setdefault(batch, []).extend(handles)
         return handles
 
@@ -320,7 +318,7 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for batch in ledger.batches():
                 if batch > _batch(end):
                     continue
-                self._poll(batch)
+                self._poll(batch, renew=False)  # about to be completed
                 held = self._held.pop(batch, [])
                 lost = _settle_quietly(self._receiver, "complete_messages", held)
                 self.completed += len(held) - lost
