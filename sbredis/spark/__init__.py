@@ -18,6 +18,10 @@ Read (batch: a snapshot; streaming: by offset, Kafka-style)::
           .option("startingOffsets", '{"0": 10}')     # earliest | latest | JSON per partition
           .load())
 
+Streaming reads have two modes: ``mode=peek`` (default) reads by offset without locking, a view
+of the log; ``mode=consume`` takes messages with peek-lock each micro-batch and completes them
+when Spark commits the batch (at least once; see ``_consume_stream``).
+
 Write (batch or streaming sink): ``df.write.format("sbredis").option("url", url)
 .option("entity", "orders").mode("append").save()``; columns ``body`` plus optional
 messageId, partitionKey, sessionId, applicationProperties, timeToLive (seconds or interval),
