@@ -256,6 +256,7 @@ def main() -> int:
         startup = pc() - t0
         t0 = pc()
         bulk_load(spark, url, qw, paths[:1], limit=1000)  # starts the Python workers
+        spark_read(spark, url, qw)  # the data source's planning and read paths, too
         consume(spark, url, qw, "builtins:id", idle_seconds=0.1)
         warmup = pc() - t0
         print(f"spark session: {startup:.1f} s, warm-up jobs: {warmup:.1f} s")
