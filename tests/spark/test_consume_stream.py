@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from datetime import timedelta
@@ -161,3 +162,21 @@ def test_dead_lettered_after_the_maximum_delivery_count(
         eventually(lambda: dead.extend(r.receive_messages(10, max_wait_time=0.2)) or len(dead) == 3, timeout=10)
     assert sorted(m.body for m in dead) == [b"d0", b"d1", b"d2"]
     assert {m.dead_letter_reason for m in dead} == {"MaxDeliveryCountExceeded"}
+
+
+def test_progress_shows_the_backlog_and_a_checkpoint_stays_with_its_entity(
+    spark: Any, url: str, make_queue: Any, client: Any, admin: Any, tmp_path: Path
+) -> None:
+    q = make_queue(enable_partitioning=True, partition_count=2)
+    send(client, q, [f"p{i}" for i in range(30)])
+    query = run(consuming(spark, url, q, maxOffsetsPerTrigger="10"), tmp_path / "ckpt", lambda b, i: b.count())
+    assert query.exception() is None
+    first = next(p for p in query.recentProgress if p.numInputRows)
+    latest = json.loads(first.sources[0].latestOffset)
+    assert latest["entity"] == q and latest["activeMessages"] == 30  # the backlog when the batch was planned
+    assert counts(admin, q) == (0, 0)
+
+    other = q + "-other"
+    admin.create_queue(other)
+    query = run(consuming(spark, url, other), tmp_path / "ckpt", lambda b, i: b.count())
+    assert f"this checkpoint belongs to entity '{q}'" in str(query.exception())
