@@ -13,6 +13,12 @@ once with pyarrow. Four figures, each one run over all N messages:
   * spark bulk_load   ``sbredis.spark._bulk.bulk_load`` (spark_jobs/bulk_load.py) from the files
   * spark consume     ``sbredis.spark._consume.consume`` (spark_jobs/consume.py), handler
                       ``builtins:id`` (a no-op), batches of 100, one task per Spark core
+  * plain XRANGE      one process: every partition's log read with redis-py XRANGE (pages of
+                      1000), the floor a read is compared with
+  * spark batch read  ``spark.read.format("sbredis")``, count and total body length
+  * spark stream      ``readStream`` mode peek (from earliest) and mode consume (a fresh load of
+                      the same rows, maxOffsetsPerTrigger 100,000), Trigger.AvailableNow into
+                      the noop sink; the time includes the query's start
 
 Each queue has --partitions partitions and no duplicate detection. The Spark session starts once
 and runs a small bulk_load and consume on a scratch queue first, so that Python workers are up
@@ -105,6 +111,57 @@ def client_consume(url: str, q: str) -> tuple[int, float]:
         return n, pc() - t0
 
 
+def plain_xrange(url: str, q: str, partitions: int) -> tuple[int, float]:
+    """Every message's log entry read with plain redis-py XRANGE, pages of 1000: the floor for a read."""
+    import redis
+
+    from sbredis._core.keys import entity_keys
+
+    r = redis.Redis.from_url(url)
+    logs = [k for p in range(partitions) for k in entity_keys(q, p) if k.endswith(":log") and ":d:" not in k]
+    n = 0
+    t0 = pc()
+    for key in logs:
+        start = "-"
+        while True:
+            page = r.xrange(key, start, "+", count=1000)
+            n += len(page)
+            if len(page) < 1000:
+                break
+            start = "(" + page[-1][0].decode()
+    r.close()
+    return n, pc() - t0
+
+
+def spark_read(spark: Any, url: str, q: str) -> tuple[int, float]:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    t0 = pc()
+    df = spark.read.format("sbredis").option("url", url).option("entity", q).load()
+    row = df.agg(F.count("*").alias("n"), F.sum(F.length("body")).alias("b")).collect()[0]
+    return int(row["n"]), pc() - t0
+
+
+def spark_stream(spark: Any, url: str, q: str, mode: str, work: Path) -> tuple[int, float]:
+    """A streaming query (Trigger.AvailableNow, noop sink) over the queue; rows and seconds."""
+    reader = spark.readStream.format("sbredis").option("url", url).option("entity", q).option("mode", mode)
+    if mode == "peek":
+        reader = reader.option("startingOffsets", "earliest")
+    else:
+        reader = reader.option("maxOffsetsPerTrigger", "100000")
+    t0 = pc()
+    query = (
+        reader.load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(work / f"ckpt-{mode}"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    seconds = pc() - t0
+    return sum(p["numInputRows"] for p in query.recentProgress), seconds
+
+
 def active(admin: Any, q: str) -> int:
     return int(admin.get_queue_runtime_properties(q).active_message_count)
 
@@ -165,7 +222,8 @@ def main() -> int:
         print(f"input: {args.n} rows of {args.body_bytes} B bodies in {len(paths)} Parquet files ({pc() - t0:.1f} s)")
         admin = ServiceBusAdministrationClient.from_connection_string(url)
         qc, qs, qw = f"{tag}-client", f"{tag}-spark", f"{tag}-warmup"
-        for q in (qc, qs, qw):
+        qs2 = f"{tag}-stream"
+        for q in (qc, qs, qw, qs2):
             admin.create_queue(
                 q, enable_partitioning=True, partition_count=args.partitions, max_size_in_megabytes=81920
             )
@@ -198,6 +256,7 @@ def main() -> int:
         startup = pc() - t0
         t0 = pc()
         bulk_load(spark, url, qw, paths[:1], limit=1000)  # starts the Python workers
+        spark_read(spark, url, qw)  # the data source's planning and read paths, too
         consume(spark, url, qw, "builtins:id", idle_seconds=0.1)
         warmup = pc() - t0
         print(f"spark session: {startup:.1f} s, warm-up jobs: {warmup:.1f} s")
@@ -206,29 +265,45 @@ def main() -> int:
             rows.append({"operation": "spark bulk_load", "messages": summary.messages, "seconds": summary.seconds})
             print(summary.line())
             assert active(admin, qs) == args.n
+            n, s = plain_xrange(url, qs, args.partitions)
+            rows.append({"operation": "plain redis-py XRANGE (1 process)", "messages": n, "seconds": s})
+            n, s = spark_read(spark, url, qs)
+            rows.append({"operation": "spark batch read", "messages": n, "seconds": s})
+            n, s = spark_stream(spark, url, qs, "peek", work)
+            rows.append({"operation": "spark stream (mode peek)", "messages": n, "seconds": s})
+            for r in rows[-3:]:
+                print(f"{r['operation']}: {r['messages']} in {r['seconds']:.1f} s")
             summary = consume(spark, url, qs, "builtins:id", batch_size=RECEIVE_BATCH, idle_seconds=args.idle_seconds)
             rows.append({"operation": "spark consume", "messages": summary.messages, "seconds": summary.seconds})
             print(summary.line())
+            bulk_load(spark, url, qs2, paths)
+            n, s = spark_stream(spark, url, qs2, "consume", work)
+            rows.append({"operation": "spark stream (mode consume)", "messages": n, "seconds": s})
+            print(f"spark stream consume: {n} in {s:.1f} s")
+            assert active(admin, qs2) == 0
         finally:
             spark.stop()
-        for q in (qc, qs, qw):
+        for q in (qc, qs, qw, qs2):
             admin.delete_queue(q)
         admin.close()
     finally:
         if server is not None:
             server.stop()
-        for p in work.glob("*"):
-            p.unlink()
-        work.rmdir()
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
 
     for r in rows:
         r["rate"] = r["messages"] / r["seconds"]
     base = {"send": rows[0]["rate"], "consume": rows[1]["rate"]}
+    xrange_rate = next((r["rate"] for r in rows if "XRANGE" in r["operation"]), 0.0)
     for r in rows:
-        r["vs_client"] = r["rate"] / (
-            base["consume"] if "consume" in r["operation"] or "receive" in r["operation"] else base["send"]
-        )
-    head = f"{'operation':<38} | {'messages':>9} | {'seconds':>8} | {'msgs/s':>9} | vs client"
+        op = r["operation"]
+        if "read" in op or "peek" in op:
+            r["vs_client"] = r["rate"] / xrange_rate if xrange_rate else 0.0  # vs plain XRANGE
+        else:
+            r["vs_client"] = r["rate"] / (base["consume"] if "consume" in op or "receive" in op else base["send"])
+    head = f"{'operation':<38} | {'messages':>9} | {'seconds':>8} | {'msgs/s':>9} | vs client (reads: vs XRANGE)"
     print()
     print(head)
     print("-" * len(head))

@@ -33,9 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, help="repartition the input into this many tasks")
     ap.add_argument("--limit", type=int, help="load only this many rows (a trial run)")
     ap.add_argument("--master", help="Spark master when not given by spark-submit, e.g. local[2]")
+    ap.add_argument("--remote", help="Spark Connect instead: sc://host:port, or local[2] for a local server")
     args = ap.parse_args(argv)
     rename = dict(r.split(":", 1) for r in args.rename)
-    spark = session("sbredis-bulk-load", args.master)
+    spark = session("sbredis-bulk-load", args.master, args.remote)
     try:
         summary = bulk_load(
             spark,

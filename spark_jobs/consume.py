@@ -31,8 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-renewal", type=float, default=3600.0, help="renew a lock for at most this long (s)")
     ap.add_argument("--tasks", type=int, help="Spark tasks (default: Spark's default parallelism)")
     ap.add_argument("--master", help="Spark master when not given by spark-submit, e.g. local[2]")
+    ap.add_argument("--remote", help="Spark Connect instead: sc://host:port, or local[2] for a local server")
     args = ap.parse_args(argv)
-    spark = session("sbredis-consume", args.master)
+    spark = session("sbredis-consume", args.master, args.remote)
     try:
         summary = consume(
             spark,

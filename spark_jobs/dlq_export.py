@@ -25,8 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--where", help="a Spark SQL condition on the columns, e.g. \"subject = 'x'\"")
     ap.add_argument("--mode", default="errorifexists", choices=("errorifexists", "overwrite", "append"))
     ap.add_argument("--master", help="Spark master when not given by spark-submit, e.g. local[2]")
+    ap.add_argument("--remote", help="Spark Connect instead: sc://host:port, or local[2] for a local server")
     args = ap.parse_args(argv)
-    spark = session("sbredis-dlq-export", args.master)
+    spark = session("sbredis-dlq-export", args.master, args.remote)
     try:
         summary = export(spark, args.url, args.entity, args.out, mode=args.mode, where=args.where)
     finally:

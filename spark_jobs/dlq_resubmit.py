@@ -30,8 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=100, help="messages per receive (default 100)")
     ap.add_argument("--dry-run", action="store_true", help="only count what would be resubmitted")
     ap.add_argument("--master", help="Spark master when not given by spark-submit, e.g. local[2]")
+    ap.add_argument("--remote", help="Spark Connect instead: sc://host:port, or local[2] for a local server")
     args = ap.parse_args(argv)
-    spark = session("sbredis-dlq-resubmit", args.master)
+    spark = session("sbredis-dlq-resubmit", args.master, args.remote)
     try:
         summary = resubmit(
             spark,

@@ -23,8 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="a directory for report.csv and report.png")
     ap.add_argument("--print-rows", type=int, default=200, help="table rows to print (all are in the CSV)")
     ap.add_argument("--master", help="Spark master when not given by spark-submit, e.g. local[2]")
+    ap.add_argument("--remote", help="Spark Connect instead: sc://host:port, or local[2] for a local server")
     args = ap.parse_args(argv)
-    spark = session("sbredis-report", args.master)
+    spark = session("sbredis-report", args.master, args.remote)
     try:
         summary, _, text = report(spark, args.url, args.entity, args.out, args.print_rows)
     finally:

@@ -9,6 +9,7 @@ takes a lock except :func:`receive`.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -16,7 +17,7 @@ from .._core import protocol, send_plan, settlement
 from .._core.keys import SUBSCRIPTIONS
 from .._core.meta import EntityMeta
 from .._enums import ServiceBusReceiveMode, ServiceBusSubQueue
-from .._message import ServiceBusMessage, ServiceBusReceivedMessage
+from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusReceivedMessage
 from .._sync._client import ServiceBusClient
 from .._sync._receiver import ServiceBusReceiver
 from ..exceptions import ServiceBusError
@@ -211,3 +212,34 @@ def release(
         client.handler_context.transport.run_many(calls, entity)  # a lock lost meanwhile is fine: it elapses anyway
     for m in msgs:
         m._settled = True  # no longer ours (an AutoLockRenewer stops renewing it)
+
+
+def renew_all(receiver: ServiceBusReceiver, msgs: list[ServiceBusReceivedMessage]) -> list[bool]:
+    """Renew many locks at one script call per partition (``renew_message_lock`` makes one call
+    per message); per message, whether its lock is still held."""
+    return [not isinstance(r, BaseException) for r in receiver._renew_each(msgs)]
+
+
+def held_message(entity: str, group: str, lock_token: str, locked_until_ms: int) -> ServiceBusReceivedMessage:
+    """A settle-only handle on a message that another process received with peek-lock, from its
+    public ``lock_token`` (the lock nonce and the global sequence number): a receiver of the same
+    entity and subqueue can renew, complete or abandon it. Its body and properties are empty.
+
+    This is the one place the Spark source builds a received message itself: the driver settles
+    the locks its executors took, and the client has no public "settle by lock token" call.
+    """
+    raw = uuid.UUID(lock_token).bytes
+    seq = int.from_bytes(raw[8:], "big")
+    return ServiceBusReceivedMessage(
+        b"",
+        entity_name=entity,
+        partition_id=seq >> PARTITION_SHIFT,
+        group=group,
+        local_seq=seq & ((1 << PARTITION_SHIFT) - 1),
+        delivery_count=0,
+        enqueued_ms=0,
+        expires_ms=0,
+        locked_until_ms=locked_until_ms,
+        nonce=raw[:8].hex(),
+        receive_mode=ServiceBusReceiveMode.PEEK_LOCK,
+    )

@@ -8,7 +8,7 @@ import tempfile
 from typing import Any
 
 from ..exceptions import InvalidArgumentError
-from ._jobs import Summary, Timer
+from ._jobs import Summary, Timer, describe
 
 FORMATS = ("parquet", "json", "csv")
 
@@ -72,7 +72,7 @@ def bulk_load(
         )
         if reject_path:
             w = w.option("rejectPath", reject_path)
-        spark.sparkContext.setJobDescription(f"sbredis bulk_load {entity}")
+        describe(spark, f"sbredis bulk_load {entity}")
         w.save()
         with open(report_path, encoding="utf-8") as f:
             counts = json.load(f)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -204,3 +204,64 @@ def reject_record(index: int, spark_partition: int, row: Mapping[str, Any], reas
 
 def encoded_size(m: ServiceBusMessage) -> int:
     return len(m._encoded())
+
+
+def projection(schema: Any) -> tuple[int, ...]:
+    """The READ_SCHEMA positions of a user's schema's fields (a subset of the read columns).
+
+    Raises:
+        InvalidArgumentError: a field that is not a read column.
+    """
+    names = list(schema.fieldNames())
+    unknown = [n for n in names if n not in READ_COLUMNS]
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown column(s) {', '.join(unknown)} in the schema; the read columns are {', '.join(READ_COLUMNS)}"
+        )
+    return tuple(READ_COLUMNS.index(n) for n in names)
+
+
+def _arrow_types() -> dict[str, Any]:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    return {
+        "STRING": pa.string(),
+        "INT": pa.int32(),
+        "BIGINT": pa.int64(),
+        "BINARY": pa.binary(),
+        "TIMESTAMP": pa.timestamp("us", tz="UTC"),
+        "MAP<STRING, STRING>": pa.map_(pa.string(), pa.string()),
+    }
+
+
+class ArrowBatches:
+    """Rows (tuples in READ_SCHEMA order) to Arrow record batches of the projected columns."""
+
+    def __init__(self, columns: tuple[int, ...], size: int = 2000) -> None:
+        import pyarrow as pa
+
+        types = _arrow_types()
+        self.columns = columns
+        self.size = size
+        self.schema = pa.schema([(READ_FIELDS[i][0], types[READ_FIELDS[i][1]]) for i in columns])
+
+    def batch(self, rows: list[tuple[Any, ...]]) -> Any:
+        import pyarrow as pa
+
+        arrays = []
+        for field, i in zip(self.schema, self.columns, strict=True):
+            values = [r[i] for r in rows]
+            if READ_FIELDS[i][1].startswith("MAP"):
+                values = [None if v is None else list(v.items()) for v in values]
+            arrays.append(pa.array(values, type=field.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def of(self, rows: Iterator[tuple[Any, ...]]) -> Iterator[Any]:
+        chunk: list[tuple[Any, ...]] = []
+        for r in rows:
+            chunk.append(r)
+            if len(chunk) >= self.size:
+                yield self.batch(chunk)
+                chunk = []
+        if chunk:
+            yield self.batch(chunk)

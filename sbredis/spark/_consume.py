@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 from .._core.protocol import Group
 from ..exceptions import MessageLockLostError
 from . import _broker
-from ._jobs import Summary, Timer, hold, load_handler, partition_slices, queue_settings, renewer
+from ._jobs import (
+    Summary,
+    Timer,
+    default_parallelism,
+    describe,
+    hold,
+    load_handler,
+    partition_slices,
+    queue_settings,
+    renewer,
+    run_tasks,
+)
 
 _DESCRIPTION_MAX = 1024
 
@@ -128,15 +138,13 @@ def consume(
     timer = Timer()
     count, _, max_dc = queue_settings(url, entity)
     limit = max_deliveries or max_dc
-    sc = spark.sparkContext
-    slices = partition_slices(list(range(count)), tasks or sc.defaultParallelism)
+    slices = partition_slices(list(range(count)), tasks or default_parallelism(spark))
 
-    def task(it: Iterator[list[int]]) -> Iterator[dict[str, int]]:
-        for parts in it:
-            yield consume_partitions(parts, url, entity, handler, batch_size, idle_seconds, limit, max_renewal)
+    def task(parts: list[int]) -> dict[str, int]:
+        return consume_partitions(parts, url, entity, handler, batch_size, idle_seconds, limit, max_renewal)
 
-    sc.setJobDescription(f"sbredis consume {entity}")
-    results = sc.parallelize(slices, len(slices)).mapPartitions(task).collect()
+    describe(spark, f"sbredis consume {entity}")
+    results = run_tasks(spark, slices, task)
     total: Counter[str] = Counter()
     for r in results:
         total.update(r)

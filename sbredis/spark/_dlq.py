@@ -12,7 +12,6 @@ did not complete where it was (its locks elapse).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 from .._core.keys import SUBSCRIPTIONS
@@ -22,7 +21,7 @@ from .._message import ServiceBusReceivedMessage
 from .._message import copy_for_resend as copy_of
 from ..exceptions import MessageLockLostError
 from . import _broker, _columns
-from ._jobs import Summary, Timer, hold, renewer
+from ._jobs import Summary, Timer, describe, hold, renewer, run_tasks
 from ._options import UnsupportedEntityError
 
 
@@ -57,17 +56,21 @@ def export(
     df = snapshot(spark, url, entity)
     if where:
         df = df.where(where)
-    spark.sparkContext.setJobDescription(f"sbredis dlq_export {entity}")
-    before = spark.read.parquet(out).count() if mode == "append" and _exists(spark, out) else 0
-    df.write.mode(mode).parquet(out)
+    describe(spark, f"sbredis dlq_export {entity}")
+    before = _count(spark, out) if mode == "append" else 0
+    df.write.mode("error" if mode == "errorifexists" else mode).parquet(out)  # Connect knows only "error"
     n = spark.read.parquet(out).count() - before
     return Summary("dlq_export", n, timer.seconds(), {})
 
 
-def _exists(spark: Any, path: str) -> bool:
-    jvm = spark.sparkContext._jvm
-    p = jvm.org.apache.hadoop.fs.Path(path)
-    return bool(p.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(p))
+def _count(spark: Any, path: str) -> int:
+    """Rows of the Parquet data at `path`, 0 when there is none yet."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return int(spark.read.parquet(path).count())
+    except AnalysisException:
+        return 0
 
 
 def select(
@@ -164,14 +167,13 @@ def resubmit(
         return Summary("dlq_resubmit", 0, timer.seconds(), {"selected": n_selected})
     work = sorted(selected.items())
 
-    def task(it: Iterator[tuple[int, list[int]]]) -> Iterator[dict[str, int]]:
-        for p, offs in it:
-            yield resubmit_partition(url, entity, p, offs, batch_size, new_message_id, max_renewal)
+    def task(item: tuple[int, list[int]]) -> dict[str, int]:
+        p, offs = item
+        return resubmit_partition(url, entity, p, offs, batch_size, new_message_id, max_renewal)
 
-    sc = spark.sparkContext
-    sc.setJobDescription(f"sbredis dlq_resubmit {entity}")
+    describe(spark, f"sbredis dlq_resubmit {entity}")
     total: Counter[str] = Counter()
-    for r in sc.parallelize(work, len(work)).mapPartitions(task).collect():
+    for r in run_tasks(spark, work, task):
         total.update(r)
     keys = ("resubmitted", "duplicates_kept_in_dlq", "not_found", "dlq_lock_lost")
     return Summary(

@@ -14,8 +14,20 @@ subQueue                   ``deadletter`` reads the dead-letter subqueue (read o
 startingOffsets            ``earliest`` | ``latest`` | JSON per partition (batch default earliest,
                            streaming default latest)
 endingOffsets              ``latest`` | JSON per partition (batch only; default latest)
-maxMessagesPerTrigger      streaming read: at most this many offsets per micro-batch
+partialEndingOffsets       ``error`` (default): an endingOffsets JSON must name every partition;
+                           ``latest``: the partitions it leaves out are read to latest
+filterPushdown             batch read: ``true`` pushes filters on partition, offset and
+                           sequenceNumber into the read (needs the Spark SQL conf
+                           spark.sql.python.filterPushdown.enabled=true)
+mode                       streaming read: ``peek`` (default) or ``consume`` (_consume_stream)
+maxMessagesPerTrigger      streaming read: at most this many offsets (peek) or messages (consume)
+(or maxOffsetsPerTrigger)  per micro-batch
+consumerTasks              consume: Spark tasks per micro-batch (default: partitions, at most 8)
+receiveWaitSeconds         consume: how long a task waits for a first message (default 1)
+maxLockRenewalSeconds      consume: how long a batch's locks are renewed at most (default 3600)
 pageSize                   messages per peek call when reading (default 1000)
+deliveryGuarantee          streaming write: ``exactlyOnce`` (default; the entity must have
+                           duplicate detection) or ``atLeastOnce`` (any entity)
 sendBatchSize              messages per send call when writing (default 500; also bounded by the
                            entity's maximum batch size in bytes)
 rejectPath                 write: a directory; bad rows go there as JSON lines instead of failing
@@ -27,7 +39,9 @@ Offsets are partition-local sequence numbers: a partition's offset N is the mess
 sequence number N, and the JSON form maps partition numbers to offsets, Kafka-style:
 ``{"0": 17, "3": -2}`` (-2 earliest, -1 latest). Kafka's nesting under the entity name,
 ``{"orders": {"0": 17}}``, is accepted too. A starting offset is inclusive, an ending offset
-exclusive; partitions missing from the JSON take the default.
+exclusive; partitions missing from a startingOffsets JSON take the default, and an endingOffsets
+JSON must name every partition unless ``partialEndingOffsets`` is ``latest``. Any other option
+name is refused.
 """
 
 from __future__ import annotations
@@ -66,6 +80,13 @@ class SourceOptions:
     reject_path: str | None
     report_path: str | None
     socket_timeout: float
+    mode: str = "peek"  # streaming read: 'peek' (a read-only view) or 'consume' (peek-lock, completed on commit)
+    tasks: int | None = None  # consume mode: Spark tasks per micro-batch
+    receive_wait: float = 1.0  # consume mode: seconds a task waits for the first message
+    max_renewal: float = 3600.0  # consume mode: seconds a batch's locks are renewed at most
+    partial_ending: bool = False  # endingOffsets may leave partitions out (they read to latest)
+    filter_pushdown: bool = False  # batch read: push partition/offset/sequenceNumber filters
+    at_least_once: bool = False  # streaming write: allowed on an entity without duplicate detection
 
     @property
     def dead_letter(self) -> bool:
@@ -84,6 +105,77 @@ def _positive_int(name: str, raw: str | None, default: int | None, upper: int = 
     return value
 
 
+NAMES = (
+    "url",
+    "entity",
+    "queue",
+    "name",
+    "topic",
+    "subscription",
+    "subQueue",
+    "mode",
+    "startingOffsets",
+    "endingOffsets",
+    "partialEndingOffsets",
+    "filterPushdown",
+    "deliveryGuarantee",
+    "maxMessagesPerTrigger",
+    "maxOffsetsPerTrigger",
+    "consumerTasks",
+    "receiveWaitSeconds",
+    "maxLockRenewalSeconds",
+    "pageSize",
+    "sendBatchSize",
+    "rejectPath",
+    "reportPath",
+    "socketTimeout",
+)
+KNOWN = frozenset(n.lower() for n in NAMES) | {
+    "subscriptions",
+    "checkpointlocation",
+}  # Spark passes the latter to sinks
+
+
+def _flag(name: str, raw: str | None) -> bool:
+    value = (raw or "false").strip().lower()
+    if value not in ("true", "false"):
+        raise InvalidArgumentError(f"option {name} must be 'true' or 'false', not {raw!r}")
+    return value == "true"
+
+
+def _guarantee(raw: str | None) -> bool:
+    value = (raw or "exactlyOnce").strip().lower().replace("_", "").replace("-", "")
+    if value not in ("exactlyonce", "atleastonce"):
+        raise InvalidArgumentError(f"option deliveryGuarantee must be 'exactlyOnce' or 'atLeastOnce', not {raw!r}")
+    return value == "atleastonce"
+
+
+def _partial(raw: str | None) -> bool:
+    value = (raw or "error").strip().lower()
+    if value not in ("error", "latest"):
+        raise InvalidArgumentError(f"option partialEndingOffsets must be 'error' or 'latest', not {raw!r}")
+    return value == "latest"
+
+
+def _mode(raw: str | None) -> str:
+    mode = (raw or "peek").strip().lower()
+    if mode not in ("peek", "consume"):
+        raise InvalidArgumentError(f"option mode must be 'peek' or 'consume', not {raw!r}")
+    return mode
+
+
+def _seconds(name: str, raw: str | None, default: float) -> float:
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidArgumentError(f"option {name} must be seconds, not {raw!r}") from None
+    if not 0 < value < 1e9:
+        raise InvalidArgumentError(f"option {name} must be positive, not {raw!r}")
+    return value
+
+
 def parse(options: Mapping[str, Any]) -> SourceOptions:
     """Check the options once, on the driver, so a mistake fails before any task runs.
 
@@ -91,6 +183,11 @@ def parse(options: Mapping[str, Any]) -> SourceOptions:
         InvalidArgumentError: a missing or bad option.
     """
     opts = {str(k).lower(): None if v is None else str(v) for k, v in options.items()}
+    unknown = sorted(k for k in opts if k not in KNOWN)
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown option(s) {', '.join(unknown)}; the options of sbredis are {', '.join(NAMES)}"
+        )
     url = opts.get("url")
     if not url:
         raise InvalidArgumentError("option 'url' is required (redis://host:port/db)")
@@ -115,12 +212,21 @@ def parse(options: Mapping[str, Any]) -> SourceOptions:
         group=group,
         starting=opts.get("startingoffsets"),
         ending=opts.get("endingoffsets"),
-        max_per_trigger=_positive_int("maxMessagesPerTrigger", opts.get("maxmessagespertrigger"), None),
+        max_per_trigger=_positive_int(
+            "maxMessagesPerTrigger", opts.get("maxmessagespertrigger") or opts.get("maxoffsetspertrigger"), None
+        ),
         page_size=_positive_int("pageSize", opts.get("pagesize"), 1000, 5000) or 1000,
         send_batch_size=_positive_int("sendBatchSize", opts.get("sendbatchsize"), 500, 1000) or 500,
         reject_path=opts.get("rejectpath") or None,
         report_path=opts.get("reportpath") or None,
         socket_timeout=timeout,
+        mode=_mode(opts.get("mode")),
+        tasks=_positive_int("consumerTasks", opts.get("consumertasks"), None, 1024),
+        receive_wait=_seconds("receiveWaitSeconds", opts.get("receivewaitseconds"), 1.0),
+        max_renewal=_seconds("maxLockRenewalSeconds", opts.get("maxlockrenewalseconds"), 3600.0),
+        partial_ending=_partial(opts.get("partialendingoffsets")),
+        filter_pushdown=_flag("filterPushdown", opts.get("filterpushdown")),
+        at_least_once=_guarantee(opts.get("deliveryguarantee")),
     )
     for name, value in (("startingOffsets", parsed.starting), ("endingOffsets", parsed.ending)):
         if value is not None:
@@ -185,3 +291,16 @@ def offset_spec(name: str, raw: str, entity: str) -> int | dict[int, int]:
             raise InvalidArgumentError(f"option {name}: partition {k}: offset {v!r} is not -2, -1 or >= 0")
         out[p] = v
     return out
+
+
+def namespace(url: str) -> str:
+    """The Redis server and database a URL names, without credentials: what a checkpoint records
+    so that a query does not resume against another server."""
+    from urllib.parse import parse_qs, urlsplit
+
+    u = urlsplit(url)
+    if u.scheme == "unix":
+        db = parse_qs(u.query).get("db", ["0"])[0]
+        return f"unix://{u.path}/{db}"
+    db = (u.path or "/0").strip("/") or "0"
+    return f"{u.hostname or 'localhost'}:{u.port or 6379}/{db}"

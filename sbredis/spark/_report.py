@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from ._dlq import snapshot
-from ._jobs import Summary, Timer
+from ._jobs import Summary, Timer, describe
 
 COLUMNS = ("entity", "partition", "subqueue", "state", "deadLetterReason", "age", "count")
 AGES = ("future", "<1m", "1-10m", "10m-1h", "1h-1d", ">1d")
@@ -53,7 +53,7 @@ def counts(spark: Any, url: str, entities: list[str]) -> list[dict[str, Any]]:
     df = df.withColumn(
         "age_s", F.unix_timestamp(F.current_timestamp()) - F.unix_timestamp(F.col("enqueuedTime"))
     ).withColumn("age", F.expr(_AGE_SQL))
-    spark.sparkContext.setJobDescription("sbredis report")
+    describe(spark, "sbredis report")
     rows = (
         df.groupBy("entity", "partition", "subqueue", "state", "deadLetterReason", "age")
         .count()

@@ -30,7 +30,7 @@ from pyspark.sql.datasource import (
 
 from .._message import ServiceBusMessage
 from .._sync._client import ServiceBusClient
-from ..exceptions import InvalidArgumentError, ServiceBusError
+from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusError
 from . import _broker, _columns
 from ._options import SourceOptions, UnsupportedEntityError
 
@@ -193,15 +193,66 @@ class BatchWriter(DataSourceArrowWriter):
         detection adds no copies)."""
 
 
+def _stream_ids() -> tuple[str, str]:
+    """(query id, micro-batch id) of the running streaming write, from the task's properties."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:  # pragma: no cover - write() always runs in a task
+        raise InvalidArgumentError("a streaming write runs in a Spark task")
+    return ctx.getLocalProperty("sql.streaming.queryId") or "", ctx.getLocalProperty("streaming.sql.batchId") or ""
+
+
+def _with_ids(rows: Iterator[Any], prefix: str) -> Iterator[dict[str, Any]]:
+    """Rows as dicts; a row without a messageId gets ``<prefix><row index>``."""
+    for i, row in enumerate(rows):
+        d = row.asDict()
+        if d.get("messageId") is None:
+            d["messageId"] = f"{prefix}{i}"
+        yield d
+
+
+def check_exactly_once(opts: SourceOptions) -> None:
+    """A streaming write is exactly once only on an entity with duplicate detection.
+
+    Raises:
+        InvalidOperationError: the entity has no duplicate detection and option deliveryGuarantee
+            is not 'atLeastOnce'.
+    """
+    if opts.at_least_once:
+        return
+    client = _broker.connect(opts.url, opts.socket_timeout)
+    try:
+        meta = _broker.meta(client, opts.entity)
+    finally:
+        client.close()
+    if not meta.dedup:
+        raise InvalidOperationError(
+            f"'{opts.entity}' has no duplicate detection, so a micro-batch Spark runs again would send its rows "
+            "twice; create the entity with requires_duplicate_detection=True (a window longer than a restart "
+            "takes), or set option deliveryGuarantee to 'atLeastOnce'"
+        )
+
+
 class StreamWriter(DataSourceStreamWriter):
-    """``writeStream.format("sbredis")``: each micro-batch's rows become messages (at-least-once)."""
+    """``writeStream.format("sbredis")``: each micro-batch's rows become messages.
+
+    Exactly once on an entity with duplicate detection: a row without a ``messageId`` gets one
+    made of the query id, the micro-batch id, the Spark partition and the row's index in it, so
+    a batch Spark runs again (after a failure, from the checkpoint) sends the same ids, which the
+    entity drops as duplicates. That needs the batch's rows in the same order in the same
+    partitions, as a replayed micro-batch of a deterministic query has. Without duplicate
+    detection the write is refused unless option deliveryGuarantee is 'atLeastOnce'.
+    """
 
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator[Any]) -> SendReport:
-        with RowSender(self.opts, _spark_partition()) as sender:
-            return sender.send_all(row.asDict() for row in iterator)
+        part = _spark_partition()
+        query, batch = _stream_ids()
+        with RowSender(self.opts, part) as sender:
+            return sender.send_all(_with_ids(iterator, f"{query}:{batch}:{part}:"))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         """Nothing to do: every task's messages were stored before it reported."""

@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 from . import _broker, _columns
-from ._options import EARLIEST, LATEST, SourceOptions, UnsupportedEntityError, offset_spec, parse
+from ._options import EARLIEST, LATEST, SourceOptions, UnsupportedEntityError, namespace, offset_spec, parse
 
 try:  # PySpark 4.2+: admission control (maxMessagesPerTrigger) and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (
@@ -81,6 +81,76 @@ def _read_range(opts: SourceOptions, r: OffsetRange) -> Iterator[tuple[Any, ...]
         client.close()
 
 
+_SHIFT = 40  # sequenceNumber = partition << 40 | offset
+
+
+class Pushed:
+    """Filters on partition, offset and sequenceNumber, as per-partition offset bounds."""
+
+    def __init__(self) -> None:
+        self.partitions: set[int] | None = None
+        self.lo = 0  # offsets, inclusive
+        self.hi = 1 << 62  # exclusive
+        self.seq_lo = 0
+        self.seq_hi = 1 << 62
+
+    def take(self, f: Any) -> bool:
+        """Record `f` when it can be applied exactly by offsets; False leaves it to Spark."""
+        from pyspark.sql.datasource import (
+            EqualTo,
+            GreaterThan,
+            GreaterThanOrEqual,
+            In,
+            IsNotNull,
+            LessThan,
+            LessThanOrEqual,
+        )
+
+        col = f.attribute[0] if len(f.attribute) == 1 else None
+        if col not in ("partition", "offset", "sequenceNumber"):
+            return False
+        if isinstance(f, IsNotNull):
+            return True  # these columns are never null
+        if isinstance(f, In):
+            values = list(f.value)
+        elif isinstance(f, EqualTo | GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual):
+            values = [f.value]
+        else:
+            return False
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            return False
+        if col == "partition":
+            if isinstance(f, In | EqualTo):
+                keep = set(values)
+                self.partitions = keep if self.partitions is None else self.partitions & keep
+                return True
+            return False
+        if isinstance(f, In):
+            return False
+        v = values[0]
+        lo, hi = {
+            EqualTo: (v, v + 1),
+            GreaterThan: (v + 1, 1 << 62),
+            GreaterThanOrEqual: (v, 1 << 62),
+            LessThan: (0, v),
+            LessThanOrEqual: (0, v + 1),
+        }[type(f)]
+        if col == "offset":
+            self.lo, self.hi = max(self.lo, lo), min(self.hi, hi)
+        else:
+            self.seq_lo, self.seq_hi = max(self.seq_lo, lo), min(self.seq_hi, hi)
+        return True
+
+    def bound(self, p: int, start: int, end: int) -> tuple[int, int]:
+        """[start, end) of partition `p` narrowed by the pushed filters (empty when excluded)."""
+        if self.partitions is not None and p not in self.partitions:
+            return start, start
+        base = p << _SHIFT
+        lo = max(start, self.lo, self.seq_lo - base)
+        hi = min(end, self.hi, max(self.seq_hi - base, 0))
+        return lo, max(lo, hi)
+
+
 def _next_offsets(opts: SourceOptions) -> dict[int, int]:
     client = _broker.connect(opts.url, opts.socket_timeout)
     try:
@@ -93,21 +163,44 @@ def _next_offsets(opts: SourceOptions) -> dict[int, int]:
 class BatchReader(DataSourceReader):
     """A snapshot: per partition, the messages with offsets in [startingOffsets, endingOffsets)."""
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, columns: tuple[int, ...]) -> None:
         self.opts = opts
+        self.columns = columns
+        self.pushed = Pushed()
 
     def partitions(self) -> Sequence[InputPartition]:
         o = self.opts
         nxt = _next_offsets(o)
         start = resolve("startingOffsets", o.starting, EARLIEST, o.entity, nxt)
         end = resolve("endingOffsets", o.ending, LATEST, o.entity, nxt)
+        if o.ending is not None and not o.partial_ending:
+            spec = offset_spec("endingOffsets", o.ending, o.entity)
+            missing = sorted(set(nxt) - set(spec)) if isinstance(spec, dict) else []
+            if missing:
+                raise InvalidArgumentError(
+                    f"option endingOffsets leaves out partition(s) {missing} of '{o.entity}'; name every "
+                    "partition, or set option partialEndingOffsets to 'latest' to read those to the end"
+                )
         if o.ending is not None and offset_spec("endingOffsets", o.ending, o.entity) == EARLIEST:
             raise InvalidArgumentError("endingOffsets cannot be 'earliest'")
-        return [OffsetRange(p, start[p], end[p]) for p in sorted(nxt)]
+        return [OffsetRange(p, *self.pushed.bound(p, start[p], end[p])) for p in sorted(nxt)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)
-        return _read_range(self.opts, partition)
+        return _columns.ArrowBatches(self.columns).of(_read_range(self.opts, partition))
+
+
+class PushdownBatchReader(BatchReader):
+    """BatchReader with filter pushdown (option filterPushdown=true). A separate class because
+    PySpark refuses a reader that has pushFilters while spark.sql.python.filterPushdown.enabled
+    is false, its default."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802
+        """Partition (=, IN), offset and sequenceNumber (=, <, <=, >, >=) filters narrow the offsets
+        read; the others stay with Spark."""
+        for f in filters:
+            if not self.pushed.take(f):
+                yield f
 
 
 def _as_offsets(d: dict[str, Any]) -> dict[int, int]:
@@ -116,6 +209,43 @@ def _as_offsets(d: dict[str, Any]) -> dict[int, int]:
 
 def _as_json(d: dict[int, int]) -> dict[str, int]:
     return {str(p): v for p, v in sorted(d.items())}
+
+
+class Checkpoint:
+    """The offset JSON of a streaming query in mode peek: where it reads, and the next offset per
+    partition, ``{"namespace", "entity", "subQueue", "partitions": {"<partition>": <offset>}}``."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.where = {
+            "namespace": namespace(opts.url),
+            "entity": opts.entity,
+            "subQueue": "deadletter" if opts.dead_letter else "",
+        }
+
+    def wrap(self, offsets: dict[int, int]) -> dict[str, Any]:
+        return {**self.where, "partitions": _as_json(offsets)}
+
+    def unwrap(self, offset: dict[str, Any]) -> dict[int, int]:
+        """The offsets, after checking the checkpoint is this query's entity's.
+
+        Raises:
+            InvalidOperationError: the checkpoint was written for another entity, subqueue or server,
+                or by a consuming query.
+        """
+        if "partitions" not in offset:
+            if "query" in offset:
+                raise InvalidOperationError(
+                    "this checkpoint was written by a query in mode 'consume'; use a new checkpointLocation"
+                )
+            return _as_offsets(offset)  # written before checkpoints named their entity
+        there = {k: offset.get(k) for k in self.where}
+        if there != self.where:
+            raise InvalidOperationError(
+                f"this checkpoint belongs to entity '{there['entity']}' (subQueue '{there['subQueue']}') on "
+                f"{there['namespace']}, not '{self.where['entity']}' (subQueue '{self.where['subQueue']}') on "
+                f"{self.where['namespace']}; use a new checkpointLocation for another entity"
+            )
+        return _as_offsets(offset["partitions"])
 
 
 def allocate(backlog: dict[int, int], budget: int) -> dict[int, int]:
@@ -139,14 +269,21 @@ class StreamReader(DataSourceStreamReader):
     removed meanwhile), shared fairly over the partitions with a backlog.
     """
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, columns: tuple[int, ...]) -> None:
         self.opts = opts
+        self.columns = columns
         self._target: dict[int, int] | None = None  # Trigger.AvailableNow: stop here
         self._last: dict[int, int] | None = None  # PySpark 4.0/4.1 call latestOffset() without start
+        self._ckpt = Checkpoint(opts)
+        self._latest: dict[int, int] | None = None  # what the last latestOffset() saw
 
-    def initialOffset(self) -> dict[str, int]:  # noqa: N802
+    def initialOffset(self) -> dict[str, Any]:  # noqa: N802
         o = self.opts
-        return _as_json(resolve("startingOffsets", o.starting, LATEST, o.entity, _next_offsets(o)))
+        return self._ckpt.wrap(resolve("startingOffsets", o.starting, LATEST, o.entity, _next_offsets(o)))
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802
+        """The offsets the entity had when the last micro-batch was planned (progress' latestOffset)."""
+        return None if self._latest is None else self._ckpt.wrap(self._latest)
 
     def _limit(self, limit: Any) -> int | None:
         if limit is None:
@@ -155,14 +292,15 @@ class StreamReader(DataSourceStreamReader):
             return int(limit.max_rows)
         return None
 
-    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, int]:  # noqa: N802
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, Any]:  # noqa: N802
+        begin = self._ckpt.unwrap(start) if start is not None else self._last
         latest = _next_offsets(self.opts)
+        self._latest = latest
         if self._target is not None:
             latest = {p: min(v, self._target.get(p, v)) for p, v in latest.items()}
-        begin = _as_offsets(start) if start is not None else self._last
         if begin is None:  # no start known (PySpark 4.0/4.1 right after a restart): no limit
             self._last = latest
-            return _as_json(latest)
+            return self._ckpt.wrap(latest)
         latest = {p: max(v, begin.get(p, 1)) for p, v in latest.items()}
         budget = self._limit(limit)
         if budget is not None:
@@ -170,19 +308,19 @@ class StreamReader(DataSourceStreamReader):
             take = allocate(backlog, budget)
             latest = {p: begin.get(p, 1) + take[p] for p in latest}
         self._last = latest
-        return _as_json(latest)
+        return self._ckpt.wrap(latest)
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
         n = self.opts.max_per_trigger
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        s, e = _as_offsets(start), _as_offsets(end)
+        s, e = self._ckpt.unwrap(start), self._ckpt.unwrap(end)
         return [OffsetRange(p, s.get(p, 1), e[p]) for p in sorted(e) if e[p] > s.get(p, 1)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)
-        return _read_range(self.opts, partition)
+        return _columns.ArrowBatches(self.columns).of(_read_range(self.opts, partition))
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: the reads held no locks."""
@@ -212,11 +350,18 @@ class SbRedisDataSource(DataSource):
         return parse(self.options)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BatchReader(self._opts())
+        opts = self._opts()
+        cls = PushdownBatchReader if opts.filter_pushdown else BatchReader
+        return cls(opts, _columns.projection(schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         opts = self._opts()
-        return AvailableNowStreamReader(opts) if HAS_READ_LIMITS else StreamReader(opts)
+        columns = _columns.projection(schema)
+        if opts.mode == "consume":
+            from ._consume_stream import ConsumeStreamReader
+
+            return ConsumeStreamReader(opts, columns)
+        return AvailableNowStreamReader(opts, columns) if HAS_READ_LIMITS else StreamReader(opts, columns)
 
     def _write_opts(self, schema: StructType, overwrite: bool) -> SourceOptions:
         opts = self._opts()
@@ -233,6 +378,8 @@ class SbRedisDataSource(DataSource):
         return BatchWriter(self._write_opts(schema, overwrite))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
-        from ._sink import StreamWriter
+        from ._sink import StreamWriter, check_exactly_once
 
-        return StreamWriter(self._write_opts(schema, overwrite))
+        opts = self._write_opts(schema, overwrite)
+        check_exactly_once(opts)
+        return StreamWriter(opts)

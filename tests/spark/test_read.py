@@ -107,8 +107,14 @@ def test_starting_and_ending_offsets(spark: Any, url: str, make_queue: Any, clie
         for i in range(6):
             s.send_messages(ServiceBusMessage(f"a{i}", partition_key="a"))  # all in one partition
     p = partition_of("a", 2)
-    rows = read(spark, url, q, startingOffsets=f'{{"{p}": 3}}', endingOffsets=f'{{"{p}": 5}}').collect()
+    rows = read(spark, url, q, startingOffsets=f'{{"{p}": 3}}', endingOffsets=f'{{"{p}": 5, "{1 - p}": -1}}').collect()
     assert [(r.partition, r.offset, bytes(r.body)) for r in rows] == [(p, 3, b"a2"), (p, 4, b"a3")]
+    with pytest.raises(Exception, match=rf"endingOffsets leaves out partition\(s\) \[{1 - p}\]"):
+        read(spark, url, q, startingOffsets=f'{{"{p}": 3}}', endingOffsets=f'{{"{p}": 5}}').collect()
+    rows = read(
+        spark, url, q, startingOffsets=f'{{"{p}": 3}}', endingOffsets=f'{{"{p}": 5}}', partialEndingOffsets="latest"
+    ).collect()
+    assert len(rows) == 2
     rows = read(spark, url, q, startingOffsets=f'{{"{q}": {{"{p}": 6}}}}').collect()  # Kafka's nesting
     assert [bytes(r.body) for r in rows] == [b"a5"]
     assert read(spark, url, q, startingOffsets="latest").count() == 0
@@ -141,3 +147,34 @@ def test_missing_entities_and_options_are_refused_clearly(spark: Any, url: str) 
         read(spark, url, "no-such-queue").collect()
     with pytest.raises(Exception, match="'url' is required"):
         spark.read.format("sbredis").option("entity", "x").load()
+
+
+def test_unknown_options_are_refused(spark: Any, url: str, make_queue: Any) -> None:
+    q = make_queue()
+    with pytest.raises(Exception, match=r"unknown option\(s\) kafka.bootstrap.servers"):
+        read(spark, url, q, **{"kafka.bootstrap.servers": "x"}).collect()
+    with pytest.raises(Exception, match="unknown option"):
+        spark.readStream.format("sbredis").option("url", url).option("entity", q).option(
+            "maxFilesPerTrigger", "1"
+        ).load()
+
+
+def test_a_schema_of_some_columns_and_pushed_filters(spark: Any, url: str, make_queue: Any, client: Any) -> None:
+    q = make_queue(enable_partitioning=True, partition_count=2)
+    with client.get_queue_sender(q) as s:
+        for i in range(8):
+            s.send_messages(ServiceBusMessage(f"b{i}", message_id=f"id{i}", partition_key=f"k{i % 2}"))
+    df = spark.read.format("sbredis").schema("body binary, messageId string").option("url", url).option("entity", q)
+    rows = df.load().collect()
+    assert sorted((bytes(r.body), r.messageId) for r in rows) == [(f"b{i}".encode(), f"id{i}") for i in range(8)]
+    p = partition_of("k0", 2)
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        pushed = read(spark, url, q, filterPushdown="true")
+        narrowed = pushed.where(f"partition = {p} and offset >= 2 and offset < 4")
+        assert sorted((r.partition, r.offset) for r in narrowed.collect()) == [(p, 2), (p, 3)]
+        seq = pushed.where(f"sequenceNumber > {(p << 40) + 3}").select("partition", "offset").collect()
+        everything = [(r.partition, r.offset) for r in read(spark, url, q).collect()]
+        assert sorted((r.partition, r.offset) for r in seq) == sorted(x for x in everything if x[0] == p and x[1] >= 4)
+    finally:
+        spark.conf.unset("spark.sql.python.filterPushdown.enabled")

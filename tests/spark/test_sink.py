@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from sbredis import ServiceBusMessage
+
 pytestmark = pytest.mark.spark
 
 
@@ -109,3 +111,45 @@ def test_writes_that_cannot_work_are_refused_before_sending(spark: Any, url: str
         writer(ok, url, q, subQueue="deadletter").save()
     with pytest.raises(Exception, match="needs a 'body' column"):
         writer(spark.createDataFrame([("a",)], "text STRING"), url, q).save()
+
+
+def test_streaming_sink_is_exactly_once_when_spark_runs_a_batch_again(
+    spark: Any, url: str, make_queue: Any, client: Any, admin: Any, tmp_path: Path
+) -> None:
+    src = make_queue()
+    dst = src + "-dst"
+    admin.create_queue(dst, requires_duplicate_detection=True)
+    with client.get_queue_sender(src) as s:
+        s.send_messages([ServiceBusMessage(f"r{i}") for i in range(50)])  # no message ids
+
+    def copy() -> None:
+        query = (
+            spark.readStream.format("sbredis")
+            .option("url", url)
+            .option("entity", src)
+            .option("startingOffsets", "earliest")
+            .load()
+            .select("body")
+            .writeStream.format("sbredis")
+            .option("url", url)
+            .option("entity", dst)
+            .option("checkpointLocation", str(tmp_path / "ckpt"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(120)
+
+    copy()
+    for marker in (tmp_path / "ckpt" / "commits").iterdir():
+        marker.unlink()  # as if the query died after the sink wrote, before Spark recorded the commit
+    copy()  # Spark runs batch 0 again: the same rows, the same derived message ids
+    assert admin.get_queue_runtime_properties(dst).active_message_count == 50
+
+    plain = src + "-plain"
+    admin.create_queue(plain)
+    with pytest.raises(Exception, match="has no duplicate detection"):
+        spark.readStream.format("sbredis").option("url", url).option("entity", src).load().select(
+            "body"
+        ).writeStream.format("sbredis").option("url", url).option("entity", plain).option(
+            "checkpointLocation", str(tmp_path / "c2")
+        ).start().awaitTermination(60)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ def test_offsets_per_trigger_and_restart_from_checkpoint(
     with client.get_queue_sender(q) as s:
         for i in range(10):  # one send per message: round robin over the two partitions
             s.send_messages(ServiceBusMessage(f"m{i}"))
-    df = stream(spark, url, q, startingOffsets="earliest", maxMessagesPerTrigger="4")
+    df = stream(spark, url, q, startingOffsets="earliest", maxOffsetsPerTrigger="4")
     first = run_available_now(df, tmp_path / "ckpt")
     assert all(len(b) <= 4 for b in first), [len(b) for b in first]
     rows = [r for b in first for r in b]
@@ -82,3 +83,36 @@ def test_streaming_sink_copies_a_queue(spark: Any, url: str, make_queue: Any, cl
     assert sorted((m.message_id, m.body, m.subject) for m in got) == [
         (f"id-{i}", f"c{i}".encode(), "s") for i in range(5)
     ]
+
+
+def test_checkpoint_names_its_entity_and_progress_reports_the_latest_offsets(
+    spark: Any, url: str, make_queue: Any, admin: Any, client: Any, tmp_path: Path
+) -> None:
+    q = make_queue(enable_partitioning=True, partition_count=2)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"m{i}") for i in range(4)])
+    query = (
+        stream(spark, url, q, startingOffsets="earliest")
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120)
+    progress = [p for p in query.recentProgress if p.numInputRows]
+    source = progress[0].sources[0]
+    latest = json.loads(source.latestOffset)
+    assert latest["entity"] == q and sum(latest["partitions"].values()) == 4 + 2  # next offset per partition
+    assert json.loads(source.endOffset)["entity"] == q
+
+    other = q + "-other"
+    admin.create_queue(other, enable_partitioning=True, partition_count=2)
+    query = (
+        stream(spark, url, other)
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))  # the first query's checkpoint
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception, match=f"this checkpoint belongs to entity '{q}'"):
+        query.awaitTermination(120)

@@ -1,0 +1,347 @@
+"""``readStream.option("mode", "consume")``: a streaming source that consumes, at least once.
+
+Offsets are micro-batch numbers, not message positions: the checkpoint's offset is
+``{"namespace", "entity", "subQueue", "query", "batch", "quota"}``, where ``query`` is a random id
+made when the query first starts (kept by the checkpoint, so a restart finds its ledger) and
+``quota`` the most messages that batch may take.
+
+* Driver, ``latestOffset``: when the entity has active messages (or an earlier batch still holds
+  locks to complete) the next batch is ``batch + 1`` with a quota of
+  min(active messages, maxMessagesPerTrigger or 10,000).
+* Driver, ``partitions``: the quota split over ``consumerTasks`` input partitions (default: the
+  entity's partition count, at most 8); the driver starts watching the batch's ledger.
+* Executor, ``read``: a public peek-lock receiver takes up to the task's quota (competing with
+  any other receiver of the entity), records each receive call's lock tokens in the ledger
+  (:mod:`._ledger`) and only then yields the rows. A retried task first abandons what its
+  earlier attempt recorded.
+* Driver, a thread: reads new ledger lines and registers the locks with an ``AutoLockRenewer``,
+  so they stay held while Spark processes the batch and until it commits.
+* Driver, ``commit(end)``: completes every recorded lock of the batches up to ``end``, one
+  script call per broker partition (the receiver's ``complete_messages``), and drops their ledger.
+
+A batch that fails, or a query that dies, completes nothing: the renewals stop, the locks elapse
+and the messages are delivered again with their delivery count one higher, to this query's next
+batch or to any other receiver; past the entity's maximum delivery count they are dead-lettered.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
+
+from .._enums import ServiceBusSubQueue
+from .._message import ServiceBusReceivedMessage
+from .._sync._renewer import AutoLockRenewer
+from ..exceptions import InvalidOperationError, MessageLockLostError
+from . import _broker, _columns
+from ._jobs import queue_settings
+from ._ledger import Entry, Ledger
+from ._options import SourceOptions, namespace
+
+DEFAULT_QUOTA = 10_000
+_SETTLE_CHUNK = 5000
+_PAGE = 1000
+_LOCAL = (1 << 40) - 1  # the partition-local part of a sequence number
+
+
+class Lease(InputPartition):
+    """One task of a consuming micro-batch: take up to `quota` messages, record them in slot `slot`."""
+
+    def __init__(self, query: str, batch: int, slot: int, quota: int) -> None:
+        super().__init__((query, batch, slot, quota))
+        self.query = query
+        self.batch = batch
+        self.slot = slot
+        self.quota = quota
+
+
+def _sub_queue(opts: SourceOptions) -> ServiceBusSubQueue | None:
+    return ServiceBusSubQueue.DEAD_LETTER if opts.dead_letter else None
+
+
+def _ms(m: ServiceBusReceivedMessage) -> int:
+    until = m.locked_until_utc
+    return int(until.timestamp() * 1000) if until is not None else 0
+
+
+def _settle_quietly(receiver: Any, what: str, msgs: list[ServiceBusReceivedMessage]) -> int:
+    """Settle `msgs` in chunks; returns how many had lost their lock (they come back by themselves)."""
+    lost = 0
+    for i in range(0, len(msgs), _SETTLE_CHUNK):
+        chunk = msgs[i : i + _SETTLE_CHUNK]
+        try:
+            getattr(receiver, what)(chunk)
+        except MessageLockLostError as e:
+            lost += len(e.messages) or len(chunk)
+    return lost
+
+
+def _again(
+    client: Any, receiver: Any, opts: SourceOptions, entries: list[Entry]
+) -> Iterator[ServiceBusReceivedMessage]:
+    """The messages an earlier read of the slot took whose locks are still ours (renewed now)."""
+    handles = _handles(receiver.entity_name, opts.group, entries)
+    held = [h for h, ok in zip(handles, _broker.renew_all(receiver, handles), strict=True) if ok]
+    by_partition: dict[int, set[int]] = {}
+    for h in held:
+        by_partition.setdefault(h.partition_id, set()).add(h.sequence_number)
+    for p, seqs in sorted(by_partition.items()):
+        lo, hi = min(seqs) & _LOCAL, (max(seqs) & _LOCAL) + 1
+        for m in _broker.peek_range(client, opts.entity, p, opts.group, lo, hi, _PAGE):
+            if m.sequence_number in seqs:
+                yield m
+
+
+def read_lease(opts: SourceOptions, lease: Lease) -> Iterator[tuple[Any, ...]]:
+    """The executor's side: receive with peek-lock up to the lease's quota, record, yield rows.
+
+    Reading a slot again (Spark retried the task, ran a second action on the batch, or replays the
+    batch after a restart) yields first the messages the earlier read took that are still locked
+    by this query, then, unless that read finished, receives up to the rest of the quota.
+    """
+    ledger = Ledger(opts.url, lease.query, opts.socket_timeout)
+    client = _broker.connect(opts.url, opts.socket_timeout)
+    receiver = _broker.receiver(client, opts.entity, _sub_queue(opts))
+    try:
+        left = lease.quota
+        earlier, finished = ledger.slot(lease.batch, lease.slot)
+        if earlier:
+            for m in _again(client, receiver, opts, earlier):
+                left -= 1
+                yield _columns.to_row(m)
+        while left > 0 and not finished:
+            msgs = receiver.receive_messages(min(left, _PAGE), max_wait_time=opts.receive_wait)
+            if not msgs:
+                break
+            tokens = [m.lock_token or "" for m in msgs]
+            ledger.record(lease.batch, lease.slot, min(_ms(m) for m in msgs), tokens)
+            for m in msgs:
+                yield _columns.to_row(m)
+            left -= len(msgs)
+        if not finished:
+            ledger.finish(lease.batch, lease.slot)
+    finally:
+        receiver.close()
+        client.close()
+        ledger.close()
+
+
+def _handles(entity: str, group: str, entries: list[Entry]) -> list[ServiceBusReceivedMessage]:
+    return [_broker.held_message(entity, group, t, e.locked_until_ms) for e in entries for t in e.tokens]
+
+
+def _batch(offset: dict[str, Any]) -> int:
+    return int(offset.get("batch", 0))
+
+
+class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The driver's side of consume mode (see the module docstring)."""
+
+    def __init__(self, opts: SourceOptions, columns: tuple[int, ...]) -> None:
+        self.opts = opts
+        self.columns = columns
+        self._ns = namespace(opts.url)
+        self._guard = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._client: Any = None
+        self._receiver: Any = None
+        self._renewer: AutoLockRenewer | None = None
+        self._ledger: Ledger | None = None
+        self._query: str | None = None
+        self._watch: dict[int, dict[int, int]] = {}  # batch -> slot -> ledger bytes read
+        self._held: dict[int, list[ServiceBusReceivedMessage]] = {}  # batch -> its locks
+        self._last: dict[str, Any] | None = None
+        self._lock_seconds = 0.0
+        self._partitions = 1
+        self._target: int | None = None  # Trigger.AvailableNow: take at most this many in all
+        self._planned = 0
+        self.completed = 0
+        self.lock_lost = 0
+        self.backlog = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the executors need the options only; locks and threads stay here
+        return {"opts": self.opts, "columns": self.columns}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["opts"], state["columns"])  # type: ignore[misc]
+
+    # -- offsets
+    def initialOffset(self) -> dict[str, Any]:  # noqa: N802
+        return {
+            "namespace": self._ns,
+            "entity": self.opts.entity,
+            "subQueue": "deadletter" if self.opts.dead_letter else "",
+            "query": uuid.uuid4().hex,
+            "batch": 0,
+            "quota": 0,
+        }
+
+    def _check(self, offset: dict[str, Any]) -> None:
+        """Raises InvalidOperationError when the checkpoint belongs to another entity or server."""
+        here = (self._ns, self.opts.entity)
+        there = (offset.get("namespace"), offset.get("entity"))
+        if "query" not in offset:
+            raise InvalidOperationError(
+                "this checkpoint was written by a query in mode 'peek'; a consuming query needs its own "
+                "checkpointLocation"
+            )
+        if there != here:
+            raise InvalidOperationError(
+                f"this checkpoint belongs to entity '{there[1]}' on {there[0]}, not '{here[1]}' on {here[0]}; "
+                "use a new checkpointLocation for another entity"
+            )
+
+    def _open(self, query: str) -> Ledger:
+        if self._ledger is None or self._query != query:
+            if self._ledger is not None:
+                self._ledger.close()
+            self._query = query
+            self._ledger = Ledger(self.opts.url, query, self.opts.socket_timeout)
+        if self._client is None:
+            count, lock, _ = queue_settings(self.opts.url, self.opts.entity)
+            self._partitions, self._lock_seconds = count, lock
+            self._client = _broker.connect(self.opts.url, self.opts.socket_timeout)
+            self._receiver = _broker.receiver(self._client, self.opts.entity, _sub_queue(self.opts))
+            self._renewer = AutoLockRenewer(max_lock_renewal_duration=self.opts.max_renewal)
+        return self._ledger
+
+    def _active(self) -> int:
+        from ..management import ServiceBusAdministrationClient
+
+        topic, sep, sub = self.opts.entity.partition("/Subscriptions/")
+        with ServiceBusAdministrationClient.from_connection_string(self.opts.url) as admin:
+            if sep:
+                props: Any = admin.get_subscription_runtime_properties(topic, sub)
+            else:
+                props = admin.get_queue_runtime_properties(self.opts.entity)
+        if self.opts.dead_letter:
+            return int(props.dead_letter_message_count)
+        return int(props.active_message_count)
+
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, Any]:  # noqa: N802
+        start = start if start is not None else self._last
+        if start is None:
+            start = self.initialOffset()
+        self._check(start)
+        ledger = self._open(str(start["query"]))
+        active = self._active()
+        pending = [b for b in ledger.batches() if b <= _batch(start)]
+        ours = sum(ledger.count(b) for b in pending)
+        # active counts the locks this query still holds (Spark commits a batch only when it
+        # plans the next one): those are not there to take
+        available = max(0, active - ours)
+        self.backlog = available
+        if not available and not pending:
+            self._last = start
+            return start
+        budget = _limit(limit, self.opts.max_per_trigger)
+        if self._target is not None:
+            budget = max(0, min(budget, self._target - self._planned))
+            if not budget and not pending:
+                self._last = start
+                return start
+        end = {**start, "batch": _batch(start) + 1, "quota": min(available, budget)}
+        self._planned += int(end["quota"])
+        self._last = end
+        return end
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802
+        """Progress' latestOffset: the last batch planned and the entity's active messages then (the lag)."""
+        if self._last is None:
+            return None
+        return {**self._last, "activeMessages": self.backlog}
+
+    def getDefaultReadLimit(self) -> Any:  # noqa: N802
+        return ReadMaxRows(self.opts.max_per_trigger or DEFAULT_QUOTA)
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        """Trigger.AvailableNow: take no more than the messages active now, then stop."""
+        self._target = self._active()
+        self._planned = 0
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        self._check(end)
+        self._open(str(end["query"]))
+        batch, quota = _batch(end), int(end.get("quota", 0))
+        if batch == _batch(start) or quota <= 0:
+            return []
+        with self._guard:
+            self._watch.setdefault(batch, {})
+        self._start_watching()
+        tasks = max(1, min(self.opts.tasks or min(self._partitions, 8), quota))
+        shares = [quota // tasks + (1 if i < quota % tasks else 0) for i in range(tasks)]
+        return [Lease(str(end["query"]), batch, i, n) for i, n in enumerate(shares)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, Lease)
+        return _columns.ArrowBatches(self.columns).of(read_lease(self.opts, partition))
+
+    # -- locks
+    def _start_watching(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._watch_loop, name="sbredis-spark-ledger", daemon=True)
+            self._thread.start()
+
+    def _poll(self, batch: int, renew: bool = True) -> list[ServiceBusReceivedMessage]:
+        """Read `batch`'s new ledger lines (and start renewing their locks), caller holds _guard."""
+        assert self._ledger is not None and self._renewer is not None
+        seen = self._watch.setdefault(batch, {})
+        handles = _handles(self._receiver.entity_name, self.opts.group, self._ledger.read(batch, seen))
+        if renew:
+            for h in handles:
+                self._renewer.register(self._receiver, h)
+        self._held.setdefault(batch, []).extend(handles)
+        return handles
+
+    def _watch_loop(self) -> None:
+        pause = max(0.05, min(self._lock_seconds / 4, 5.0))
+        while not self._stopping.wait(pause):
+            with self._guard:
+                try:
+                    for batch in list(self._watch):
+                        self._poll(batch)
+                except Exception:  # Redis away for a moment: the next round tries again
+                    continue
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Complete the locks of every batch up to `end` (Spark has stored its results)."""
+        self._check(end)
+        ledger = self._open(str(end["query"]))
+        with self._guard:
+            for batch in ledger.batches():
+                if batch > _batch(end):
+                    continue
+                self._poll(batch, renew=False)  # about to be completed
+                held = self._held.pop(batch, [])
+                lost = _settle_quietly(self._receiver, "complete_messages", held)
+                self.completed += len(held) - lost
+                self.lock_lost += lost
+                ledger.drop(batch)
+                self._watch.pop(batch, None)
+
+    def stop(self) -> None:
+        """Stop renewing: what was not committed comes back when its locks elapse."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._renewer is not None:
+            self._renewer.close()
+        if self._receiver is not None:
+            self._receiver.close()
+            self._client.close()
+        if self._ledger is not None:
+            self._ledger.close()
+
+
+def _limit(limit: Any, default: int | None) -> int:
+    rows = getattr(limit, "max_rows", None)
+    if rows is not None:
+        return int(rows)
+    return default or DEFAULT_QUOTA

@@ -1,0 +1,26 @@
+"""Spark Connect: the jobs, a consuming stream and the docs samples run on a local Connect server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.skipif(find_spec("grpc") is None, reason="Spark Connect needs pyspark[connect] (grpcio)")
+def test_jobs_and_samples_run_over_spark_connect(redis_server: Any, tmp_path: Path) -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env.update(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, SBREDIS_TEST_URL=redis_server.url)
+    cmd = [sys.executable, "-m", "tests.spark.connect_jobs", redis_server.url, str(tmp_path)]
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-4000:])
+    assert "connect: all jobs ran" in done.stdout
