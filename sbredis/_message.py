@@ -267,9 +267,6 @@ class ServiceBusMessage:
         self._blob = codec.encode(header, self._body)
         return self._blob
 
-    def _encoded(self) -> bytes:  # sbredis/spark's name for encoded(); drop it once spark uses that
-        return self.encoded()
-
     def __str__(self) -> str:
         return self.body.decode("utf-8", "replace")
 
@@ -438,23 +435,6 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         if not nonce:
             return None
         return str(uuid.UUID(bytes=bytes.fromhex(nonce) + self.sequence_number.to_bytes(8, "big")))
-
-    # sbredis/spark reads the lock state under these names; drop them once it uses the ones above
-    @property
-    def _local_seq(self) -> int:
-        return self.local_seq
-
-    @property
-    def _nonce(self) -> str:
-        return self.lock_ref.nonce
-
-    @property
-    def _settled(self) -> bool:
-        return self.settled
-
-    @_settled.setter
-    def _settled(self, value: bool) -> None:
-        self.settled = value
 
     @property
     def dead_letter_source(self) -> str | None:

@@ -49,6 +49,12 @@ class ServiceBusSender:
         store = self._store if paired is None else paired.route(entity, self._store)
         self._pipe = SyncCoalescer(store, max_pending_sends)
 
+    def store_entries(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
+        """Internal, for sbredis's own integrations (paired namespaces, Spark): store entries (each
+        one caller's messages) without coalescing, one outcome (sequence numbers or the exception)
+        per entry. Not part of the Azure SDK's API."""
+        return self._store(sched_ms, entries)
+
     def _store(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
         """Store entries (each one caller's messages) in as few script calls as fit; one outcome
         (sequence numbers or the error) per entry. An entry never spans two calls of one partition,

@@ -84,11 +84,8 @@ class Primary:
 
 
 class _BacklogSender(ServiceBusSender):
-    """A sender on a backlog queue: the pairing stores entries through it and reads one outcome
-    per entry (its own store, without the coalescing that public sends add)."""
-
-    async def store_entries(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
-        return await self._store(sched_ms, entries)
+    """A sender on a backlog queue: the pairing stores entries through its store_entries and reads
+    one outcome per entry (without the coalescing that public sends add)."""
 
 
 class _BacklogReceiver(ServiceBusReceiver):

@@ -108,12 +108,12 @@ def peek_range(
         reply = retrying(lambda c=c: _run(client, [c], entity)[0])  # type: ignore[misc]
         msgs = protocol.peek.parse(reply, entity, partition, group)
         for m in msgs:
-            if m._local_seq >= end:
+            if m.local_seq >= end:
                 return
             yield m
         if len(msgs) < n:
             return
-        start = msgs[-1]._local_seq + 1
+        start = msgs[-1].local_seq + 1
 
 
 def receive(
@@ -170,7 +170,7 @@ def publish(client: ServiceBusClient, meta: EntityMeta, msgs: list[ServiceBusMes
             already stored may be stored again, which duplicate detection on the topic drops).
     """
     with client.get_topic_sender(meta.name) as sender:
-        outcome = retrying(lambda: _stored(sender._store(0, [msgs])[0]), _ATTEMPTS)
+        outcome = retrying(lambda: _stored(sender.store_entries(0, [msgs])[0]), _ATTEMPTS)
     return outcome
 
 
@@ -201,7 +201,7 @@ def release(
     """Give locked messages back without counting a delivery (as a receiver does on close)."""
     by_partition: dict[int, list[ServiceBusReceivedMessage]] = {}
     for m in msgs:
-        if m._nonce and not m._settled:
+        if m.lock_ref.nonce and not m.settled:
             by_partition.setdefault(m.partition_id, []).append(m)
     calls = [
         protocol.abandon.call(entity, p, group, chunk, "1")
@@ -211,13 +211,13 @@ def release(
     if calls:
         client.handler_context.transport.run_many(calls, entity)  # a lock lost meanwhile is fine: it elapses anyway
     for m in msgs:
-        m._settled = True  # no longer ours (an AutoLockRenewer stops renewing it)
+        m.settled = True  # no longer ours (an AutoLockRenewer stops renewing it)
 
 
 def renew_all(receiver: ServiceBusReceiver, msgs: list[ServiceBusReceivedMessage]) -> list[bool]:
     """Renew many locks at one script call per partition (``renew_message_lock`` makes one call
     per message); per message, whether its lock is still held."""
-    return [not isinstance(r, BaseException) for r in receiver._renew_each(msgs)]
+    return [not isinstance(r, BaseException) for r in receiver.renew_each(msgs)]
 
 
 def held_message(entity: str, group: str, lock_token: str, locked_until_ms: int) -> ServiceBusReceivedMessage:

@@ -78,7 +78,7 @@ def to_row(m: ServiceBusReceivedMessage) -> tuple[Any, ...]:
     return (
         m.entity_name,
         m.partition_id,
-        m._local_seq,
+        m.local_seq,
         m.sequence_number,
         m.body,
         m.message_id,
@@ -203,7 +203,7 @@ def reject_record(index: int, spark_partition: int, row: Mapping[str, Any], reas
 
 
 def encoded_size(m: ServiceBusMessage) -> int:
-    return len(m._encoded())
+    return len(m.encoded())
 
 
 def projection(schema: Any) -> tuple[int, ...]:

