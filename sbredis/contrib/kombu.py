@@ -46,7 +46,9 @@ Transport options (``transport_options=`` / Celery's ``broker_transport_options`
 ``queue_name_prefix`` (prepended to every queue name and binding key), ``queue_properties`` (a dict
 of ``create_queue`` keyword arguments for queues this transport creates, e.g. ``lock_duration``,
 ``max_delivery_count``, ``enable_partitioning``), ``max_lock_renewal_duration`` (seconds),
-``dead_letter_reason``, ``polling_interval`` (seconds between empty polls, default 0.05),
+``dead_letter_reason``, ``max_wait`` (seconds an idle consumer blocks before it looks again on
+its own, default 1: it wakes at once for a message sent to its queues, a lock elapsing or a
+scheduled message coming due; an abandon in another process is seen within this time),
 ``prefetch_batch`` (most messages one receive may take for a consumer, default 16),
 ``socket_timeout``.
 
@@ -93,6 +95,7 @@ from sbredis.exceptions import (
     ServiceBusConnectionError,
     ServiceBusServerBusyError,
 )
+from sbredis._core.keys import partition_keys
 from sbredis.management import ServiceBusAdministrationClient
 
 log = logging.getLogger("sbredis.contrib.kombu")
@@ -105,6 +108,105 @@ _BAD = re.compile(r"[^A-Za-z0-9._\-/]")
 _EDGE = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
 _FOREVER = float("inf")
 LEASE_FACTOR = 2  # a leased binding lapses LEASE_FACTOR x the queue's x-expires after its last renewal
+
+
+def _wake_keys(entity: str, partition: int) -> tuple[str, str, str, str]:
+    """The keys of one partition that tell an idle consumer when to look again: ``st`` (its hash
+    field ``seq`` is the last sequence number given out), ``log`` (a stream: a send adds entry
+    ``<seq>-0``), ``sched`` and ``locked`` (sorted sets scored by the time a scheduled message
+    becomes available and a lock elapses). The one place this module reads sbredis's keyspace
+    (sbredis/_core/keys.py)."""
+    keys = partition_keys(entity, partition)
+    return keys[1], keys[2], keys[8], keys[4]
+
+
+class _Waiter:
+    """Blocks an idle consumer until its queues may have a message, without polling.
+
+    A send stores each message as a new entry of a partition's log stream, so ``XREAD BLOCK``
+    from the partition's last sequence number returns as soon as anything is sent (nothing
+    changes on the send path). What the log does not show (a scheduled message coming due, a
+    lock elapsing) bounds the wait by its time, read from ``sched`` and ``locked`` when the wait
+    is planned; a message abandoned in this process, or an ack that makes room under the
+    prefetch limit, wakes it with ``CLIENT UNBLOCK`` from the thread that settled. Abandons in
+    other processes are seen within ``max_wait`` seconds. The blocking command has a connection
+    of its own.
+    """
+
+    def __init__(self, url: str, ssl: dict[str, Any], max_wait: float, unblocker: redis.Redis) -> None:
+        self.max_wait = max_wait
+        self.redis = redis.Redis.from_url(
+            url, socket_timeout=max_wait + 30, socket_connect_timeout=10, single_connection_client=True, **ssl
+        )
+        self._unblocker = unblocker
+        self._client_id: int | None = None
+        self._blocking = False
+        self._kicked = threading.Event()
+
+    def plan(self, entities: list[tuple[str, int]]) -> tuple[dict[str, str], float]:
+        """Where each partition's log stands now and how long a wait may last at most: call it,
+        look at the queues once more, then block(); a message sent in between is then either
+        seen by that look or past the plan's position."""
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.client_id()
+            pipe.time()
+            parts = []
+            for entity, count in entities:
+                for p in range(count):
+                    st, log, sched, locked = _wake_keys(entity, p)
+                    parts.append(log)
+                    pipe.hget(st, "seq")
+                    pipe.zrange(sched, 0, 0, withscores=True)
+                    pipe.zrange(locked, 0, 0, withscores=True)
+            out = pipe.execute()
+        self._client_id = int(out[0])
+        secs, micros = out[1]
+        now = int(secs) * 1000 + int(micros) // 1000
+        streams: dict[str, str] = {}
+        wait = self.max_wait
+        for i, log in enumerate(parts):
+            seq, sched, locked = out[2 + 3 * i : 5 + 3 * i]
+            streams[log] = f"{int(seq or 0)}-0"
+            for _, at in (*sched, *locked):
+                wait = min(wait, max(0.01, (at - now) / 1000 + 0.005))
+        return streams, wait
+
+    def block(self, streams: dict[str, str], seconds: float) -> None:
+        """Wait up to `seconds` for an entry past the plan in any of `streams` (empty: only for
+        a kick)."""
+        self._blocking = True
+        try:
+            if self._kicked.is_set() or seconds <= 0:
+                return
+            if not streams:
+                self._kicked.wait(seconds)
+                return
+            self.redis.xread(streams, count=1, block=max(1, int(seconds * 1000)))  # type: ignore[arg-type]
+        finally:
+            self._blocking = False
+            self._kicked.clear()
+
+    def kick(self) -> None:
+        """Make the consuming thread look again (from a thread that settled a message)."""
+        self._kicked.set()
+        client_id = self._client_id
+        if client_id is None:
+            return
+        # CLIENT UNBLOCK finds nothing when it arrives before the XREAD it races: try again
+        # while the consumer is still on its way into the wait.
+        for _ in range(50):
+            if not self._blocking:
+                return
+            try:
+                if self._unblocker.client_unblock(client_id):
+                    return
+            except redis.RedisError:
+                return
+            time.sleep(0.001)
+
+    def close(self) -> None:
+        self._kicked.set()
+        self.redis.close()
 
 
 def register() -> None:
@@ -171,6 +273,8 @@ class _Broker:
         self.receivers: dict[tuple[str, bool], ServiceBusReceiver] = {}
         self.declared: set[str] = set()
         self.lock = threading.Lock()
+        self.waiter = _Waiter(url, ssl, float(options.get("max_wait", 1.0)), self.redis)
+        self.partitions: dict[str, int] = {}
         self.leases: dict[tuple[str, str], int] = {}  # (binding key, member) -> the queue's x-expires (ms)
         self._stop = threading.Event()
         self._lease_thread: threading.Thread | None = None
@@ -195,7 +299,14 @@ class _Broker:
             self.receivers[(entity, no_ack)] = r
         return r
 
+    def partition_count(self, entity: str) -> int:
+        n = self.partitions.get(entity)
+        if n is None:
+            n = self.partitions[entity] = self.admin.get_queue(entity).partition_count
+        return n
+
     def forget(self, entity: str) -> None:
+        self.partitions.pop(entity, None)
         self.declared.discard(entity)
         self.senders.pop(entity, None)
         for key in [k for k in self.receivers if k[0] == entity]:
@@ -243,6 +354,7 @@ class _Broker:
         except redis.RedisError:
             pass  # they lapse by themselves
         self.renewer.close()
+        self.waiter.close()
         for r in self.receivers.values():
             try:
                 r.close()
@@ -513,6 +625,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
 
     # -- settle
     def basic_ack(self, delivery_tag: str, multiple: bool = False) -> None:
+        full = not self.qos.can_consume()
         entry = self._locked.pop(delivery_tag, None)
         if entry is not None:
             receiver, m = entry
@@ -523,6 +636,8 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             except MessageAlreadySettled:
                 pass
         super().basic_ack(delivery_tag)
+        if full:  # room under the prefetch limit again: a consumer waiting for it looks now
+            self._sb.waiter.kick()
 
     def basic_reject(self, delivery_tag: str, requeue: bool = False) -> None:
         entry = self._locked.pop(delivery_tag, None)
@@ -542,6 +657,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             except MessageAlreadySettled:
                 pass
         super().basic_reject(delivery_tag, requeue=False)
+        self._sb.waiter.kick()  # room under the prefetch limit, or the message is back
 
     def _restore(self, message: Any) -> None:
         """Abandon an unacknowledged message (channel closing, recover): delivered again at once."""
@@ -552,6 +668,20 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 receiver.abandon_message(m)
             except (MessageLockLostError, MessageAlreadySettled):
                 pass
+            self._sb.waiter.kick()
+
+    def _waitable(self) -> list[tuple[str, int]]:
+        """The sbredis queues (and partition counts) this channel would receive from now."""
+        if self.closed or not self._consumers or not self.qos.can_consume():
+            return []
+        out = []
+        for queue in self._active_queues:
+            entity = self._entity(queue)
+            try:
+                out.append((entity, self._sb.partition_count(entity)))
+            except MessagingEntityNotFoundError:
+                pass  # deleted: the next receive declares it again or gives up
+        return out
 
     def _restore_at_beginning(self, message: Any) -> None:
         self._restore(message)
@@ -576,7 +706,7 @@ class Transport(virtual.Transport):  # type: ignore[misc]
 
     Channel = Channel
 
-    polling_interval = 0.05
+    polling_interval = None  # an idle consumer blocks (see _Waiter): drain_events never sleeps
     can_parse_url = False  # kombu parses sbredis:// URLs as it does redis:// ones
     default_port = 6379  # type: ignore[assignment]
     driver_type = "sbredis"
@@ -620,6 +750,34 @@ class Transport(virtual.Transport):  # type: ignore[misc]
                 broker, self._broker = self._broker, None
             if broker is not None:
                 broker.close()
+
+    def drain_events(self, connection: Any, timeout: float | None = None) -> None:
+        """Deliver one message, blocking while there is none (see _Waiter) up to `timeout`.
+
+        Raises:
+            socket.timeout: nothing came within `timeout` seconds.
+        """
+        start = time.monotonic()
+        waiter = self.broker().waiter
+        while True:
+            try:
+                self.cycle.get(self._deliver, timeout=timeout)
+                return
+            except Empty:
+                pass
+            entities = [e for channel in self.channels for e in channel._waitable()]
+            streams, wait = waiter.plan(entities)
+            try:  # again: what was sent before plan() is here, what comes after wakes the wait
+                self.cycle.get(self._deliver, timeout=timeout)
+                return
+            except Empty:
+                pass
+            if timeout is not None:
+                left = timeout - (time.monotonic() - start)
+                if left <= 0:
+                    raise socket.timeout()
+                wait = min(wait, left)
+            waiter.block(streams, wait)
 
     def driver_version(self) -> str:
         return __version__
