@@ -153,7 +153,9 @@ class Bench:
         args += ["--url", self.url, "--concurrency", "8", "--prefetch", "64", "--loglevel", "WARNING"]
         start = remaining(queue)
         assert start == self.tasks, f"prefill left {start} of {self.tasks} messages"
-        proc = subprocess.Popen(args, cwd=HERE, env=self.env(None, queue), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            args, cwd=HERE, env=self.env(None, queue), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         try:
             t0 = n0 = None
             deadline = time.monotonic() + 300
@@ -303,7 +305,10 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * 33 + "+" + "-" * 12 + "+" + "-" * 12 + "+" + "-" * 20)
     pairs = {}
     for config in CELERY_CONFIGS:
-        sb, rd = rates.get(f"Celery {config} | {BROKERS['sbredis']}"), rates.get(f"Celery {config} | {BROKERS['redis']}")
+        sb, rd = (
+            rates.get(f"Celery {config} | {BROKERS['sbredis']}"),
+            rates.get(f"Celery {config} | {BROKERS['redis']}"),
+        )
         if not sb or not rd:
             continue
         ratios = [a / b for a, b in zip(sb, rd, strict=True)]

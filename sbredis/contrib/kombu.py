@@ -86,6 +86,7 @@ from sbredis import (
     ServiceBusSender,
     __version__,
 )
+from sbredis._core.keys import partition_keys
 from sbredis.exceptions import (
     MessageAlreadySettled,
     MessageLockLostError,
@@ -95,7 +96,6 @@ from sbredis.exceptions import (
     ServiceBusConnectionError,
     ServiceBusServerBusyError,
 )
-from sbredis._core.keys import partition_keys
 from sbredis.management import ServiceBusAdministrationClient
 
 log = logging.getLogger("sbredis.contrib.kombu")
@@ -108,6 +108,7 @@ _BAD = re.compile(r"[^A-Za-z0-9._\-/]")
 _EDGE = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
 _FOREVER = float("inf")
 LEASE_FACTOR = 2  # a leased binding lapses LEASE_FACTOR x the queue's x-expires after its last renewal
+IDLE_MIN = 300.0  # seconds: Service Bus's smallest auto_delete_on_idle
 
 
 def _wake_keys(entity: str, partition: int) -> tuple[str, str, str, str]:
@@ -143,7 +144,7 @@ class _Waiter:
         self._blocking = False
         self._kicked = threading.Event()
 
-    def plan(self, entities: list[tuple[str, int]]) -> tuple[dict[str, str], float]:
+    def plan(self, entities: list[tuple[str, int]]) -> tuple[dict[str, tuple[str, str]], float]:
         """Where each partition's log stands now and how long a wait may last at most: call it,
         look at the queues once more, then block(); a message sent in between is then either
         seen by that look or past the plan's position."""
@@ -154,7 +155,7 @@ class _Waiter:
             for entity, count in entities:
                 for p in range(count):
                     st, log, sched, locked = _wake_keys(entity, p)
-                    parts.append(log)
+                    parts.append((log, entity))
                     pipe.hget(st, "seq")
                     pipe.zrange(sched, 0, 0, withscores=True)
                     pipe.zrange(locked, 0, 0, withscores=True)
@@ -162,26 +163,28 @@ class _Waiter:
         self._client_id = int(out[0])
         secs, micros = out[1]
         now = int(secs) * 1000 + int(micros) // 1000
-        streams: dict[str, str] = {}
+        streams: dict[str, tuple[str, str]] = {}  # log -> (position, entity)
         wait = self.max_wait
-        for i, log in enumerate(parts):
+        for i, (log, entity) in enumerate(parts):
             seq, sched, locked = out[2 + 3 * i : 5 + 3 * i]
-            streams[log] = f"{int(seq or 0)}-0"
+            streams[log] = (f"{int(seq or 0)}-0", entity)
             for _, at in (*sched, *locked):
                 wait = min(wait, max(0.01, (at - now) / 1000 + 0.005))
         return streams, wait
 
-    def block(self, streams: dict[str, str], seconds: float) -> None:
-        """Wait up to `seconds` for an entry past the plan in any of `streams` (empty: only for
-        a kick)."""
+    def block(self, streams: dict[str, tuple[str, str]], seconds: float) -> set[str]:
+        """Wait up to `seconds` for an entry past the plan in any of `streams` (none: only for
+        a kick); returns the queues whose log grew."""
         self._blocking = True
         try:
             if self._kicked.is_set() or seconds <= 0:
-                return
+                return set()
             if not streams:
                 self._kicked.wait(seconds)
-                return
-            self.redis.xread(streams, count=1, block=max(1, int(seconds * 1000)))  # type: ignore[arg-type]
+                return set()
+            positions = {log: at for log, (at, _) in streams.items()}
+            reply: Any = self.redis.xread(positions, count=1, block=max(1, int(seconds * 1000)))  # type: ignore[arg-type]
+            return {streams[log.decode()][1] for log, _ in reply or ()}
         finally:
             self._blocking = False
             self._kicked.clear()
@@ -275,6 +278,10 @@ class _Broker:
         self.lock = threading.Lock()
         self.waiter = _Waiter(url, ssl, float(options.get("max_wait", 1.0)), self.redis)
         self.partitions: dict[str, int] = {}
+        idle = options.get("auto_delete_on_idle")
+        self.idle_seconds = float(idle) if idle else None
+        self._idle_sweep = 0.0  # seconds between sweeps for idle queues (0: none declared here yet)
+        self._kept: dict[str, ServiceBusReceiver | None] = {}  # auto-delete-on-idle queues declared here
         self.leases: dict[tuple[str, str], int] = {}  # (binding key, member) -> the queue's x-expires (ms)
         self._stop = threading.Event()
         self._lease_thread: threading.Thread | None = None
@@ -306,6 +313,10 @@ class _Broker:
         return n
 
     def forget(self, entity: str) -> None:
+        with self.lock:
+            kept = self._kept.pop(entity, None)
+        if kept is not None:
+            kept.close()
         self.partitions.pop(entity, None)
         self.declared.discard(entity)
         self.senders.pop(entity, None)
@@ -313,13 +324,31 @@ class _Broker:
             self.receivers.pop(key).close()
 
     # -- leased bindings (queues with x-expires): kept while this connection is open
+    def idle_timeout(self, entity: str, expires_ms: int) -> timedelta:
+        """The auto_delete_on_idle of a queue declared with x-expires: the transport option
+        ``auto_delete_on_idle`` (seconds) if set, else x-expires but at least IDLE_MIN. Declaring
+        one makes this connection sweep: every half idle time (at most a minute) it peeks at the
+        idle-deleted queues it declared, so that they stay while it is open even when it does not
+        receive (a solo worker busy with a long task), and deletes the namespace's idle queues
+        (a dead process's event and reply queues), since sbredis has no server process."""
+        seconds = self.idle_seconds or max(expires_ms / 1000, IDLE_MIN)
+        with self.lock:
+            self._kept.setdefault(entity, None)
+            interval = min(max(seconds / 2, 0.5), 60.0)
+            self._idle_sweep = min(self._idle_sweep or interval, interval)
+            self._start_background()
+        return timedelta(seconds=seconds)
+
+    def _start_background(self) -> None:
+        if self._lease_thread is None:  # (called with self.lock held)
+            t = threading.Thread(target=self._keep_leases, name="sbredis-kombu-leases", daemon=True)
+            self._lease_thread = t
+            t.start()
+
     def lease(self, key: str, member: str, expires_ms: int) -> None:
         with self.lock:
             self.leases[(key, member)] = expires_ms
-            if self._lease_thread is None:
-                t = threading.Thread(target=self._keep_leases, name="sbredis-kombu-leases", daemon=True)
-                self._lease_thread = t
-                t.start()
+            self._start_background()
         self.redis.zadd(key, {member: time.time() * 1000 + LEASE_FACTOR * expires_ms})
 
     def unlease(self, key: str, member: str) -> None:
@@ -327,12 +356,28 @@ class _Broker:
             self.leases.pop((key, member), None)
 
     def _keep_leases(self) -> None:
+        """Renew the leased bindings; delete idle queues (see idle_timeout)."""
+        next_sweep = time.monotonic()
         while True:
             with self.lock:
                 leases = dict(self.leases)
+                sweep = self._idle_sweep
             shortest = min(leases.values(), default=10_000)
-            if self._stop.wait(min(max(shortest / 2000, 0.05), 5.0)):
+            pause = min(max(shortest / 2000, 0.05), 5.0)
+            if sweep:
+                pause = min(pause, max(0.0, next_sweep - time.monotonic()))
+            if self._stop.wait(pause):
                 return
+            if sweep and time.monotonic() >= next_sweep:
+                next_sweep = time.monotonic() + sweep
+                self._keep_queues()
+                try:
+                    for path in self.admin.delete_idle_entities():
+                        log.info("deleted the idle queue %s", path)
+                except Exception as e:
+                    log.warning("could not delete idle queues: %s", e)
+            if not leases:
+                continue
             now = time.time() * 1000
             try:
                 with self.redis.pipeline(transaction=False) as pipe:
@@ -341,6 +386,25 @@ class _Broker:
                     pipe.execute()
             except redis.RedisError as e:
                 log.warning("could not renew binding leases: %s", e)
+
+    def _keep_queues(self) -> None:
+        """Use (peek at) the idle-deleted queues this connection declared: they are not idle."""
+        with self.lock:
+            kept = list(self._kept.items())
+        for entity, receiver in kept:
+            try:
+                if receiver is None:
+                    receiver = self.client.get_queue_receiver(entity)  # this thread's own
+                    with self.lock:
+                        if entity not in self._kept:
+                            receiver.close()
+                            continue
+                        self._kept[entity] = receiver
+                receiver.peek_messages(1)
+            except MessagingEntityNotFoundError:
+                pass
+            except Exception as e:
+                log.warning("could not keep the queue %s from idling: %s", entity, e)
 
     def close(self) -> None:
         self._stop.set()
@@ -355,6 +419,10 @@ class _Broker:
             pass  # they lapse by themselves
         self.renewer.close()
         self.waiter.close()
+        for kept in self._kept.values():
+            if kept is not None:
+                kept.close()
+        self._kept.clear()
         for r in self.receivers.values():
             try:
                 r.close()
@@ -416,6 +484,8 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         if entity in self._sb.declared:
             return
         props = dict(self.queue_properties or {})
+        if expires:
+            props.setdefault("auto_delete_on_idle", self._sb.idle_timeout(entity, int(expires)))
         ttl = arguments.get("x-message-ttl")
         if ttl:
             props["default_message_time_to_live"] = timedelta(milliseconds=int(ttl))
@@ -670,15 +740,16 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 pass
             self._sb.waiter.kick()
 
-    def _waitable(self) -> list[tuple[str, int]]:
-        """The sbredis queues (and partition counts) this channel would receive from now."""
+    def _waitable(self) -> list[tuple[Channel, str, str, int]]:
+        """(this channel, queue, sbredis queue, its partition count) for each queue this channel
+        would receive from now."""
         if self.closed or not self._consumers or not self.qos.can_consume():
             return []
         out = []
         for queue in self._active_queues:
             entity = self._entity(queue)
             try:
-                out.append((entity, self._sb.partition_count(entity)))
+                out.append((self, queue, entity, self._sb.partition_count(entity)))
             except MessagingEntityNotFoundError:
                 pass  # deleted: the next receive declares it again or gives up
         return out
@@ -706,7 +777,7 @@ class Transport(virtual.Transport):  # type: ignore[misc]
 
     Channel = Channel
 
-    polling_interval = None  # an idle consumer blocks (see _Waiter): drain_events never sleeps
+    polling_interval: float | None = None  # type: ignore[assignment]  # an idle consumer blocks (see _Waiter): drain_events never sleeps
     can_parse_url = False  # kombu parses sbredis:// URLs as it does redis:// ones
     default_port = 6379  # type: ignore[assignment]
     driver_type = "sbredis"
@@ -751,7 +822,7 @@ class Transport(virtual.Transport):  # type: ignore[misc]
             if broker is not None:
                 broker.close()
 
-    def drain_events(self, connection: Any, timeout: float | None = None) -> None:
+    def drain_events(self, connection: Any, timeout: float | None = None, **kwargs: Any) -> None:
         """Deliver one message, blocking while there is none (see _Waiter) up to `timeout`.
 
         Raises:
@@ -759,25 +830,35 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         """
         start = time.monotonic()
         waiter = self.broker().waiter
+        cycle: Any = self.cycle
+        woke: list[tuple[Channel, str]] = []
         while True:
-            try:
-                self.cycle.get(self._deliver, timeout=timeout)
-                return
-            except Empty:
-                pass
-            entities = [e for channel in self.channels for e in channel._waitable()]
-            streams, wait = waiter.plan(entities)
+            for channel, queue in woke:  # the queues whose log just grew, first
+                try:
+                    channel._get_and_deliver(queue, self._deliver)
+                    return
+                except Empty:
+                    pass
+            if not woke:
+                try:
+                    cycle.get(self._deliver, timeout=timeout)
+                    return
+                except Empty:
+                    pass
+            targets = [t for channel in self.channels for t in channel._waitable()]
+            streams, wait = waiter.plan([(entity, count) for _, _, entity, count in targets])
             try:  # again: what was sent before plan() is here, what comes after wakes the wait
-                self.cycle.get(self._deliver, timeout=timeout)
+                cycle.get(self._deliver, timeout=timeout)
                 return
             except Empty:
                 pass
             if timeout is not None:
                 left = timeout - (time.monotonic() - start)
                 if left <= 0:
-                    raise socket.timeout()
+                    raise TimeoutError()
                 wait = min(wait, left)
-            waiter.block(streams, wait)
+            grown = waiter.block(streams, wait)
+            woke = [(channel, queue) for channel, queue, entity, count in targets if entity in grown]
 
     def driver_version(self) -> str:
         return __version__
