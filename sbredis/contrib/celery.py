@@ -45,6 +45,7 @@ Read the dead-lettered tasks with sbredis itself::
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from celery import signals
@@ -89,5 +90,7 @@ def _use_request(sender: Any = None, **_: Any) -> None:
 
 signals.worker_init.connect(_use_request, weak=False)
 register()
+if "flower" in sys.modules:  # celery -A proj flower: queue lengths in Flower (sbredis.contrib.flower)
+    from . import flower as _flower  # noqa: F401
 
 __all__ = ["REQUEST", "SCHEME", "TRANSPORT", "Request", "Transport", "register"]

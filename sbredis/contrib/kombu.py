@@ -227,6 +227,14 @@ def entity_name(queue: str, prefix: str = "") -> str:
     return f"{clean}-{zlib.crc32(raw.encode()):08x}"
 
 
+def ready_messages(props: Any) -> int:
+    """Messages of a queue (its QueueRuntimeProperties) ready to be delivered: not locked,
+    deferred or scheduled (kombu's queue size, Flower's queue length)."""
+    return sum(
+        max(0, p.active_message_count - p.locked_message_count - p.deferred_message_count) for p in props.partitions
+    )
+
+
 def redis_url(conninfo: Any) -> str:
     """The redis://, rediss:// or unix:// URL behind a kombu connection (kombu parsed
     ``sbredis://`` URLs into parts; ``sbredis+rediss://`` and ``sbredis+unix://`` keep theirs)."""
@@ -508,9 +516,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             props = self._sb.admin.get_queue_runtime_properties(self._entity(queue))
         except MessagingEntityNotFoundError:
             return 0
-        return sum(
-            max(0, p.active_message_count - p.locked_message_count - p.deferred_message_count) for p in props.partitions
-        )
+        return ready_messages(props)
 
     def _purge(self, queue: str) -> int:
         entity = self._entity(queue)
