@@ -39,8 +39,11 @@ nothing to a binding whose lease lapsed: a killed worker's queue stops getting b
 ``2 x x-expires`` after its death. A queue declared with ``auto_delete`` and ``x-expires`` (those
 same Celery queues) is deleted when the channel that declared it closes, so ``celery inspect``
 leaves no reply queue behind (a consumer in another process whose copy was deleted declares it
-again on its next poll); a killed process's such queue stays (sbredis has no auto-delete on idle
-yet), its messages expiring by ``x-message-ttl``. Lease times are the clients' clocks.
+again on its next poll). Every queue declared with ``x-expires`` (Celery's event queues
+``celeryev.*`` too) is created with ``auto_delete_on_idle``, and a connection that declared one
+keeps it in use and deletes the namespace's idle queues from its background thread: a killed
+process's event, reply and mailbox queues go away after the idle time. Lease times are the
+clients' clocks.
 
 Transport options (``transport_options=`` / Celery's ``broker_transport_options``):
 ``queue_name_prefix`` (prepended to every queue name and binding key), ``queue_properties`` (a dict
@@ -50,6 +53,8 @@ of ``create_queue`` keyword arguments for queues this transport creates, e.g. ``
 its own, default 1: it wakes at once for a message sent to its queues, a lock elapsing or a
 scheduled message coming due; an abandon in another process is seen within this time),
 ``prefetch_batch`` (most messages one receive may take for a consumer, default 16),
+``auto_delete_on_idle`` (seconds of the queues declared with ``x-expires``; default: x-expires,
+at least 300, Service Bus's minimum),
 ``socket_timeout``.
 
 kombu queue names that are not valid sbredis names (Celery's ``celery@host.celery.pidbox``) are
