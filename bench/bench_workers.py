@@ -8,18 +8,18 @@ Workers, each a subprocess on the same Redis server in the same run:
 
   * native, threads x8   `sbredis worker bench_workers:noop --concurrency 8 --prefetch 64` (plain handler)
   * native, async x8     the same with a coroutine handler (`bench_workers:anoop`)
-  * Celery on sbredis    `celery worker` with broker sbredis:// (sbredis.contrib.kombu), pool solo and
-                         pool threads x8
-  * Celery on Redis      the same worker with broker redis:// (kombu's own Redis transport)
+  * Celery, each of CELERY_CONFIGS (prefork x2, solo, threads x8; prefetch multiplier 1 and 4) on
+    sbredis:// (sbredis.contrib.kombu) and on redis:// (kombu's own Redis transport)
 
-Celery runs with task_acks_late (ack after the task, the delivery the sbredis mapping is about),
-the default prefetch multiplier (4) and without gossip, mingle and heartbeats. A round prefills
---tasks messages (not timed), starts the worker, and times from the first settled message to the
-last (the worker's start-up is not counted): remaining messages are the queue's
-active_message_count for sbredis (locked ones included) and LLEN + the unacked hash for kombu's
-Redis transport. A native round has --native-tasks messages (about ten times Celery's rate, so
-that every round lasts a second or more). The figure is the median of --rounds rounds; rounds of
-the workers alternate.
+Celery runs with task_acks_late and task_reject_on_worker_lost, without gossip, mingle and
+heartbeats. A Celery round is end to end: the worker is started and warmed up (20 tasks), then a
+producer process sends --tasks tasks one by one while the worker runs; tasks/s is --tasks over
+the time from the producer's first send until the queue is empty (active_message_count for
+sbredis, LLEN + the unacked hash for kombu's Redis transport). A native round prefills
+--native-tasks messages (not timed), starts the worker and times from the first settled message
+to the last. Figures are medians of --rounds rounds; the workers alternate within a round, and
+the Celery table gives each config's sbredis:// / redis:// ratio as the median of the same-round
+ratios.
 Results go to bench/results/workers.json. Without --url a private redis-server is started.
 """
 

@@ -287,17 +287,19 @@ def workers(d: Json) -> Iterator[str]:
     n = d["tasks_per_round"]
     yield (
         f"`bench/bench_workers.py`: no-op tasks through one worker process, medians of {d['rounds']} "
-        f"rounds ({n['native']} tasks a round for the native worker, prefilled; {n['celery']} for "
-        "Celery, sent one by one by a producer process while the worker runs, end to end). Celery: "
+        f"rounds ({n['native']} tasks a round for the native worker, prefilled, when it ran; {n['celery']} "
+        "for Celery, sent one by one by a producer process while the worker runs, end to end). Celery: "
         "task_acks_late, task_reject_on_worker_lost, without gossip, mingle and heartbeat; both "
         "brokers on the same redis-server in the same run, rounds alternating."
     )
     yield ""
-    rows = [[name, rate(w["median_tasks_per_s"]), f"{w['spread_pct']:.0f}%"] for name, w in d["workers"].items()]
+    rows = [
+        [name.replace(" | ", ", "), rate(w["median_tasks_per_s"]), f"{w['spread_pct']:.0f}%"]
+        for name, w in d["workers"].items()
+    ]
     yield from table(["worker", "tasks/s", "spread"], rows)
     pairs = d.get("celery_sbredis_vs_redis") or {}
     if pairs:
-        yield ""
         yield "Celery on sbredis:// against Celery on redis:// (kombu's Redis transport), same rounds:"
         yield ""
         prow = [
@@ -326,6 +328,7 @@ def workers(d: Json) -> Iterator[str]:
             "children. Before, an idle consumer slept the polling interval (0.05 s) between empty "
             "receives, which at prefetch 1 cost most of a poll per task."
         )
+        yield ""
 
 
 def spark(d: Json) -> Iterator[str]:

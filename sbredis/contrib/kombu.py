@@ -297,6 +297,7 @@ class _Broker:
         self._kept: dict[str, ServiceBusReceiver | None] = {}  # auto-delete-on-idle queues declared here
         self.leases: dict[tuple[str, str], int] = {}  # (binding key, member) -> the queue's x-expires (ms)
         self._stop = threading.Event()
+        self._nudge = threading.Event()  # a new lease: the background thread plans again
         self._lease_thread: threading.Thread | None = None
 
     @staticmethod
@@ -362,6 +363,7 @@ class _Broker:
         with self.lock:
             self.leases[(key, member)] = expires_ms
             self._start_background()
+        self._nudge.set()
         self.redis.zadd(key, {member: time.time() * 1000 + LEASE_FACTOR * expires_ms})
 
     def unlease(self, key: str, member: str) -> None:
@@ -370,7 +372,7 @@ class _Broker:
 
     def _keep_leases(self) -> None:
         """Renew the leased bindings; delete idle queues (see idle_timeout)."""
-        next_sweep = time.monotonic()
+        next_sweep: float | None = None
         while True:
             with self.lock:
                 leases = dict(self.leases)
@@ -378,10 +380,23 @@ class _Broker:
             shortest = min(leases.values(), default=10_000)
             pause = min(max(shortest / 2000, 0.05), 5.0)
             if sweep:
+                if next_sweep is None:
+                    next_sweep = time.monotonic() + sweep
                 pause = min(pause, max(0.0, next_sweep - time.monotonic()))
-            if self._stop.wait(pause):
+            self._nudge.wait(pause)
+            self._nudge.clear()
+            if self._stop.is_set():
                 return
-            if sweep and time.monotonic() >= next_sweep:
+            if leases:
+                now = time.time() * 1000
+                try:
+                    with self.redis.pipeline(transaction=False) as pipe:
+                        for (key, member), expires in leases.items():
+                            pipe.zadd(key, {member: now + LEASE_FACTOR * expires})
+                        pipe.execute()
+                except redis.RedisError as e:
+                    log.warning("could not renew binding leases: %s", e)
+            if sweep and next_sweep is not None and time.monotonic() >= next_sweep:
                 next_sweep = time.monotonic() + sweep
                 self._keep_queues()
                 try:
@@ -389,16 +404,6 @@ class _Broker:
                         log.info("deleted the idle queue %s", path)
                 except Exception as e:
                     log.warning("could not delete idle queues: %s", e)
-            if not leases:
-                continue
-            now = time.time() * 1000
-            try:
-                with self.redis.pipeline(transaction=False) as pipe:
-                    for (key, member), expires in leases.items():
-                        pipe.zadd(key, {member: now + LEASE_FACTOR * expires})
-                    pipe.execute()
-            except redis.RedisError as e:
-                log.warning("could not renew binding leases: %s", e)
 
     def _keep_queues(self) -> None:
         """Use (peek at) the idle-deleted queues this connection declared: they are not idle."""
@@ -421,6 +426,7 @@ class _Broker:
 
     def close(self) -> None:
         self._stop.set()
+        self._nudge.set()
         with self.lock:
             leases, self.leases = self.leases, {}
         try:  # a closing connection takes its expiring (auto-delete) bindings with it
