@@ -25,6 +25,7 @@ def create_app(broker: str, queue: str) -> Celery:
         task_acks_late=True,
         task_acks_on_failure_or_timeout=False,  # a failed task is rejected: dead-lettered
         task_reject_on_worker_lost=True,
+        worker_lost_wait=1.0,  # how long a prefork worker waits for a killed child's result
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
         broker_transport_options={
