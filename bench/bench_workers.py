@@ -8,18 +8,18 @@ Workers, each a subprocess on the same Redis server in the same run:
 
   * native, threads x8   `sbredis worker bench_workers:noop --concurrency 8 --prefetch 64` (plain handler)
   * native, async x8     the same with a coroutine handler (`bench_workers:anoop`)
-  * Celery on sbredis    `celery worker` with broker sbredis:// (sbredis.contrib.kombu), pool solo and
-                         pool threads x8
-  * Celery on Redis      the same worker with broker redis:// (kombu's own Redis transport)
+  * Celery, each of CELERY_CONFIGS (prefork x2, solo, threads x8; prefetch multiplier 1 and 4) on
+    sbredis:// (sbredis.contrib.kombu) and on redis:// (kombu's own Redis transport)
 
-Celery runs with task_acks_late (ack after the task, the delivery the sbredis mapping is about),
-the default prefetch multiplier (4) and without gossip, mingle and heartbeats. A round prefills
---tasks messages (not timed), starts the worker, and times from the first settled message to the
-last (the worker's start-up is not counted): remaining messages are the queue's
-active_message_count for sbredis (locked ones included) and LLEN + the unacked hash for kombu's
-Redis transport. A native round has --native-tasks messages (about ten times Celery's rate, so
-that every round lasts a second or more). The figure is the median of --rounds rounds; rounds of
-the workers alternate.
+Celery runs with task_acks_late and task_reject_on_worker_lost, without gossip, mingle and
+heartbeats. A Celery round is end to end: the worker is started and warmed up (20 tasks), then a
+producer process sends --tasks tasks one by one while the worker runs; tasks/s is --tasks over
+the time from the producer's first send until the queue is empty (active_message_count for
+sbredis, LLEN + the unacked hash for kombu's Redis transport). A native round prefills
+--native-tasks messages (not timed), starts the worker and times from the first settled message
+to the last. Figures are medians of --rounds rounds; the workers alternate within a round, and
+the Celery table gives each config's sbredis:// / redis:// ratio as the median of the same-round
+ratios.
 Results go to bench/results/workers.json. Without --url a private redis-server is started.
 """
 
@@ -66,6 +66,9 @@ def _celery_app() -> Any:
     app.conf.update(
         task_default_queue=os.environ.get("BENCH_QUEUE", "celery"),
         task_acks_late=True,
+        task_acks_on_failure_or_timeout=False,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=int(os.environ.get("BENCH_PREFETCH", "4")),
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
     )
@@ -81,14 +84,23 @@ app = _celery_app()
 
 
 # --------------------------------------------------------------------------- the bench
-WORKERS = {
+# Celery configurations (pool, concurrency, prefetch multiplier), each run on both brokers
+CELERY_CONFIGS = {
+    "recipe: prefork x2, prefetch 1": ("prefork", 2, 1),
+    "prefork x2, prefetch 4": ("prefork", 2, 4),
+    "solo, prefetch 1": ("solo", 1, 1),
+    "solo, prefetch 4": ("solo", 1, 4),
+    "threads x8, prefetch 1": ("threads", 8, 1),
+    "threads x8, prefetch 4": ("threads", 8, 4),
+}
+BROKERS = {"sbredis": "sbredis://", "redis": "redis:// (kombu)"}
+WORKERS: dict[str, tuple[Any, ...]] = {
     "native, threads x8": ("native", "noop"),
     "native, async x8": ("native", "anoop"),
-    "Celery on sbredis, solo": ("celery", "sbredis", "solo"),
-    "Celery on sbredis, threads x8": ("celery", "sbredis", "threads"),
-    "Celery on Redis (kombu), solo": ("celery", "redis", "solo"),
-    "Celery on Redis (kombu), threads x8": ("celery", "redis", "threads"),
 }
+for _config, (_pool, _n, _prefetch) in CELERY_CONFIGS.items():
+    for _broker, _label in BROKERS.items():
+        WORKERS[f"Celery {_config} | {_label}"] = ("celery", _broker, _pool, _n, _prefetch, _config)
 
 
 class Bench:
@@ -128,31 +140,22 @@ class Bench:
     def remaining_redis(self, queue: str) -> int:
         return int(self.r.llen(queue)) + int(self.r.hlen("unacked"))
 
-    def one(self, spec: tuple[str, ...]) -> float:
+    def one(self, spec: tuple[Any, ...]) -> float:
+        return self.one_native(spec) if spec[0] == "native" else self.one_celery(spec)
+
+    def one_native(self, spec: tuple[Any, ...]) -> float:
+        """Prefill (not timed), start the worker, time from the first settled message to the last."""
         queue = f"bench-w-{uuid.uuid4().hex[:8]}"
-        self.tasks = self.native_tasks if spec[0] == "native" else self.celery_tasks
-        if spec[0] == "native":
-            self.prefill_sbredis(queue)
-            remaining = self.remaining_sbredis
-            args = [sys.executable, "-m", "sbredis", "worker", f"bench_workers:{spec[1]}", "--entity", queue]
-            args += ["--url", self.url, "--concurrency", "8", "--prefetch", "64", "--loglevel", "WARNING"]
-            env = self.env(None, queue)
-        else:
-            transport, pool = spec[1], spec[2]
-            broker = ("sbredis" if transport == "sbredis" else "redis") + self.url[len("redis") :]
-            env = self.env(broker, queue)
-            if transport == "sbredis":
-                remaining = self.remaining_sbredis
-                self.queues.append(queue)
-            else:
-                remaining = self.remaining_redis
-            self.prefill_celery(env)
-            args = [sys.executable, "-m", "celery", "-A", "bench_workers", "worker", "-Q", queue, "--pool", pool]
-            args += ["--concurrency", "8" if pool == "threads" else "1", "--loglevel", "WARNING"]
-            args += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{queue}@bench"]
+        self.tasks = self.native_tasks
+        self.prefill_sbredis(queue)
+        remaining = self.remaining_sbredis
+        args = [sys.executable, "-m", "sbredis", "worker", f"bench_workers:{spec[1]}", "--entity", queue]
+        args += ["--url", self.url, "--concurrency", "8", "--prefetch", "64", "--loglevel", "WARNING"]
         start = remaining(queue)
         assert start == self.tasks, f"prefill left {start} of {self.tasks} messages"
-        proc = subprocess.Popen(args, cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            args, cwd=HERE, env=self.env(None, queue), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         try:
             t0 = n0 = None
             deadline = time.monotonic() + 300
@@ -164,29 +167,77 @@ class Bench:
                 if n == 0:
                     assert t0 is not None and n0 is not None
                     return (n0 / (now - t0)) if now > t0 else float("nan")
-                if proc.poll() is not None:
-                    raise RuntimeError(f"worker exited {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                self.check_alive(proc)
                 time.sleep(0.01)
             raise RuntimeError("the worker did not finish in 300 s")
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-            if proc.stderr is not None:
-                proc.stderr.close()
-            if spec[0] == "celery" and spec[1] == "redis":
+            self.stop(proc)
+
+    def one_celery(self, spec: tuple[Any, ...]) -> float:
+        """End to end: a running worker, a producer sending --tasks tasks one by one meanwhile;
+        tasks/s from just before the producer's first send until the queue is empty after its last."""
+        _, transport, pool, concurrency, prefetch, _config = spec
+        queue = f"bench-w-{uuid.uuid4().hex[:8]}"
+        broker = ("sbredis" if transport == "sbredis" else "redis") + self.url[len("redis") :]
+        env = dict(self.env(broker, queue), BENCH_PREFETCH=str(prefetch))
+        if transport == "sbredis":
+            remaining = self.remaining_sbredis
+            self.queues.append(queue)
+        else:
+            remaining = self.remaining_redis
+        args = [sys.executable, "-m", "celery", "-A", "bench_workers", "worker", "-Q", queue, "--pool", pool]
+        args += ["--concurrency", str(concurrency), "--loglevel", "WARNING"]
+        args += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{queue}@bench"]
+        proc = subprocess.Popen(args, cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            self.send_celery(env, 20).wait(120)  # warm-up: the worker is consuming when these are gone
+            self.drained(proc, queue, remaining, 120)
+            producer = self.send_celery(env, self.celery_tasks)
+            assert producer.stdout is not None
+            t0 = float(producer.stdout.readline())
+            producer.wait(600)
+            t1 = self.drained(proc, queue, remaining, 300)
+            return self.celery_tasks / (t1 - t0)
+        finally:
+            self.stop(proc)
+            if transport == "redis":
                 self.r.delete(queue)
 
-    def prefill_celery(self, env: dict[str, str]) -> None:
+    def drained(self, proc: subprocess.Popen[bytes], queue: str, remaining: Any, timeout: float) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if remaining(queue) == 0:
+                return time.time()
+            self.check_alive(proc)
+            time.sleep(0.01)
+        raise RuntimeError(f"the worker did not finish in {timeout} s")
+
+    @staticmethod
+    def check_alive(proc: subprocess.Popen[bytes]) -> None:
+        if proc.poll() is not None:
+            raise RuntimeError(f"worker exited {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+
+    @staticmethod
+    def stop(proc: subprocess.Popen[bytes]) -> None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+    def send_celery(self, env: dict[str, str], n: int) -> subprocess.Popen[bytes]:
+        """A producer process sending n no-op tasks; it prints the time of its first send."""
         code = (
-            "import bench_workers as b, sys\n"
+            "import time, bench_workers as b\n"
             "with b.app.producer_pool.acquire(block=True) as p:\n"
-            f"    [b.app.send_task('noop', producer=p) for _ in range({self.tasks})]\n"
+            "    b.app.send_task('noop', producer=p)\n"
+            "    print(time.time(), flush=True)\n"
+            f"    [b.app.send_task('noop', producer=p) for _ in range({n - 1})]\n"
         )
-        subprocess.run([sys.executable, "-c", code], cwd=HERE, env=env, check=True, timeout=600)
+        return subprocess.Popen([sys.executable, "-c", code], cwd=HERE, env=env, stdout=subprocess.PIPE)
 
     def cleanup(self) -> None:
         from sbredis.exceptions import MessagingEntityNotFoundError
@@ -203,13 +254,13 @@ class Bench:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", help="Redis URL (default: start a private redis-server)")
-    ap.add_argument("--tasks", type=int, default=3000, help="no-op tasks per Celery round (default 3000)")
+    ap.add_argument("--tasks", type=int, default=5000, help="no-op tasks per Celery round (default 5000)")
     ap.add_argument("--native-tasks", type=int, default=30000, help="per native round (default 30000)")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--quick", action="store_true", help="1 round of 500 (native 5000) tasks")
+    ap.add_argument("--quick", action="store_true", help="1 round of 1000 (native 5000) tasks")
     ap.add_argument("--only", action="append", default=[], help="run only workers whose name contains this")
     args = ap.parse_args(argv)
-    tasks, native, rounds = (500, 5000, 1) if args.quick else (args.tasks, args.native_tasks, args.rounds)
+    tasks, native, rounds = (1000, 5000, 1) if args.quick else (args.tasks, args.native_tasks, args.rounds)
     workers = {k: v for k, v in WORKERS.items() if not args.only or any(o in k for o in args.only)}
 
     server = None
@@ -229,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name, spec in workers.items():
                     rate = bench.one(spec)
                     rates[name].append(rate)
-                    print(f"round {r + 1}/{rounds}  {name:38s} {rate:9,.0f} tasks/s", flush=True)
+                    print(f"round {r + 1}/{rounds}  {name:56s} {rate:9,.0f} tasks/s", flush=True)
             info = machine_info(bench.r)
         finally:
             bench.cleanup()
@@ -241,16 +292,44 @@ def main(argv: list[str] | None = None) -> int:
     import kombu
 
     print()
-    print(f"{'worker':38s} | {'tasks/s (median)':>16s} | spread")
-    print("-" * 39 + "+" + "-" * 18 + "+-------")
+    print(f"{'worker':56s} | {'tasks/s (median)':>16s} | spread")
+    print("-" * 57 + "+" + "-" * 18 + "+-------")
     rows = {}
     for name, xs in rates.items():
         med = statistics.median(xs)
         spread = (max(xs) - min(xs)) / med * 100 if med else 0.0
         rows[name] = {"rounds": xs, "median_tasks_per_s": med, "spread_pct": spread}
-        print(f"{name:38s} | {med:16,.0f} | {spread:5.0f}%")
+        print(f"{name:56s} | {med:16,.0f} | {spread:5.0f}%")
+    print()
+    print(f"{'Celery config':32s} | {'sbredis://':>10s} | {'redis://':>10s} | ratio (median of same-round ratios)")
+    print("-" * 33 + "+" + "-" * 12 + "+" + "-" * 12 + "+" + "-" * 20)
+    pairs = {}
+    for config in CELERY_CONFIGS:
+        sb, rd = (
+            rates.get(f"Celery {config} | {BROKERS['sbredis']}"),
+            rates.get(f"Celery {config} | {BROKERS['redis']}"),
+        )
+        if not sb or not rd:
+            continue
+        ratios = [a / b for a, b in zip(sb, rd, strict=True)]
+        pairs[config] = {
+            "sbredis_median": statistics.median(sb),
+            "redis_median": statistics.median(rd),
+            "ratio_median": statistics.median(ratios),
+            "ratios": ratios,
+        }
+        print(
+            f"{config:32s} | {statistics.median(sb):10,.0f} | {statistics.median(rd):10,.0f} | "
+            f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+        )
     info.update(celery_version=celery.__version__, kombu_version=kombu.__version__)
-    out = {"tasks_per_round": {"celery": tasks, "native": native}, "rounds": rounds, "workers": rows, "machine": info}
+    out = {
+        "tasks_per_round": {"celery": tasks, "native": native},
+        "rounds": rounds,
+        "workers": rows,
+        "celery_sbredis_vs_redis": pairs,
+        "machine": info,
+    }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
     print(f"\nwritten to {RESULTS.relative_to(ROOT)}")

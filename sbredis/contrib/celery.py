@@ -45,10 +45,52 @@ Read the dead-lettered tasks with sbredis itself::
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
+from celery import signals
+from celery.worker.request import Request as _CeleryRequest
+
 from .kombu import SCHEME, Transport, register
 
 TRANSPORT = "sbredis.contrib.kombu:Transport"
+REQUEST = "sbredis.contrib.celery:Request"
+_DEFAULT_REQUEST = "celery.worker.request:Request"
 
+
+class Request(_CeleryRequest):  # type: ignore[misc]
+    """Celery's task request with the Service Bus delivery count in ``delivery_info``.
+
+    Celery copies four keys of a message's delivery_info into ``task.request.delivery_info``;
+    this adds ``delivery_count`` (1 on the first delivery). A worker on sbredis:// uses it for
+    every task that keeps Celery's default request class; a task with a request class of its
+    own can derive it from this one.
+    """
+
+    def __init__(self, message: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(message, *args, **kwargs)
+        count = (message.delivery_info or {}).get("delivery_count")
+        if count is not None:
+            self._delivery_info["delivery_count"] = count
+
+
+def _use_request(sender: Any = None, **_: Any) -> None:
+    """On a worker whose broker is sbredis, give the tasks with Celery's default request class
+    this module's Request (the consumer reads ``task.Request`` when it starts, after this)."""
+    app = getattr(sender, "app", None)
+    if app is None:
+        return
+    with app.connection_for_read() as conn:
+        if not isinstance(conn.transport, Transport):
+            return
+    for task in app.tasks.values():
+        if task.Request == _DEFAULT_REQUEST:
+            task.Request = REQUEST
+
+
+signals.worker_init.connect(_use_request, weak=False)
 register()
+if "flower" in sys.modules:  # celery -A proj flower: queue lengths in Flower (sbredis.contrib.flower)
+    from . import flower as _flower  # noqa: F401
 
-__all__ = ["SCHEME", "TRANSPORT", "Transport", "register"]
+__all__ = ["REQUEST", "SCHEME", "TRANSPORT", "Request", "Transport", "register"]

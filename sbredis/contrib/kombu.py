@@ -39,15 +39,22 @@ nothing to a binding whose lease lapsed: a killed worker's queue stops getting b
 ``2 x x-expires`` after its death. A queue declared with ``auto_delete`` and ``x-expires`` (those
 same Celery queues) is deleted when the channel that declared it closes, so ``celery inspect``
 leaves no reply queue behind (a consumer in another process whose copy was deleted declares it
-again on its next poll); a killed process's such queue stays (sbredis has no auto-delete on idle
-yet), its messages expiring by ``x-message-ttl``. Lease times are the clients' clocks.
+again on its next poll). Every queue declared with ``x-expires`` (Celery's event queues
+``celeryev.*`` too) is created with ``auto_delete_on_idle``, and a connection that declared one
+keeps it in use and deletes the namespace's idle queues from its background thread: a killed
+process's event, reply and mailbox queues go away after the idle time. Lease times are the
+clients' clocks.
 
 Transport options (``transport_options=`` / Celery's ``broker_transport_options``):
 ``queue_name_prefix`` (prepended to every queue name and binding key), ``queue_properties`` (a dict
 of ``create_queue`` keyword arguments for queues this transport creates, e.g. ``lock_duration``,
 ``max_delivery_count``, ``enable_partitioning``), ``max_lock_renewal_duration`` (seconds),
-``dead_letter_reason``, ``polling_interval`` (seconds between empty polls, default 0.05),
+``dead_letter_reason``, ``max_wait`` (seconds an idle consumer blocks before it looks again on
+its own, default 1: it wakes at once for a message sent to its queues, a lock elapsing or a
+scheduled message coming due; an abandon in another process is seen within this time),
 ``prefetch_batch`` (most messages one receive may take for a consumer, default 16),
+``auto_delete_on_idle`` (seconds of the queues declared with ``x-expires``; default: x-expires,
+at least 300, Service Bus's minimum),
 ``socket_timeout``.
 
 kombu queue names that are not valid sbredis names (Celery's ``celery@host.celery.pidbox``) are
@@ -84,6 +91,7 @@ from sbredis import (
     ServiceBusSender,
     __version__,
 )
+from sbredis._core.keys import partition_keys
 from sbredis.exceptions import (
     MessageAlreadySettled,
     MessageLockLostError,
@@ -105,6 +113,108 @@ _BAD = re.compile(r"[^A-Za-z0-9._\-/]")
 _EDGE = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
 _FOREVER = float("inf")
 LEASE_FACTOR = 2  # a leased binding lapses LEASE_FACTOR x the queue's x-expires after its last renewal
+IDLE_MIN = 300.0  # seconds: Service Bus's smallest auto_delete_on_idle
+
+
+def _wake_keys(entity: str, partition: int) -> tuple[str, str, str, str]:
+    """The keys of one partition that tell an idle consumer when to look again: ``st`` (its hash
+    field ``seq`` is the last sequence number given out), ``log`` (a stream: a send adds entry
+    ``<seq>-0``), ``sched`` and ``locked`` (sorted sets scored by the time a scheduled message
+    becomes available and a lock elapses). The one place this module reads sbredis's keyspace
+    (sbredis/_core/keys.py)."""
+    keys = partition_keys(entity, partition)
+    return keys[1], keys[2], keys[8], keys[4]
+
+
+class _Waiter:
+    """Blocks an idle consumer until its queues may have a message, without polling.
+
+    A send stores each message as a new entry of a partition's log stream, so ``XREAD BLOCK``
+    from the partition's last sequence number returns as soon as anything is sent (nothing
+    changes on the send path). What the log does not show (a scheduled message coming due, a
+    lock elapsing) bounds the wait by its time, read from ``sched`` and ``locked`` when the wait
+    is planned; a message abandoned in this process, or an ack that makes room under the
+    prefetch limit, wakes it with ``CLIENT UNBLOCK`` from the thread that settled. Abandons in
+    other processes are seen within ``max_wait`` seconds. The blocking command has a connection
+    of its own.
+    """
+
+    def __init__(self, url: str, ssl: dict[str, Any], max_wait: float, unblocker: redis.Redis) -> None:
+        self.max_wait = max_wait
+        self.redis = redis.Redis.from_url(
+            url, socket_timeout=max_wait + 30, socket_connect_timeout=10, single_connection_client=True, **ssl
+        )
+        self._unblocker = unblocker
+        self._client_id: int | None = None
+        self._blocking = False
+        self._kicked = threading.Event()
+
+    def plan(self, entities: list[tuple[str, int]]) -> tuple[dict[str, tuple[str, str]], float]:
+        """Where each partition's log stands now and how long a wait may last at most: call it,
+        look at the queues once more, then block(); a message sent in between is then either
+        seen by that look or past the plan's position."""
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.client_id()
+            pipe.time()
+            parts = []
+            for entity, count in entities:
+                for p in range(count):
+                    st, log, sched, locked = _wake_keys(entity, p)
+                    parts.append((log, entity))
+                    pipe.hget(st, "seq")
+                    pipe.zrange(sched, 0, 0, withscores=True)
+                    pipe.zrange(locked, 0, 0, withscores=True)
+            out = pipe.execute()
+        self._client_id = int(out[0])
+        secs, micros = out[1]
+        now = int(secs) * 1000 + int(micros) // 1000
+        streams: dict[str, tuple[str, str]] = {}  # log -> (position, entity)
+        wait = self.max_wait
+        for i, (log, entity) in enumerate(parts):
+            seq, sched, locked = out[2 + 3 * i : 5 + 3 * i]
+            streams[log] = (f"{int(seq or 0)}-0", entity)
+            for _, at in (*sched, *locked):
+                wait = min(wait, max(0.01, (at - now) / 1000 + 0.005))
+        return streams, wait
+
+    def block(self, streams: dict[str, tuple[str, str]], seconds: float) -> set[str]:
+        """Wait up to `seconds` for an entry past the plan in any of `streams` (none: only for
+        a kick); returns the queues whose log grew."""
+        self._blocking = True
+        try:
+            if self._kicked.is_set() or seconds <= 0:
+                return set()
+            if not streams:
+                self._kicked.wait(seconds)
+                return set()
+            positions = {log: at for log, (at, _) in streams.items()}
+            reply: Any = self.redis.xread(positions, count=1, block=max(1, int(seconds * 1000)))  # type: ignore[arg-type]
+            return {streams[log.decode()][1] for log, _ in reply or ()}
+        finally:
+            self._blocking = False
+            self._kicked.clear()
+
+    def kick(self) -> None:
+        """Make the consuming thread look again (from a thread that settled a message)."""
+        self._kicked.set()
+        client_id = self._client_id
+        if client_id is None:
+            return
+        # CLIENT UNBLOCK finds nothing when it arrives before the XREAD it races: try again
+        # while the consumer is still on its way into the wait.
+        for _ in range(50):
+            if not self._blocking:
+                return
+            try:
+                if self._unblocker.client_unblock(client_id):
+                    return
+            except redis.RedisError:
+                return
+            time.sleep(0.001)
+
+    def close(self) -> None:
+        self._kicked.set()
+        self.redis.close()
 
 
 def register() -> None:
@@ -120,6 +230,14 @@ def entity_name(queue: str, prefix: str = "") -> str:
         return raw
     clean = _EDGE.sub("", _BAD.sub("_", raw))[:240] or "q"
     return f"{clean}-{zlib.crc32(raw.encode()):08x}"
+
+
+def ready_messages(props: Any) -> int:
+    """Messages of a queue (its QueueRuntimeProperties) ready to be delivered: not locked,
+    deferred or scheduled (kombu's queue size, Flower's queue length)."""
+    return sum(
+        max(0, p.active_message_count - p.locked_message_count - p.deferred_message_count) for p in props.partitions
+    )
 
 
 def redis_url(conninfo: Any) -> str:
@@ -171,8 +289,15 @@ class _Broker:
         self.receivers: dict[tuple[str, bool], ServiceBusReceiver] = {}
         self.declared: set[str] = set()
         self.lock = threading.Lock()
+        self.waiter = _Waiter(url, ssl, float(options.get("max_wait", 1.0)), self.redis)
+        self.partitions: dict[str, int] = {}
+        idle = options.get("auto_delete_on_idle")
+        self.idle_seconds = float(idle) if idle else None
+        self._idle_sweep = 0.0  # seconds between sweeps for idle queues (0: none declared here yet)
+        self._kept: dict[str, ServiceBusReceiver | None] = {}  # auto-delete-on-idle queues declared here
         self.leases: dict[tuple[str, str], int] = {}  # (binding key, member) -> the queue's x-expires (ms)
         self._stop = threading.Event()
+        self._nudge = threading.Event()  # a new lease: the background thread plans again
         self._lease_thread: threading.Thread | None = None
 
     @staticmethod
@@ -195,20 +320,50 @@ class _Broker:
             self.receivers[(entity, no_ack)] = r
         return r
 
+    def partition_count(self, entity: str) -> int:
+        n = self.partitions.get(entity)
+        if n is None:
+            n = self.partitions[entity] = self.admin.get_queue(entity).partition_count
+        return n
+
     def forget(self, entity: str) -> None:
+        with self.lock:
+            kept = self._kept.pop(entity, None)
+        if kept is not None:
+            kept.close()
+        self.partitions.pop(entity, None)
         self.declared.discard(entity)
         self.senders.pop(entity, None)
         for key in [k for k in self.receivers if k[0] == entity]:
             self.receivers.pop(key).close()
 
     # -- leased bindings (queues with x-expires): kept while this connection is open
+    def idle_timeout(self, entity: str, expires_ms: int) -> timedelta:
+        """The auto_delete_on_idle of a queue declared with x-expires: the transport option
+        ``auto_delete_on_idle`` (seconds) if set, else x-expires but at least IDLE_MIN. Declaring
+        one makes this connection sweep: every half idle time (at most a minute) it peeks at the
+        idle-deleted queues it declared, so that they stay while it is open even when it does not
+        receive (a solo worker busy with a long task), and deletes the namespace's idle queues
+        (a dead process's event and reply queues), since sbredis has no server process."""
+        seconds = self.idle_seconds or max(expires_ms / 1000, IDLE_MIN)
+        with self.lock:
+            self._kept.setdefault(entity, None)
+            interval = min(max(seconds / 2, 0.5), 60.0)
+            self._idle_sweep = min(self._idle_sweep or interval, interval)
+            self._start_background()
+        return timedelta(seconds=seconds)
+
+    def _start_background(self) -> None:
+        if self._lease_thread is None:  # (called with self.lock held)
+            t = threading.Thread(target=self._keep_leases, name="sbredis-kombu-leases", daemon=True)
+            self._lease_thread = t
+            t.start()
+
     def lease(self, key: str, member: str, expires_ms: int) -> None:
         with self.lock:
             self.leases[(key, member)] = expires_ms
-            if self._lease_thread is None:
-                t = threading.Thread(target=self._keep_leases, name="sbredis-kombu-leases", daemon=True)
-                self._lease_thread = t
-                t.start()
+            self._start_background()
+        self._nudge.set()
         self.redis.zadd(key, {member: time.time() * 1000 + LEASE_FACTOR * expires_ms})
 
     def unlease(self, key: str, member: str) -> None:
@@ -216,23 +371,62 @@ class _Broker:
             self.leases.pop((key, member), None)
 
     def _keep_leases(self) -> None:
+        """Renew the leased bindings; delete idle queues (see idle_timeout)."""
+        next_sweep: float | None = None
         while True:
             with self.lock:
                 leases = dict(self.leases)
+                sweep = self._idle_sweep
             shortest = min(leases.values(), default=10_000)
-            if self._stop.wait(min(max(shortest / 2000, 0.05), 5.0)):
+            pause = min(max(shortest / 2000, 0.05), 5.0)
+            if sweep:
+                if next_sweep is None:
+                    next_sweep = time.monotonic() + sweep
+                pause = min(pause, max(0.0, next_sweep - time.monotonic()))
+            self._nudge.wait(pause)
+            self._nudge.clear()
+            if self._stop.is_set():
                 return
-            now = time.time() * 1000
+            if leases:
+                now = time.time() * 1000
+                try:
+                    with self.redis.pipeline(transaction=False) as pipe:
+                        for (key, member), expires in leases.items():
+                            pipe.zadd(key, {member: now + LEASE_FACTOR * expires})
+                        pipe.execute()
+                except redis.RedisError as e:
+                    log.warning("could not renew binding leases: %s", e)
+            if sweep and next_sweep is not None and time.monotonic() >= next_sweep:
+                next_sweep = time.monotonic() + sweep
+                self._keep_queues()
+                try:
+                    for path in self.admin.delete_idle_entities():
+                        log.info("deleted the idle queue %s", path)
+                except Exception as e:
+                    log.warning("could not delete idle queues: %s", e)
+
+    def _keep_queues(self) -> None:
+        """Use (peek at) the idle-deleted queues this connection declared: they are not idle."""
+        with self.lock:
+            kept = list(self._kept.items())
+        for entity, receiver in kept:
             try:
-                with self.redis.pipeline(transaction=False) as pipe:
-                    for (key, member), expires in leases.items():
-                        pipe.zadd(key, {member: now + LEASE_FACTOR * expires})
-                    pipe.execute()
-            except redis.RedisError as e:
-                log.warning("could not renew binding leases: %s", e)
+                if receiver is None:
+                    receiver = self.client.get_queue_receiver(entity)  # this thread's own
+                    with self.lock:
+                        if entity not in self._kept:
+                            receiver.close()
+                            continue
+                        self._kept[entity] = receiver
+                receiver.peek_messages(1)
+            except MessagingEntityNotFoundError:
+                pass
+            except Exception as e:
+                log.warning("could not keep the queue %s from idling: %s", entity, e)
 
     def close(self) -> None:
         self._stop.set()
+        self._nudge.set()
         with self.lock:
             leases, self.leases = self.leases, {}
         try:  # a closing connection takes its expiring (auto-delete) bindings with it
@@ -243,6 +437,11 @@ class _Broker:
         except redis.RedisError:
             pass  # they lapse by themselves
         self.renewer.close()
+        self.waiter.close()
+        for kept in self._kept.values():
+            if kept is not None:
+                kept.close()
+        self._kept.clear()
         for r in self.receivers.values():
             try:
                 r.close()
@@ -304,6 +503,8 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         if entity in self._sb.declared:
             return
         props = dict(self.queue_properties or {})
+        if expires:
+            props.setdefault("auto_delete_on_idle", self._sb.idle_timeout(entity, int(expires)))
         ttl = arguments.get("x-message-ttl")
         if ttl:
             props["default_message_time_to_live"] = timedelta(milliseconds=int(ttl))
@@ -326,9 +527,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             props = self._sb.admin.get_queue_runtime_properties(self._entity(queue))
         except MessagingEntityNotFoundError:
             return 0
-        return sum(
-            max(0, p.active_message_count - p.locked_message_count - p.deferred_message_count) for p in props.partitions
-        )
+        return ready_messages(props)
 
     def _purge(self, queue: str) -> int:
         entity = self._entity(queue)
@@ -513,6 +712,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
 
     # -- settle
     def basic_ack(self, delivery_tag: str, multiple: bool = False) -> None:
+        full = not self.qos.can_consume()
         entry = self._locked.pop(delivery_tag, None)
         if entry is not None:
             receiver, m = entry
@@ -523,6 +723,8 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             except MessageAlreadySettled:
                 pass
         super().basic_ack(delivery_tag)
+        if full:  # room under the prefetch limit again: a consumer waiting for it looks now
+            self._sb.waiter.kick()
 
     def basic_reject(self, delivery_tag: str, requeue: bool = False) -> None:
         entry = self._locked.pop(delivery_tag, None)
@@ -542,6 +744,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             except MessageAlreadySettled:
                 pass
         super().basic_reject(delivery_tag, requeue=False)
+        self._sb.waiter.kick()  # room under the prefetch limit, or the message is back
 
     def _restore(self, message: Any) -> None:
         """Abandon an unacknowledged message (channel closing, recover): delivered again at once."""
@@ -552,6 +755,21 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 receiver.abandon_message(m)
             except (MessageLockLostError, MessageAlreadySettled):
                 pass
+            self._sb.waiter.kick()
+
+    def _waitable(self) -> list[tuple[Channel, str, str, int]]:
+        """(this channel, queue, sbredis queue, its partition count) for each queue this channel
+        would receive from now."""
+        if self.closed or not self._consumers or not self.qos.can_consume():
+            return []
+        out = []
+        for queue in self._active_queues:
+            entity = self._entity(queue)
+            try:
+                out.append((self, queue, entity, self._sb.partition_count(entity)))
+            except MessagingEntityNotFoundError:
+                pass  # deleted: the next receive declares it again or gives up
+        return out
 
     def _restore_at_beginning(self, message: Any) -> None:
         self._restore(message)
@@ -576,7 +794,7 @@ class Transport(virtual.Transport):  # type: ignore[misc]
 
     Channel = Channel
 
-    polling_interval = 0.05
+    polling_interval: float | None = None  # type: ignore[assignment]  # an idle consumer blocks (see _Waiter): drain_events never sleeps
     can_parse_url = False  # kombu parses sbredis:// URLs as it does redis:// ones
     default_port = 6379  # type: ignore[assignment]
     driver_type = "sbredis"
@@ -620,6 +838,44 @@ class Transport(virtual.Transport):  # type: ignore[misc]
                 broker, self._broker = self._broker, None
             if broker is not None:
                 broker.close()
+
+    def drain_events(self, connection: Any, timeout: float | None = None, **kwargs: Any) -> None:
+        """Deliver one message, blocking while there is none (see _Waiter) up to `timeout`.
+
+        Raises:
+            socket.timeout: nothing came within `timeout` seconds.
+        """
+        start = time.monotonic()
+        waiter = self.broker().waiter
+        cycle: Any = self.cycle
+        woke: list[tuple[Channel, str]] = []
+        while True:
+            for channel, queue in woke:  # the queues whose log just grew, first
+                try:
+                    channel._get_and_deliver(queue, self._deliver)
+                    return
+                except Empty:
+                    pass
+            if not woke:
+                try:
+                    cycle.get(self._deliver, timeout=timeout)
+                    return
+                except Empty:
+                    pass
+            targets = [t for channel in self.channels for t in channel._waitable()]
+            streams, wait = waiter.plan([(entity, count) for _, _, entity, count in targets])
+            try:  # again: what was sent before plan() is here, what comes after wakes the wait
+                cycle.get(self._deliver, timeout=timeout)
+                return
+            except Empty:
+                pass
+            if timeout is not None:
+                left = timeout - (time.monotonic() - start)
+                if left <= 0:
+                    raise TimeoutError()
+                wait = min(wait, left)
+            grown = waiter.block(streams, wait)
+            woke = [(channel, queue) for channel, queue, entity, count in targets if entity in grown]
 
     def driver_version(self) -> str:
         return __version__

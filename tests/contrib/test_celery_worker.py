@@ -38,6 +38,7 @@ class Env:
         self.queue = "cq-" + uuid.uuid4().hex[:10]
         self.redis = redis.Redis.from_url(url, decode_responses=True)
         self.procs: list[tuple[subprocess.Popen[bytes], Any]] = []
+        self.extra: dict[str, str] = {}
 
     def environ(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -47,16 +48,30 @@ class Env:
             SBREDIS_TEST_QUEUE=self.queue,
             PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
         )
+        env.update(self.extra)
         return env
 
-    def worker(self, name: str) -> subprocess.Popen[bytes]:
+    def worker(self, name: str, pool: str = "solo") -> subprocess.Popen[bytes]:
         log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
         args = [
-            *(sys.executable, "-m", "celery", "-A", APP, "worker", "--pool", "solo", "-Q", self.queue),
+            *(sys.executable, "-m", "celery", "-A", APP, "worker", "--pool", pool, "-Q", self.queue),
             *("-n", f"{name}@{self.queue}", "--without-gossip", "--without-mingle", "--without-heartbeat"),
             *("--loglevel", "INFO"),
+            *(("--concurrency", "2") if pool == "prefork" else ()),
         ]
         proc = subprocess.Popen(args, cwd=ROOT, env=self.environ(), stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append((proc, log))
+        return proc
+
+    def monitor(self) -> subprocess.Popen[bytes]:
+        """An event monitor (what Flower runs): it consumes a celeryev.<uuid> queue of its own."""
+        code = (
+            f"from {APP} import app\n"
+            "with app.connection_for_read() as conn:\n"
+            "    app.events.Receiver(conn, handlers={'*': print}).capture(limit=None)\n"
+        )
+        log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
+        proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=self.environ(), stdout=log, stderr=log)
         self.procs.append((proc, log))
         return proc
 
@@ -172,13 +187,48 @@ def test_sigkill_in_flight_is_redelivered_once(env: Env) -> None:
     app.send_task("t.slow", args=[key])
     first = env.worker("first")
     wait_for(lambda: env.records(key), env, timeout=30)
-    assert env.records(key) == [f"start {first.pid} False"]
+    assert env.records(key) == [f"start {first.pid} False 1"]
     first.send_signal(signal.SIGKILL)
     first.wait(10)
     second = env.worker("second")
     wait_for(lambda: f"done {second.pid}" in env.records(key), env, timeout=30)
     time.sleep(2.5)  # two more lock durations: nothing else may run
-    assert env.records(key) == [f"start {first.pid} False", f"start {second.pid} True", f"done {second.pid}"]
+    assert env.records(key) == [f"start {first.pid} False 1", f"start {second.pid} True 2", f"done {second.pid}"]
     with ServiceBusAdministrationClient.from_connection_string(env.url) as admin:
         props = admin.get_queue_runtime_properties(env.queue)
     assert props.active_message_count == 0 and props.dead_letter_message_count == 0
+
+
+def test_the_queues_of_killed_processes_are_deleted(env: Env) -> None:
+    env.extra = {"SBREDIS_MIN_AUTO_DELETE_ON_IDLE": "1", "SBREDIS_TEST_IDLE": "2"}
+    admin = ServiceBusAdministrationClient.from_connection_string(env.url)
+
+    def queues(prefix: str) -> set[str]:
+        return {q.name for q in admin.list_queues() if q.name.startswith(prefix)}
+
+    with admin:
+        before = queues("celeryev.")
+        monitor, first = env.monitor(), env.worker("first")
+        theirs = wait_for(lambda: queues("celeryev.") - before, env, timeout=30)
+        theirs |= wait_for(lambda: queues(f"first_{env.queue}.celery.pidbox-"), env, timeout=30)
+        for proc in (monitor, first):
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+        env.worker("second")  # any live connection deletes idle queues
+        wait_for(lambda: queues(f"second_{env.queue}.celery.pidbox-"), env, timeout=30)
+        wait_for(lambda: not (queues("") & theirs), env, timeout=30)
+        time.sleep(3)  # over the idle time: the live worker's queue stays
+        assert queues(f"second_{env.queue}.celery.pidbox-")
+
+
+def test_delivery_count_and_a_killed_prefork_child(env: Env) -> None:
+    """A prefork child killed mid-task: the task is requeued (abandoned) and runs again."""
+    app, key = env.app(), "k-" + uuid.uuid4().hex
+    env.worker("pf", pool="prefork")
+    app.send_task("t.slow", args=[key])
+    wait_for(lambda: env.records(key), env, timeout=30)
+    (start,) = env.records(key)
+    assert start.endswith(" False 1")
+    os.kill(int(start.split()[1]), signal.SIGKILL)  # the child that runs it
+    wait_for(lambda: any(r.startswith("done") for r in env.records(key)), env, timeout=30)
+    assert env.records(key)[1].endswith(" True 2")
