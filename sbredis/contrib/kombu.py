@@ -757,7 +757,12 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 pass
             self._sb.waiter.kick()
 
-    def _waitable(self) -> list[tuple[Channel, str, str, int]]:
+    def deliver_from(self, queue: str, callback: Any) -> None:
+        """Take one message of `queue` and hand it to `callback` (kombu's _get_and_deliver, for the
+        transport's wait loop)."""
+        self._get_and_deliver(queue, callback)
+
+    def waitable(self) -> list[tuple[Channel, str, str, int]]:
         """(this channel, queue, sbredis queue, its partition count) for each queue this channel
         would receive from now."""
         if self.closed or not self._consumers or not self.qos.can_consume():
@@ -852,7 +857,7 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         while True:
             for channel, queue in woke:  # the queues whose log just grew, first
                 try:
-                    channel._get_and_deliver(queue, self._deliver)
+                    channel.deliver_from(queue, self._deliver)
                     return
                 except Empty:
                     pass
@@ -862,7 +867,7 @@ class Transport(virtual.Transport):  # type: ignore[misc]
                     return
                 except Empty:
                     pass
-            targets = [t for channel in self.channels for t in channel._waitable()]
+            targets = [t for channel in self.channels for t in channel.waitable()]
             streams, wait = waiter.plan([(entity, count) for _, _, entity, count in targets])
             try:  # again: what was sent before plan() is here, what comes after wakes the wait
                 cycle.get(self._deliver, timeout=timeout)
