@@ -143,7 +143,7 @@ def renewer(max_seconds: float) -> AutoLockRenewer:
 def hold(renew: AutoLockRenewer, receiver: Any, now_ms: int, msgs: list[ServiceBusReceivedMessage]) -> None:
     """Register `msgs` (received with the partition-level receive, whose reply said the server's
     time was `now_ms`) for renewal through `receiver`, which settles them."""
-    receiver.clock_offset_ms = now_ms - int(time.time() * 1000)  # what the renewer times locks by
+    receiver.saw_server_time(now_ms)  # the renewer times locks by the server's clock
     for m in msgs:
         renew.register(receiver, m)
 
