@@ -22,7 +22,8 @@ from typing import Any
 
 from .. import ServiceBusClient, ServiceBusMessage, ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
 from .._message import ServiceBusReceivedMessage, copy_for_resend
-from ..exceptions import MessageLockLostError, MessagingEntityNotFoundError, ServiceBusError
+from ..cli.messages import sender_for
+from ..exceptions import MessageLockLostError, ServiceBusError
 from ..management import ServiceBusAdministrationClient
 
 LONG_AGO = datetime(2000, 1, 1, tzinfo=UTC)  # "scheduled" in the past: stored at once, and each copy reported
@@ -53,20 +54,6 @@ def receiver(c: ServiceBusClient, path: str, **kwargs: Any) -> Any:
     if sub is None:
         return c.get_queue_receiver(topic, **kwargs)
     return c.get_subscription_receiver(topic, sub, **kwargs)
-
-
-def sender(c: ServiceBusClient, admin: ServiceBusAdministrationClient, name: str) -> Any:
-    """A sender for a queue or topic.
-
-    Raises:
-        MessagingEntityNotFoundError: neither exists.
-    """
-    try:
-        admin.get_queue(name)
-        return c.get_queue_sender(name)
-    except MessagingEntityNotFoundError:
-        admin.get_topic(name)
-        return c.get_topic_sender(name)
 
 
 # ------------------------------------------------------------------------------------- browse
@@ -222,7 +209,7 @@ def resubmit(
     out = Outcome()
     held: list[ServiceBusReceivedMessage] = []  # received, not to be moved now: given back at the end
     seen: set[int] = set()
-    with sender(c, admin, target) as s, receiver(c, path, sub_queue=SUB_QUEUES[queue]) as r:
+    with sender_for(c, admin, target) as s, receiver(c, path, sub_queue=SUB_QUEUES[queue]) as r:
         try:
             taken = 0
             while taken < limit and (wanted is None or wanted - seen):
@@ -270,7 +257,7 @@ def cancel_scheduled(c: ServiceBusClient, admin: ServiceBusAdministrationClient,
     """Cancel scheduled messages of a queue or topic by sequence number."""
     if not seqs:
         raise ActionError("select at least one scheduled message")
-    with sender(c, admin, name) as s:
+    with sender_for(c, admin, name) as s:
         s.cancel_scheduled_messages(seqs)
     return Outcome(done=len(seqs))
 
@@ -303,7 +290,7 @@ def send_test(
         session_id=session_id or None,
         subject=subject or None,
     )
-    with sender(c, admin, name) as s:
+    with sender_for(c, admin, name) as s:
         s.send_messages(m)
     return Outcome(done=1)
 
