@@ -116,6 +116,30 @@ def peek_range(
         start = msgs[-1].local_seq + 1
 
 
+def peek_pages(
+    client: ServiceBusClient, entity: str, partition: int, group: protocol.Group, start: int, end: int, page: int
+) -> Iterator[protocol.peek.Fields]:
+    """peek_range's messages as column pages (one per script call), for readers that need no
+    message objects."""
+    start = max(start, 1)
+    while start < end:
+        n = min(page, end - start)
+        c = protocol.peek.call(entity, partition, group, start, n)
+        reply = retrying(lambda c=c: _run(client, [c], entity)[0])  # type: ignore[misc]
+        f = protocol.peek.parse_fields(reply, group)
+        got = len(f.raw)
+        keep = got
+        while keep and f.local_seq[keep - 1] >= end:
+            keep -= 1
+        if keep < got:
+            f = protocol.peek.Fields._make(col[:keep] for col in f)
+        if keep:
+            yield f
+        if keep < n:
+            return
+        start = f.local_seq[-1] + 1
+
+
 def receive(
     client: ServiceBusClient,
     entity: str,

@@ -70,13 +70,15 @@ def resolve(name: str, raw: str | None, default: int, entity: str, next_offsets:
     return out
 
 
-def _read_range(opts: SourceOptions, r: OffsetRange) -> Iterator[tuple[Any, ...]]:
+def _read_range(opts: SourceOptions, r: OffsetRange, columns: tuple[int, ...]) -> Iterator[Any]:
+    """Arrow record batches of the projected columns, one per page read."""
     if r.end <= r.start:
         return
+    pages = _columns.ArrowPages(columns)
     client = _broker.connect(opts.url, opts.socket_timeout)
     try:
-        for m in _broker.peek_range(client, opts.entity, r.partition, opts.group, r.start, r.end, opts.page_size):
-            yield _columns.to_row(m)
+        for f in _broker.peek_pages(client, opts.entity, r.partition, opts.group, r.start, r.end, opts.page_size):
+            yield pages.batch(opts.entity, r.partition, f)
     finally:
         client.close()
 
@@ -187,7 +189,7 @@ class BatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)
-        return _columns.ArrowBatches(self.columns).of(_read_range(self.opts, partition))
+        return _read_range(self.opts, partition, self.columns)
 
 
 class PushdownBatchReader(BatchReader):
@@ -320,7 +322,7 @@ class StreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)
-        return _columns.ArrowBatches(self.columns).of(_read_range(self.opts, partition))
+        return _read_range(self.opts, partition, self.columns)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: the reads held no locks."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..._enums import ServiceBusMessageState
 from ..._message import LockRef, ServiceBusReceivedMessage
@@ -42,3 +42,34 @@ def parse(reply: list[Any], entity: str, partition: int, group: str) -> list[Ser
             m.dead_letter_error_description = text_or_none(reply[i + 7])
         out.append(m)
     return out
+
+
+class Fields(NamedTuple):
+    """A peek reply as columns, for readers that never need message objects (the Spark source)."""
+
+    local_seq: list[int]
+    delivery_count: list[int]
+    state: list[int]
+    raw: list[bytes]
+    enqueued_ms: list[int]
+    expires_ms: list[int]
+    dead_letter_reason: list[str | None]
+    dead_letter_error_description: list[str | None]
+
+
+def parse_fields(reply: list[Any], group: str) -> Fields:
+    """The reply of `call` as columns (`parse` builds message objects instead)."""
+    dlq = group == Group.DEAD_LETTER
+    stride = 8 if dlq else 6
+    n = (len(reply) - 1) // stride
+    none: list[str | None] = [None] * n
+    return Fields(
+        [int(v) for v in reply[1::stride]],
+        [int(v) for v in reply[2::stride]],
+        [int(v) for v in reply[3::stride]],
+        reply[4::stride],
+        [int(v) for v in reply[5::stride]],
+        [int(v) for v in reply[6::stride]],
+        [text_or_none(v) for v in reply[7::stride]] if dlq else none,
+        [text_or_none(v) for v in reply[8::stride]] if dlq else none,
+    )
