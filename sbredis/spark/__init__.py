@@ -44,6 +44,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 from ..exceptions import InvalidOperationError
 from ._columns import READ_SCHEMA, WRITE_COLUMNS
+from ._lag import lag
 from ._options import UnsupportedEntityError
 from ._sink import BadRowError
 from ._source import SbRedisDataSource
@@ -95,5 +96,6 @@ __all__ = [
     "DefaultSource",
     "SbRedisDataSource",
     "UnsupportedEntityError",
+    "lag",
     "register",
 ]

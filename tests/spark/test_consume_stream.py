@@ -174,6 +174,9 @@ def test_progress_shows_the_backlog_and_a_checkpoint_stays_with_its_entity(
     first = next(p for p in query.recentProgress if p.numInputRows)
     latest = json.loads(first.sources[0].latestOffset)
     assert latest["entity"] == q and latest["activeMessages"] == 30  # the backlog when the batch was planned
+    from sbredis.spark import lag
+
+    assert lag(first) == [{"entity": q, "activeMessagesBehindLatest": 30}]
     assert counts(admin, q) == (0, 0)
 
     other = q + "-other"

@@ -116,3 +116,33 @@ def test_checkpoint_names_its_entity_and_progress_reports_the_latest_offsets(
     )
     with pytest.raises(Exception, match=f"this checkpoint belongs to entity '{q}'"):
         query.awaitTermination(120)
+
+
+def test_lag_under_kafka_metric_names(spark: Any, url: str, make_queue: Any, client: Any, tmp_path: Path) -> None:
+    """sbredis.spark.lag: how far each batch ended behind the entity's latest offsets."""
+    from sbredis.spark import lag
+
+    q = make_queue(enable_partitioning=True, partition_count=2)
+    with client.get_queue_sender(q) as s:
+        for i in range(12):  # one send per message: round robin, 6 per partition
+            s.send_messages(ServiceBusMessage(f"m{i}"))
+    query = (
+        stream(spark, url, q, startingOffsets="earliest", maxOffsetsPerTrigger="4")
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120)
+    progress = [p for p in query.recentProgress if p.numInputRows]
+    figures = [lag(p) for p in progress]
+    assert all(len(f) == 1 and f[0]["entity"] == q for f in figures)
+    behind = [f[0]["offsetsBehindLatest"] for f in figures]
+    read = [p.numInputRows for p in progress]
+    # each batch takes at most 4; what is left behind shrinks by what was read, to nothing
+    assert behind == [12 - sum(read[: i + 1]) for i in range(len(read))], (behind, read)
+    last = figures[-1][0]
+    assert (last["minOffsetsBehindLatest"], last["maxOffsetsBehindLatest"], last["avgOffsetsBehindLatest"]) == (0, 0, 0)
+    first = figures[0][0]
+    assert first["minOffsetsBehindLatest"] <= first["avgOffsetsBehindLatest"] <= first["maxOffsetsBehindLatest"]
+    assert lag(progress[0].json) == figures[0]  # the progress' JSON gives the same
