@@ -179,6 +179,82 @@ def test_resubmit_selected_then_purge(page: Any, dashboard: Any, admin: Any, cli
         admin.delete_queue("refunds")
 
 
+def test_resubmit_to_one_subscription(page: Any, dashboard: Any, admin: Any, client: Any, shoot: Any) -> None:
+    """Dead letters of one subscription resubmitted to another subscription of the topic, then back to
+    itself: each time only the chosen subscription gets the copies (not the topic's other subscriptions,
+    and not through the topic's rules: `held` has none, so nothing sent to the topic reaches it)."""
+    t = "shipments"
+    admin.create_topic(t, enable_partitioning=True, partition_count=2)
+    try:
+        for name in ("eu", "us", "held"):
+            admin.create_subscription(t, name)
+        admin.delete_rule(t, "held", "$Default")
+        with client.get_topic_sender(t) as s:
+            s.send_messages([ServiceBusMessage(f"parcel-{i}", message_id=f"parcel-{i}") for i in range(5)])
+        with client.get_subscription_receiver(t, "eu") as r:
+            got: list[Any] = []
+            while len(got) < 5:
+                got += r.receive_messages(5 - len(got), max_wait_time=2)
+            r.dead_letter_messages(got, reason="NoCustoms")
+
+        def counts() -> dict[str, tuple[int, int]]:
+            out = {}
+            for name in ("eu", "us", "held"):
+                p = admin.get_subscription_runtime_properties(t, name)
+                out[name] = (p.active_message_count, p.dead_letter_message_count)
+            return out
+
+        assert counts() == {"eu": (0, 5), "us": (5, 0), "held": (0, 0)}
+        page.goto(dashboard.url + f"/entity/{t}/Subscriptions/eu?view=messages&queue=deadletter")
+        boxes = page.locator('#messages input[name="seq"]')
+        assert boxes.count() == 5
+        seqs = {int(boxes.nth(i).get_attribute("value")) for i in (1, 3)}
+        with client.get_subscription_receiver(t, "eu", sub_queue=ServiceBusSubQueue.DEAD_LETTER) as r:
+            chosen = {m.message_id for m in r.peek_messages(10, sequence_number=0) if m.sequence_number in seqs}
+        assert len(chosen) == 2
+        boxes.nth(1).check()
+        boxes.nth(3).check()
+        target = page.locator("form#selected").get_by_label("To")
+        assert target.locator("option").all_inner_texts()[:1] == [f"{t} (origin)"]
+        assert f"{t}/Subscriptions/held (this subscription only)" in target.locator("option").all_inner_texts()
+        target.select_option(f"{t}/Subscriptions/held")
+        page.get_by_role("button", name="Resubmit selected…").click()
+        assert page.locator("#question").inner_text() == (
+            f"Resubmit the 2 selected dead-letter messages of {t}/Subscriptions/eu "
+            f"to the subscription {t}/Subscriptions/held alone?"
+        )
+        shoot(page, "confirm-resubmit-subscription")
+        page.get_by_role("button", name="Yes, resubmit").click()
+        assert page.locator(".notice").inner_text() == (
+            f"Resubmitted 2 message(s) of {t}/Subscriptions/eu to {t}/Subscriptions/held."
+        )
+        shoot(page, "resubmitted-to-subscription")
+        assert counts() == {"eu": (0, 3), "us": (5, 0), "held": (2, 0)}
+        with client.get_subscription_receiver(t, "held") as r:
+            assert {m.message_id for m in r.peek_messages(10, sequence_number=0)} == chosen
+
+        # the rest, from the entity page's "Resubmit all", back into eu alone (not to us again)
+        page.goto(dashboard.url + f"/entity/{t}/Subscriptions/eu")
+        form = page.locator("form.resubmit")
+        form.get_by_label("To").select_option(f"{t}/Subscriptions/eu")
+        form.get_by_role("button", name="Resubmit all…").click()
+        assert page.locator("#question").inner_text() == (
+            f"Resubmit all the dead-letter messages of {t}/Subscriptions/eu to the subscription "
+            f"{t}/Subscriptions/eu alone?"
+        )
+        page.get_by_role("button", name="Yes, resubmit").click()
+        assert page.locator(".notice").inner_text() == (
+            f"Resubmitted 3 message(s) of {t}/Subscriptions/eu to {t}/Subscriptions/eu."
+        )
+        assert counts() == {"eu": (3, 0), "us": (5, 0), "held": (2, 0)}
+        with client.get_subscription_receiver(t, "eu") as r:
+            assert {m.message_id for m in r.peek_messages(10, sequence_number=0)} == {
+                f"parcel-{i}" for i in range(5)
+            } - chosen
+    finally:
+        admin.delete_topic(t)
+
+
 def focus_on(page: Any, label: str, limit: int = 300) -> None:
     """Press Tab until the focused element's text or label is `label` (keyboard only)."""
     for _ in range(limit):
