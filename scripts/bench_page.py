@@ -368,7 +368,10 @@ def dashboard(d: Json) -> Iterator[str]:
     load = ""
     if "load_average_before" in m:
         before, after = (", ".join(f"{x:.2f}" for x in m[k]) for k in ("load_average_before", "load_average_after"))
-        load = f" Load average (1, 5, 15 min) on the machine: {before} before the timed rounds, {after} after."
+        load = (
+            f" Load average (1, 5, 15 min) on the machine ({m.get('cpu_count')} CPUs, shared): {before} before "
+            f"the timed rounds, {after} after."
+        )
     yield (
         f"`bench/bench_dashboard.py`: the overview of {d['entities']} entities of {d['partitions']} partitions "
         f"each, ms over {d['rounds']} rounds; the page is {d['html_bytes'] / 1024:.0f} KiB of HTML. The issue's "
