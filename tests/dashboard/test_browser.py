@@ -19,7 +19,7 @@ def cell(page: Any, entity: str, count: str) -> str:
     return str(page.locator(f'#entities tr[data-entity="{entity}"] [data-count="{count}"]').inner_text())
 
 
-def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, client: Any) -> None:
+def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, client: Any, admin: Any) -> None:
     requested: list[str] = []
     page.on("request", lambda r: requested.append(r.url))
     failed: list[str] = []
@@ -32,6 +32,13 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
     assert (cell(page, "orders", "scheduled"), cell(page, "orders", "deferred")) == ("2", "1")
     assert cell(page, "events/Subscriptions/lost", "transfer_dead_letter") == "3"
     assert cell(page, "events/Subscriptions/audit", "active") == "3"
+    # size against the quota (max_size_in_megabytes per partition): a meter, and both in its title
+    quota = page.locator('#entities tr[data-entity="orders"] .quota')
+    title = quota.get_attribute("title") or ""
+    gib = admin.get_queue("orders").max_size_in_megabytes * 4 / 1024
+    assert re.fullmatch(rf"\d+(\.\d)? (B|KiB) of {gib:.1f} GiB", title), title
+    assert float(quota.locator("meter").get_attribute("value") or "-1") >= 0
+    assert quota.locator('[data-count="size"]').inner_text() != "0 B"
     # the charts fill from the JSON endpoint without a reload
     expect(page.locator("svg[data-chart=sent]")).to_have_attribute("data-points", re.compile(r"^([3-9]|\d\d+)$"))
     assert page.locator("svg[data-chart=sent] polyline").get_attribute("points").count(",") >= 3
@@ -98,11 +105,20 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
     body = row.locator("pre.body").inner_text()
     assert re.search(r'"order": \d+,\n  "total"', body), body  # pretty JSON
     assert "BadOrder" in row.inner_text() and "region" in row.inner_text()
+    system = row.locator("table.props").nth(1)  # the system properties, as the SDK names them
+    assert system.locator("caption").inner_text() == "System properties"
+    shown = dict(zip(system.locator("th").all_inner_texts(), system.locator("td").all_inner_texts(), strict=True))
+    assert shown["dead_letter_reason"] == "BadOrder" and shown["content_type"] == "application/json"
+    assert shown["message_id"].startswith("order-") and int(shown["sequence_number"]) > 0
+    assert shown["delivery_count"] == "1" and shown["state"] == "active"
     shoot(page, "dead-letter")
 
     page.goto(dashboard.url + "/entity/orders?view=messages&queue=active&body=hex")
     page.locator("#messages summary").first.click()
     assert re.match(r"00000000  7b 22 6f 72", page.locator("pre.body").first.inner_text())  # '{"or'
+    page.goto(dashboard.url + "/entity/orders?view=messages&queue=scheduled&body=text")
+    page.locator("#messages summary").first.click()
+    assert page.locator("pre.body").first.inner_text() == "later-0"  # as text
     page.goto(dashboard.url + "/entity/carts?view=messages&queue=active&find=cart-1")
     assert page.locator("#messages tr.msg").count() == 1 and "cart-1" in page.locator("#messages").inner_text()
     page.goto(dashboard.url + "/entity/orders?view=messages&queue=active&find=order-7")
