@@ -201,3 +201,36 @@ def test_async(url: str, queue_name: str) -> None:
                 await admin.delete_queue(queue_name)
 
     asyncio.run(main())
+
+
+def test_on_a_cluster(redis_cluster: Any, queue_name: str) -> None:
+    """Each partition of the subscription on its own slot: the copies spread over them all."""
+    url = str(redis_cluster.url)
+    t = "t-" + queue_name
+    with (
+        ServiceBusClient.from_connection_string(url) as client,
+        ServiceBusAdministrationClient.from_connection_string(url) as admin,
+    ):
+        admin.create_queue(queue_name, enable_partitioning=True, partition_count=4)
+        admin.create_topic(t, enable_partitioning=True, partition_count=4)
+        try:
+            admin.create_subscription(t, "a")
+            admin.create_subscription(t, "b")
+            with client.get_queue_sender(queue_name) as s:
+                s.send_messages([ServiceBusMessage(f"k{i}", partition_key=f"k{i}") for i in range(12)])
+            with client.get_queue_receiver(queue_name) as r:
+                got: list[Any] = []
+                while len(got) < 12:
+                    got += r.receive_messages(12, max_wait_time=2)
+                r.dead_letter_messages(got, reason="Bad")
+            assert resubmit_dead_letters(client, admin, queue_name, f"{t}:b").resubmitted == 12
+            b = admin.get_subscription_runtime_properties(t, "b")
+            a = admin.get_subscription_runtime_properties(t, "a")
+            assert (a.active_message_count, b.active_message_count) == (0, 12)
+            with client.get_subscription_receiver(t, "b") as r:
+                copies = r.peek_messages(20, sequence_number=0)
+            assert sorted(map(str, copies)) == sorted(f"k{i}" for i in range(12))
+            assert len({m.partition_id for m in copies}) > 1  # keyed copies: several partitions, several nodes
+        finally:
+            admin.delete_topic(t)
+            admin.delete_queue(queue_name)
