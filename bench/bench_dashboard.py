@@ -15,13 +15,15 @@ then times, median of --rounds:
   * json         GET /api/overview (what the charts poll every two seconds)
 
 The issue's target: the overview renders in under 300 ms with 1,000 entities of 16 partitions.
-Results: bench/results/dashboard.json.
+Results: bench/results/dashboard.json, with the machine's load average (1, 5, 15 min) before the
+timed rounds and after them: the machine may be shared, and a loaded one reads slower.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -61,7 +63,6 @@ def populate(url: str, entities: int, partitions: int) -> int:
 
 def machine(url: str) -> dict[str, Any]:
     """Where and with what the figures were taken (scripts/bench_page.py lists it on docs/benchmarks.md)."""
-    import os
     import subprocess
     from datetime import UTC, datetime
 
@@ -123,6 +124,7 @@ def main() -> int:
         t = time.perf_counter()
         made = populate(url, args.entities, args.partitions)
         setup = time.perf_counter() - t
+        load_before = os.getloadavg()
         transport = Transport(url)
         reader = Reader(transport)
         reader.read()  # builds the calls once; later reads reuse them while the registry is unchanged
@@ -146,7 +148,7 @@ def main() -> int:
         finally:
             conn.close()
             running.stop()
-        where = machine(url_used)
+        where = {**machine(url_used), "load_average_before": load_before, "load_average_after": os.getloadavg()}
     finally:
         if server is not None:
             server.stop()
@@ -156,6 +158,8 @@ def main() -> int:
     for name, values in rows:
         print(f"{name:<6} {statistics.median(values):8.1f} {min(values):8.1f} {max(values):8.1f}")
     print(f"overview page: {html_bytes / 1024:.0f} KiB of HTML")
+    before, after = where["load_average_before"], where["load_average_after"]
+    print(f"load average (1, 5, 15 min): {before} before the rounds, {after} after")
     result = {
         "entities": made,
         "partitions": args.partitions,

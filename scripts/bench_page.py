@@ -361,6 +361,33 @@ def observability(d: Json) -> Iterator[str]:
     yield from table(["mode", "single (µs CPU/msg)", "batch (µs CPU/msg)"], rows)
 
 
+def dashboard(d: Json) -> Iterator[str]:
+    yield "## Dashboard"
+    yield ""
+    m = d["machine"]
+    load = ""
+    if "load_average_before" in m:
+        before, after = (", ".join(f"{x:.2f}" for x in m[k]) for k in ("load_average_before", "load_average_after"))
+        load = (
+            f" Load average (1, 5, 15 min) on the machine ({m.get('cpu_count')} CPUs, shared): {before} before "
+            f"the timed rounds, {after} after."
+        )
+    yield (
+        f"`bench/bench_dashboard.py`: the overview of {d['entities']} entities of {d['partitions']} partitions "
+        f"each, ms over {d['rounds']} rounds; the page is {d['html_bytes'] / 1024:.0f} KiB of HTML. The issue's "
+        f"target is under 300 ms for the page.{load}"
+    )
+    yield ""
+    what = {
+        "read": "read the counts (registry + every partition)",
+        "page": "GET / (read + rates + HTML)",
+        "json": "GET /api/overview (what the page polls)",
+    }
+    rows = [[what.get(k, k), ms(v["median"]), ms(v["min"]), ms(v["max"])] for k, v in d["ms"].items()]
+    yield from table(["what", "median ms", "min ms", "max ms"], rows)
+    yield ""
+
+
 def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
     if isinstance(value, dict):
         for k, v in value.items():
@@ -398,6 +425,7 @@ SECTIONS: dict[str, Callable[[Json], Iterator[str]]] = {
     "workers.json": workers,
     "spark.json": spark,
     "observability.json": observability,
+    "dashboard.json": dashboard,
 }
 
 INTRO = """# Benchmarks

@@ -39,18 +39,26 @@ def unkeyed(messages: Iterable[ServiceBusMessage], meta: EntityMeta) -> bool:
 
 
 def plan_send(
-    messages: Sequence[ServiceBusMessage], meta: EntityMeta, round_robin: int, sched_ms: int = 0
+    messages: Sequence[ServiceBusMessage],
+    meta: EntityMeta,
+    round_robin: int,
+    sched_ms: int = 0,
+    *,
+    into_subscription: bool = False,
 ) -> tuple[list[Call], list[int]]:
     """Group messages by partition: one call per partition, each stored atomically.
 
     Unkeyed messages of one call all go to the round-robin partition. Returns the calls and each
-    message's partition.
+    message's partition. `into_subscription`: the entity is one subscription, whose partitions
+    have a queue's keys, so send.lua stores there directly, past its topic's rules
+    (resubmit_dead_letters only; a queue sender is refused a subscription).
 
     Raises:
         MessageSizeExceededError: a message, or the messages of one partition, exceed the limit.
-        InvalidOperationError: the entity is a topic, or requires sessions and a message has no session_id.
+        InvalidOperationError: the entity is not a queue (with into_subscription: not a
+            subscription), or requires sessions and a message has no session_id.
     """
-    if meta.kind != "queue":
+    if meta.kind != ("subscription" if into_subscription else "queue"):
         raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}: send to a topic with get_topic_sender")
     if meta.sessions:
         check_session_ids(messages, meta.name)

@@ -39,14 +39,22 @@ class ServiceBusSender:
     """
 
     def __init__(
-        self, context: HandlerContext, entity: str, max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS
+        self,
+        context: HandlerContext,
+        entity: str,
+        max_pending_sends: int = DEFAULT_MAX_PENDING_SENDS,
+        *,
+        into_subscription: bool = False,
     ) -> None:
+        """`into_subscription`: `entity` is a subscription path and messages are stored in it
+        directly, bypassing its topic's rules (sbredis's resubmit_dead_letters only)."""
         self._context = context
         self.entity_name = entity
+        self._into_subscription = into_subscription
         self._rr = random.randrange(1 << 30)
         # paired namespaces: decided once, here; an unpaired client's sends go straight to _store
         paired = context.paired
-        store = self._store if paired is None else paired.route(entity, self._store)
+        store = self._store if paired is None or into_subscription else paired.route(entity, self._store)
         self._pipe = SyncCoalescer(store, max_pending_sends)
 
     def store_entries(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
@@ -103,7 +111,8 @@ class ServiceBusSender:
             group = [indexes[g] for g in group]
             rr = self._next_partition(meta, down)
             try:
-                calls, where = send_plan.plan_send([m for i in group for m in entries[i]], meta, rr, sched_ms)
+                msgs = [m for i in group for m in entries[i]]
+                calls, where = send_plan.plan_send(msgs, meta, rr, sched_ms, into_subscription=self._into_subscription)
             except ServiceBusError as e:
                 for i in group:
                     outcomes[i] = e

@@ -1,14 +1,15 @@
 """`sbredis dlq resubmit | purge`: send dead-lettered messages back, or drop them.
 
-resubmit receives from the dead-letter subqueue with peek-lock, sends a copy of each message (body,
-properties, message id) to the entity and completes the dead-lettered message only after the send
-was stored: an interruption loses nothing, but a message whose copy was stored and whose
-completion did not happen (interrupted in between, lock lost) is resubmitted twice by the next run,
-unless the entity detects duplicates. On an entity with duplicate detection a copy that is dropped
-as a duplicate (dead-lettered within the detection window) is not stored, so its dead-lettered
-message stays where it is (``--new-message-id`` gives copies new ids). A subscription's dead
-letters go back through its topic (``--to TOPIC``), so every subscription whose rules match gets a
-copy.
+resubmit (the library's ``sbredis.management.resubmit_dead_letters``) receives from the dead-letter
+subqueue with peek-lock, sends a copy of each message (body, properties, message id) to the entity
+and completes the dead-lettered message only after the send was stored: an interruption loses
+nothing, but a message whose copy was stored and whose completion did not happen (interrupted in
+between, lock lost) is resubmitted twice by the next run, unless the entity detects duplicates. On
+an entity with duplicate detection a copy that is dropped as a duplicate (dead-lettered within the
+detection window) is not stored, so its dead-lettered message stays where it is
+(``--new-message-id`` gives copies new ids). A subscription's dead letters go back through its
+topic (``--to TOPIC``), so every subscription whose rules match gets a copy, or to one subscription
+only (``--to TOPIC:SUB``: the topic's rules and its other subscriptions are bypassed).
 
 ``--transfer-dlq`` works on the transfer dead-letter subqueue instead (messages that could not be
 forwarded: a missing or disabled destination, too many hops).
@@ -24,19 +25,14 @@ receiver right now, nor deferred or scheduled ones).
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
 from typing import Any
 
 from .. import ServiceBusClient, ServiceBusReceiveMode, ServiceBusSubQueue
-from .._message import ServiceBusReceivedMessage, copy_for_resend
-from ..exceptions import MessageLockLostError
-from ..management import ServiceBusAdministrationClient
+from .._message import ServiceBusReceivedMessage
+from ..management import ServiceBusAdministrationClient, resubmit_dead_letters
 from . import _clients
 from ._registry import ExitCode, Registry, UsageError, add_yes, confirm
-from .messages import sender_for
 from .output import MESSAGE_COLUMNS, Output, Progress, message_dict, messages_table
-
-LONG_AGO = datetime(2000, 1, 1, tzinfo=UTC)  # "scheduled" in the past: enqueued at once, sequence numbers back
 
 
 def register(cli: Registry) -> None:
@@ -61,7 +57,9 @@ def register(cli: Registry) -> None:
         )
         if name == "resubmit":
             p.add_argument(
-                "--to", help="the queue or topic to send to (default: the queue; required for a subscription)"
+                "--to",
+                help="the queue, topic, or one subscription (TOPIC/Subscriptions/SUB or TOPIC:SUB: only it gets "
+                "the copies, the topic's rules bypassed) to send to (default: the queue; required for a subscription)",
             )
             p.add_argument("--new-message-id", action="store_true", help="give each copy a new message id")
 
@@ -169,75 +167,45 @@ def run_resubmit(args: argparse.Namespace, out: Output) -> int:
     if sub is not None and not args.to:
         raise UsageError(
             f"{args.entity} is a subscription: its dead letters go back through a topic, to every subscription "
-            f"whose rules match; pass --to {topic} to do that"
+            f"whose rules match (pass --to {topic}), or to one subscription only (pass --to {topic}:{sub})"
         )
     target = args.to or topic
     with _clients.admin(args) as admin, _clients.client(args) as c:
         limit, code = _start(args, out, admin, c, ("resubmit", "resubmitted"), f"to {target}")
         if code is not None:
             return code
-        with sender_for(c, admin, target) as sender:
-            counts = _resubmit(args, c, sender, limit)
+        with Progress(f"resubmit {args.entity}", limit, Progress.wanted(args)) as bar:
+            done = resubmit_dead_letters(
+                c,
+                admin,
+                args.entity,
+                target,
+                sub_queue=args.sub_queue,
+                max_message_count=limit,
+                new_message_ids=args.new_message_id,
+                batch_size=args.batch,
+                on_progress=bar.advance,
+            )
+    counts = {
+        "resubmitted": done.resubmitted,
+        "kept_as_duplicates": done.kept_as_duplicates,
+        "lock_lost": done.lock_lost,
+    }
     if out.json:
         out.emit({"entity": args.entity, "to": target, **counts})
     else:
-        out.say(f"resubmitted {counts['resubmitted']} message(s) of {WHERE[args.sub_queue]}{args.entity} to {target}")
-    if counts["kept_as_duplicates"]:
+        out.say(f"resubmitted {done.resubmitted} message(s) of {WHERE[args.sub_queue]}{args.entity} to {target}")
+    if done.kept_as_duplicates:
         out.warn(
-            f"{counts['kept_as_duplicates']} copies were dropped by duplicate detection (same message id within "
+            f"{done.kept_as_duplicates} copies were dropped by duplicate detection (same message id within "
             "the window): their messages stay in the dead-letter subqueue (--new-message-id resubmits them)"
         )
-    if counts["lock_lost"]:
+    if done.lock_lost:
         out.warn(
-            f"{counts['lock_lost']} message(s) were resubmitted but their dead-letter lock was lost before they "
+            f"{done.lock_lost} message(s) were resubmitted but their dead-letter lock was lost before they "
             "could be completed: they are still in the dead-letter subqueue (resubmitting again duplicates them)"
         )
     return ExitCode.OK
-
-
-def _resubmit(args: argparse.Namespace, c: ServiceBusClient, sender: Any, limit: int) -> dict[str, int]:
-    """Receive up to `limit` dead letters, send copies, complete what was stored; counts."""
-    counts = {"resubmitted": 0, "kept_as_duplicates": 0, "lock_lost": 0}
-    held: list[ServiceBusReceivedMessage] = []  # dropped as duplicates, or seen twice: given back at the end
-    seen: set[int] = set()
-    taken = 0
-    dlq = _clients.receiver(c, args.entity, sub_queue=args.sub_queue)
-    with dlq, Progress(f"resubmit {args.entity}", limit, Progress.wanted(args)) as bar:
-        try:
-            while taken < limit:
-                msgs = dlq.receive_messages(min(args.batch, limit - taken), max_wait_time=1)
-                if not msgs:
-                    break
-                taken += len(msgs)
-                fresh = [m for m in msgs if m.sequence_number not in seen]
-                held += [m for m in msgs if m.sequence_number in seen]  # a held lock elapsed: ours again
-                seen |= {m.sequence_number for m in fresh}
-                if not fresh:
-                    continue
-                seqs = sender.schedule_messages([copy_for_resend(m, args.new_message_id) for m in fresh], LONG_AGO)
-                stored = [m for m, s in zip(fresh, seqs, strict=True) if s]
-                dropped = [m for m, s in zip(fresh, seqs, strict=True) if not s]
-                held += dropped
-                counts["kept_as_duplicates"] += len(dropped)
-                if stored:
-                    try:
-                        dlq.complete_messages(stored)
-                    except MessageLockLostError:
-                        counts["lock_lost"] += len(stored)
-                counts["resubmitted"] += len(stored)
-                bar.advance(len(fresh))
-        finally:
-            if held:
-                _give_back(dlq, held)
-    return counts
-
-
-def _give_back(dlq: Any, msgs: list[ServiceBusReceivedMessage]) -> None:
-    for m in msgs:
-        try:
-            dlq.abandon_message(m)
-        except MessageLockLostError:
-            pass  # it elapsed: available anyway
 
 
 def run_purge(args: argparse.Namespace, out: Output) -> int:

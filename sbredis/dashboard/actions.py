@@ -3,11 +3,10 @@
 messages, send a test message, update settings.
 
 Each change is made of the library's own calls, so it is atomic per partition as they are: a
-resubmit receives dead letters in peek-lock, stores the copies (one ``schedule_messages`` call in
-the past, which says which copies duplicate detection dropped), then completes the originals in
-one ``complete_messages`` call; it never completes a message whose copy was not stored, and gives
-back (abandons) what it received but was not asked to move. Like ``sbredis dlq resubmit``
-(sbredis/cli/dlq.py), which this follows.
+resubmit is ``sbredis.management.resubmit_dead_letters``, as ``sbredis dlq resubmit``'s: it
+receives dead letters in peek-lock, stores the copies (to a queue, a topic, or one subscription
+alone), then completes the originals; it never completes a message whose copy was not stored, and
+gives back (abandons) what it received but was not asked to move.
 """
 
 from __future__ import annotations
@@ -17,16 +16,14 @@ import binascii
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from .. import ServiceBusClient, ServiceBusMessage, ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
-from .._message import ServiceBusReceivedMessage, copy_for_resend
+from .._message import ServiceBusReceivedMessage
 from ..cli.messages import sender_for
-from ..exceptions import MessageLockLostError, ServiceBusError
-from ..management import ServiceBusAdministrationClient
+from ..exceptions import ServiceBusError
+from ..management import ServiceBusAdministrationClient, resubmit_dead_letters
 
-LONG_AGO = datetime(2000, 1, 1, tzinfo=UTC)  # "scheduled" in the past: stored at once, and each copy reported
 QUEUES = ("active", "scheduled", "deferred", "deadletter", "transferdeadletter")
 SUB_QUEUES = {
     "deadletter": ServiceBusSubQueue.DEAD_LETTER,
@@ -198,51 +195,21 @@ def resubmit(
     new_message_ids: bool = False,
 ) -> Outcome:
     """Send copies of dead letters (`queue`: "deadletter" or "transferdeadletter") to `target` (a
-    queue or topic) and complete them once the copies are stored; only the sequence numbers in
-    `selected` when given, else all there now."""
+    queue, a topic, or one subscription as ``TOPIC/Subscriptions/SUB``) and complete them once the
+    copies are stored; only the sequence numbers in `selected` when given, else all there now."""
     if queue not in ("deadletter", "transferdeadletter"):
         raise ActionError("resubmit takes deadletter or transferdeadletter")
-    wanted = None if selected is None else set(selected)
+    if not target:
+        raise ActionError("choose where to resubmit to")
+    wanted = None if selected is None else sorted(set(selected))
     if wanted is not None and not wanted:
         raise ActionError("select at least one message")
-    limit = _count(admin, path, queue)
-    out = Outcome()
-    held: list[ServiceBusReceivedMessage] = []  # received, not to be moved now: given back at the end
-    seen: set[int] = set()
-    with sender_for(c, admin, target) as s, receiver(c, path, sub_queue=SUB_QUEUES[queue]) as r:
-        try:
-            taken = 0
-            while taken < limit and (wanted is None or wanted - seen):
-                got = r.receive_messages(min(250, limit - taken), max_wait_time=0.5)
-                if not got:
-                    break
-                taken += len(got)
-                fresh = [m for m in got if m.sequence_number not in seen]
-                held += [m for m in got if m.sequence_number in seen]
-                seen |= {m.sequence_number for m in fresh}
-                move = [m for m in fresh if wanted is None or m.sequence_number in wanted]
-                held += [m for m in fresh if not (wanted is None or m.sequence_number in wanted)]
-                if not move:
-                    continue
-                seqs = s.schedule_messages([copy_for_resend(m, new_message_ids) for m in move], LONG_AGO)
-                stored = [m for m, q in zip(move, seqs, strict=True) if q]
-                dropped = [m for m, q in zip(move, seqs, strict=True) if not q]
-                held += dropped
-                out.kept_as_duplicates += len(dropped)
-                if stored:
-                    try:
-                        r.complete_messages(stored)
-                    except MessageLockLostError:
-                        out.lock_lost += len(stored)
-                out.done += len(stored)
-        finally:
-            for m in held:
-                try:
-                    r.abandon_message(m)
-                except MessageLockLostError:
-                    pass  # elapsed: available again anyway
-    if wanted is not None and wanted - seen:
-        out.notes.append(f"{len(wanted - seen)} selected message(s) were no longer there")
+    r = resubmit_dead_letters(
+        c, admin, path, target, sub_queue=SUB_QUEUES[queue], sequence_numbers=wanted, new_message_ids=new_message_ids
+    )
+    out = Outcome(done=r.resubmitted, kept_as_duplicates=r.kept_as_duplicates, lock_lost=r.lock_lost)
+    if r.not_found:
+        out.notes.append(f"{len(r.not_found)} selected message(s) were no longer there")
     if out.kept_as_duplicates:
         out.notes.append(
             f"{out.kept_as_duplicates} copies were dropped by duplicate detection: their messages stay "

@@ -242,8 +242,9 @@ class Dashboard:
         return found[0], rates
 
     def targets(self) -> list[str]:
-        """Queues and topics: where messages can be resubmitted."""
-        return [name for name, kind in self.reader.names() if kind in ("queue", "topic")]
+        """Where messages can be resubmitted: queues, topics (through their rules, to every
+        subscription that matches) and subscriptions (to that one alone)."""
+        return [name for name, kind in self.reader.names() if kind in ("queue", "topic", "subscription")]
 
 
 def create_app(settings: Settings) -> Starlette:
@@ -410,7 +411,9 @@ def _question(verb: str, name: str, v: dict[str, Any], seqs: list[int], queue: s
     if verb == "resubmit":
         which = f"the {len(seqs)} selected" if not v.get("all") else "all the"
         ids = ", with new message ids" if v.get("new_ids") else ""
-        return f"Resubmit {which} {what} messages of {name} to {v.get('target')}{ids}?"
+        target = str(v.get("target") or "")
+        to = f"the subscription {target} alone" if actions.split(target)[1] is not None else target
+        return f"Resubmit {which} {what} messages of {name} to {to}{ids}?"
     if verb == "cancel":
         return f"Cancel the scheduled messages {', '.join(map(str, seqs)) or '(none given)'} of {name}?"
     if verb == "send":

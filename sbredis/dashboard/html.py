@@ -289,7 +289,11 @@ def actions_panel(ent: Entity, csrf: str, read_only: bool, targets: Sequence[str
 def target_select(ent: Entity, targets: Sequence[str]) -> str:
     origin = ent.topic if ent.kind == "subscription" else ent.name
     opts = [f'<option value="{e(origin)}">{e(origin)} (origin)</option>']
-    opts += [f'<option value="{e(t)}">{e(t)}</option>' for t in targets if t != origin]
+    opts += [
+        f'<option value="{e(t)}">{e(t)}{" (this subscription only)" if "/Subscriptions/" in t else ""}</option>'
+        for t in targets
+        if t != origin
+    ]
     return f'<label>To <select name="target">{"".join(opts)}</select></label>'
 
 

@@ -1,6 +1,7 @@
 """Administration client and entity models (as azure.servicebus.management)."""
 
 from .._core.entity import EntityStatus, QueueProperties
+from .._core.resubmit import ResubmitResult
 from .._core.rules import (
     CorrelationRuleFilter,
     FalseRuleFilter,
@@ -11,6 +12,7 @@ from .._core.rules import (
 from .._core.topic_entity import RuleProperties, SubscriptionProperties, TopicProperties
 from .._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from .._sync._admin import ServiceBusAdministrationClient
+from .._sync._resubmit import resubmit_dead_letters
 from .._topic_models import SubscriptionRuntimeProperties, TopicRuntimeProperties
 from ._sdk_names import AccessRights, ApiVersion, AuthorizationRule
 
@@ -24,6 +26,7 @@ __all__ = [
     "PartitionRuntimeProperties",
     "QueueProperties",
     "QueueRuntimeProperties",
+    "ResubmitResult",
     "RuleProperties",
     "ServiceBusAdministrationClient",
     "SqlRuleAction",
@@ -33,4 +36,5 @@ __all__ = [
     "TopicProperties",
     "TopicRuntimeProperties",
     "TrueRuleFilter",
+    "resubmit_dead_letters",
 ]

@@ -148,3 +148,69 @@ def test_resubmit_killed_midway_loses_nothing(url: str, make_queue: Any, admin: 
             return out
 
     assert set(bodies(None)) | set(bodies(ServiceBusSubQueue.DEAD_LETTER)) == {f"m{i}" for i in range(n)}
+
+
+def test_resubmit_to_one_subscription(sb: Any, admin: Any, client: Any) -> None:
+    """--to TOPIC:SUB stores the copies in that subscription only: not in the topic's other
+    subscriptions, and not through its rules (`picky` matches nothing the topic sends)."""
+    t = "clidlqone"
+    admin.create_topic(t, enable_partitioning=True, partition_count=2)
+    try:
+        for name in ("a", "b"):
+            admin.create_subscription(t, name)
+        admin.create_subscription(t, "picky")
+        admin.delete_rule(t, "picky", "$Default")  # no rule: the topic's sends never reach it
+        with client.get_topic_sender(t) as s:
+            s.send_messages([ServiceBusMessage(f"x{i}", message_id=f"x{i}", subject="s") for i in range(5)])
+        with client.get_subscription_receiver(t, "a") as r:
+            got: list[Any] = []
+            while len(got) < 5:
+                got += r.receive_messages(5 - len(got), max_wait_time=2)
+            r.dead_letter_messages(got, reason="Bad")
+        b_before = admin.get_subscription_runtime_properties(t, "b").active_message_count
+        assert b_before == 5
+
+        def subs() -> dict[str, tuple[int, int]]:
+            out = {}
+            for name in ("a", "b", "picky"):
+                p = admin.get_subscription_runtime_properties(t, name)
+                out[name] = (p.active_message_count, p.dead_letter_message_count)
+            return out
+
+        missing = sb("dlq", "resubmit", f"{t}:a", "--to", f"{t}:nope", "--yes")
+        assert missing.code == 3 and "nope" in missing.err, missing
+        assert subs() == {"a": (0, 5), "b": (5, 0), "picky": (0, 0)}  # nothing moved
+
+        r = sb("dlq", "resubmit", f"{t}/Subscriptions/a", "--to", f"{t}/Subscriptions/picky", "--yes", "--json")
+        assert r.code == 0 and r.json() == {
+            "entity": f"{t}/Subscriptions/a",
+            "to": f"{t}/Subscriptions/picky",
+            "resubmitted": 5,
+            "kept_as_duplicates": 0,
+            "lock_lost": 0,
+        }, r
+        assert subs() == {"a": (0, 0), "b": (5, 0), "picky": (5, 0)}
+        with client.get_subscription_receiver(t, "picky") as rc:
+            copies = rc.peek_messages(10, sequence_number=0)
+        assert sorted(str(m) for m in copies) == [f"x{i}" for i in range(5)]
+        assert {m.message_id for m in copies} == {f"x{i}" for i in range(5)} and {m.subject for m in copies} == {"s"}
+    finally:
+        admin.delete_topic(t)
+
+
+def test_resubmit_queue_dead_letters_to_a_subscription(sb: Any, make_queue: Any, admin: Any, client: Any) -> None:
+    q = make_queue()
+    dead_letter(client, q, 4)
+    t = "clidlqinto"
+    admin.create_topic(t)
+    try:
+        admin.create_subscription(t, "one")
+        admin.create_subscription(t, "other")
+        r = sb("dlq", "resubmit", q, "--to", f"{t}:one", "--count", "3", "--new-message-id", "--yes")
+        assert r.code == 0 and f"resubmitted 3 message(s) of the dead-letter subqueue of {q} to {t}:one" in r.out, r
+        assert counts(admin, q) == (0, 1)
+        one = admin.get_subscription_runtime_properties(t, "one")
+        other = admin.get_subscription_runtime_properties(t, "other")
+        assert (one.active_message_count, other.active_message_count) == (3, 0)
+    finally:
+        admin.delete_topic(t)

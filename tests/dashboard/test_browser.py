@@ -19,7 +19,7 @@ def cell(page: Any, entity: str, count: str) -> str:
     return str(page.locator(f'#entities tr[data-entity="{entity}"] [data-count="{count}"]').inner_text())
 
 
-def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, client: Any) -> None:
+def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, client: Any, admin: Any) -> None:
     requested: list[str] = []
     page.on("request", lambda r: requested.append(r.url))
     failed: list[str] = []
@@ -32,6 +32,13 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
     assert (cell(page, "orders", "scheduled"), cell(page, "orders", "deferred")) == ("2", "1")
     assert cell(page, "events/Subscriptions/lost", "transfer_dead_letter") == "3"
     assert cell(page, "events/Subscriptions/audit", "active") == "3"
+    # size against the quota (max_size_in_megabytes per partition): a meter, and both in its title
+    quota = page.locator('#entities tr[data-entity="orders"] .quota')
+    title = quota.get_attribute("title") or ""
+    gib = admin.get_queue("orders").max_size_in_megabytes * 4 / 1024
+    assert re.fullmatch(rf"\d+(\.\d)? (B|KiB) of {gib:.1f} GiB", title), title
+    assert float(quota.locator("meter").get_attribute("value") or "-1") >= 0
+    assert quota.locator('[data-count="size"]').inner_text() != "0 B"
     # the charts fill from the JSON endpoint without a reload
     expect(page.locator("svg[data-chart=sent]")).to_have_attribute("data-points", re.compile(r"^([3-9]|\d\d+)$"))
     assert page.locator("svg[data-chart=sent] polyline").get_attribute("points").count(",") >= 3
@@ -98,11 +105,20 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
     body = row.locator("pre.body").inner_text()
     assert re.search(r'"order": \d+,\n  "total"', body), body  # pretty JSON
     assert "BadOrder" in row.inner_text() and "region" in row.inner_text()
+    system = row.locator("table.props").nth(1)  # the system properties, as the SDK names them
+    assert system.locator("caption").inner_text() == "System properties"
+    shown = dict(zip(system.locator("th").all_inner_texts(), system.locator("td").all_inner_texts(), strict=True))
+    assert shown["dead_letter_reason"] == "BadOrder" and shown["content_type"] == "application/json"
+    assert shown["message_id"].startswith("order-") and int(shown["sequence_number"]) > 0
+    assert shown["delivery_count"] == "1" and shown["state"] == "active"
     shoot(page, "dead-letter")
 
     page.goto(dashboard.url + "/entity/orders?view=messages&queue=active&body=hex")
     page.locator("#messages summary").first.click()
     assert re.match(r"00000000  7b 22 6f 72", page.locator("pre.body").first.inner_text())  # '{"or'
+    page.goto(dashboard.url + "/entity/orders?view=messages&queue=scheduled&body=text")
+    page.locator("#messages summary").first.click()
+    assert page.locator("pre.body").first.inner_text() == "later-0"  # as text
     page.goto(dashboard.url + "/entity/carts?view=messages&queue=active&find=cart-1")
     assert page.locator("#messages tr.msg").count() == 1 and "cart-1" in page.locator("#messages").inner_text()
     page.goto(dashboard.url + "/entity/orders?view=messages&queue=active&find=order-7")
@@ -177,6 +193,82 @@ def test_resubmit_selected_then_purge(page: Any, dashboard: Any, admin: Any, cli
         assert (props.active_message_count, props.dead_letter_message_count) == (2, 0)
     finally:
         admin.delete_queue("refunds")
+
+
+def test_resubmit_to_one_subscription(page: Any, dashboard: Any, admin: Any, client: Any, shoot: Any) -> None:
+    """Dead letters of one subscription resubmitted to another subscription of the topic, then back to
+    itself: each time only the chosen subscription gets the copies (not the topic's other subscriptions,
+    and not through the topic's rules: `held` has none, so nothing sent to the topic reaches it)."""
+    t = "shipments"
+    admin.create_topic(t, enable_partitioning=True, partition_count=2)
+    try:
+        for name in ("eu", "us", "held"):
+            admin.create_subscription(t, name)
+        admin.delete_rule(t, "held", "$Default")
+        with client.get_topic_sender(t) as s:
+            s.send_messages([ServiceBusMessage(f"parcel-{i}", message_id=f"parcel-{i}") for i in range(5)])
+        with client.get_subscription_receiver(t, "eu") as r:
+            got: list[Any] = []
+            while len(got) < 5:
+                got += r.receive_messages(5 - len(got), max_wait_time=2)
+            r.dead_letter_messages(got, reason="NoCustoms")
+
+        def counts() -> dict[str, tuple[int, int]]:
+            out = {}
+            for name in ("eu", "us", "held"):
+                p = admin.get_subscription_runtime_properties(t, name)
+                out[name] = (p.active_message_count, p.dead_letter_message_count)
+            return out
+
+        assert counts() == {"eu": (0, 5), "us": (5, 0), "held": (0, 0)}
+        page.goto(dashboard.url + f"/entity/{t}/Subscriptions/eu?view=messages&queue=deadletter")
+        boxes = page.locator('#messages input[name="seq"]')
+        assert boxes.count() == 5
+        seqs = {int(boxes.nth(i).get_attribute("value")) for i in (1, 3)}
+        with client.get_subscription_receiver(t, "eu", sub_queue=ServiceBusSubQueue.DEAD_LETTER) as r:
+            chosen = {m.message_id for m in r.peek_messages(10, sequence_number=0) if m.sequence_number in seqs}
+        assert len(chosen) == 2
+        boxes.nth(1).check()
+        boxes.nth(3).check()
+        target = page.locator("form#selected").get_by_label("To")
+        assert target.locator("option").all_inner_texts()[:1] == [f"{t} (origin)"]
+        assert f"{t}/Subscriptions/held (this subscription only)" in target.locator("option").all_inner_texts()
+        target.select_option(f"{t}/Subscriptions/held")
+        page.get_by_role("button", name="Resubmit selected…").click()
+        assert page.locator("#question").inner_text() == (
+            f"Resubmit the 2 selected dead-letter messages of {t}/Subscriptions/eu "
+            f"to the subscription {t}/Subscriptions/held alone?"
+        )
+        shoot(page, "confirm-resubmit-subscription")
+        page.get_by_role("button", name="Yes, resubmit").click()
+        assert page.locator(".notice").inner_text() == (
+            f"Resubmitted 2 message(s) of {t}/Subscriptions/eu to {t}/Subscriptions/held."
+        )
+        shoot(page, "resubmitted-to-subscription")
+        assert counts() == {"eu": (0, 3), "us": (5, 0), "held": (2, 0)}
+        with client.get_subscription_receiver(t, "held") as r:
+            assert {m.message_id for m in r.peek_messages(10, sequence_number=0)} == chosen
+
+        # the rest, from the entity page's "Resubmit all", back into eu alone (not to us again)
+        page.goto(dashboard.url + f"/entity/{t}/Subscriptions/eu")
+        form = page.locator("form.resubmit")
+        form.get_by_label("To").select_option(f"{t}/Subscriptions/eu")
+        form.get_by_role("button", name="Resubmit all…").click()
+        assert page.locator("#question").inner_text() == (
+            f"Resubmit all the dead-letter messages of {t}/Subscriptions/eu to the subscription "
+            f"{t}/Subscriptions/eu alone?"
+        )
+        page.get_by_role("button", name="Yes, resubmit").click()
+        assert page.locator(".notice").inner_text() == (
+            f"Resubmitted 3 message(s) of {t}/Subscriptions/eu to {t}/Subscriptions/eu."
+        )
+        assert counts() == {"eu": (3, 0), "us": (5, 0), "held": (2, 0)}
+        with client.get_subscription_receiver(t, "eu") as r:
+            assert {m.message_id for m in r.peek_messages(10, sequence_number=0)} == {
+                f"parcel-{i}" for i in range(5)
+            } - chosen
+    finally:
+        admin.delete_topic(t)
 
 
 def focus_on(page: Any, label: str, limit: int = 300) -> None:

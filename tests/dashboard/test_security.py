@@ -101,6 +101,16 @@ def test_csrf_refused(dashboard: Running, admin: Any) -> None:
     no_cookie = call(dashboard.url, "POST", "/action/purge", {**form, "csrf": token})  # another site's form
     for r in (no_field, wrong, no_cookie):
         assert r.status == 403 and "CSRF token does not match" in r.text
+    for verb, fields in [  # every action, each with a wrong token
+        ("resubmit", {"queue": "deadletter", "all": "1", "target": "orders"}),
+        ("send", {"body": "x"}),
+        ("cancel", {"seq_list": "1"}),
+        ("settings", {"kind": "queue", "set:max_delivery_count": "9"}),
+    ]:
+        r = call(dashboard.url, "POST", f"/action/{verb}", {**form, **fields, "csrf": "x" + token}, Cookie=cookie)
+        assert r.status == 403 and "CSRF token does not match" in r.text, verb
+    assert admin.get_queue_runtime_properties("orders").dead_letter_message_count == 5
+    assert admin.get_queue("orders").max_delivery_count == 3
     assert admin.get_queue_runtime_properties("orders").active_message_count == 13
     ok = call(dashboard.url, "POST", "/action/send", {"entity": "archive", "body": "x", "csrf": token}, Cookie=cookie)
     assert ok.status == 200 and "Send a test message to archive?" in ok.text  # the confirmation, nothing sent yet

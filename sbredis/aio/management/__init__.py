@@ -1,6 +1,7 @@
 """Async administration client (as azure.servicebus.aio.management)."""
 
 from ..._core.entity import EntityStatus, QueueProperties
+from ..._core.resubmit import ResubmitResult
 from ..._core.rules import (
     CorrelationRuleFilter,
     FalseRuleFilter,
@@ -13,6 +14,7 @@ from ..._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from ..._topic_models import SubscriptionRuntimeProperties, TopicRuntimeProperties
 from ...management._sdk_names import AccessRights, ApiVersion, AuthorizationRule
 from .._admin import ServiceBusAdministrationClient
+from .._resubmit import resubmit_dead_letters
 
 __all__ = [
     "AccessRights",
@@ -24,6 +26,7 @@ __all__ = [
     "PartitionRuntimeProperties",
     "QueueProperties",
     "QueueRuntimeProperties",
+    "ResubmitResult",
     "RuleProperties",
     "ServiceBusAdministrationClient",
     "SqlRuleAction",
@@ -33,4 +36,5 @@ __all__ = [
     "TopicProperties",
     "TopicRuntimeProperties",
     "TrueRuleFilter",
+    "resubmit_dead_letters",
 ]
