@@ -8,7 +8,7 @@ names the script's leading fixed arguments in the order of the script's header
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -44,12 +44,30 @@ def mode_of(mode: ServiceBusReceiveMode) -> Mode:
 
 @dataclass(frozen=True)
 class Call:
-    """One script call on one partition."""
+    """One script call on one partition.
+
+    ``gen``: the caller's entity generation, passed after ``args`` as the script's last ARGV, which
+    includes/partition.lua takes off and checks against the partition's: a partition of another
+    generation answers STALE (the entity was deleted and created again). '' is not checked.
+    """
 
     script: scripts.Script
     keys: tuple[str, ...]
     args: tuple[Any, ...]
     partition: int
+    gen: str = ""
+
+    @property
+    def argv(self) -> tuple[Any, ...]:
+        """What the script is called with: ``args`` and then ``gen``."""
+        return (*self.args, self.gen)
+
+
+def stamped(calls: list[Call], gen: str) -> list[Call]:
+    """`calls` made with the metadata of generation `gen` (EntityMeta.generation)."""
+    if not gen:
+        return calls
+    return [replace(c, gen=gen) for c in calls]
 
 
 def partition_call(name: str, entity: str, partition: int, args: tuple[Any, ...]) -> Call:
