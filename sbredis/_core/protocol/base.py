@@ -8,7 +8,7 @@ names the script's leading fixed arguments in the order of the script's header
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -67,7 +67,7 @@ def stamped(calls: list[Call], gen: str) -> list[Call]:
     """`calls` made with the metadata of generation `gen` (EntityMeta.generation)."""
     if not gen:
         return calls
-    return [replace(c, gen=gen) for c in calls]
+    return [Call(c.script, c.keys, c.args, c.partition, gen) for c in calls]  # not replace(): half the cost
 
 
 def partition_call(name: str, entity: str, partition: int, args: tuple[Any, ...]) -> Call:
