@@ -9,11 +9,12 @@ from .keys import partition_keys
 from .topic_entity import owner_config_commands, owner_delete_keys
 
 
-def config_commands(p: QueueProperties) -> list[tuple[Any, ...]]:
-    """Commands that write the entity's config into each partition (and its transfer queue's)."""
+def config_commands(p: QueueProperties, gen: str = "") -> list[tuple[Any, ...]]:
+    """Commands that write the entity's config (of generation `gen`) into each partition (and its
+    transfer queue's)."""
     cmds: list[tuple[Any, ...]] = []
     for i in range(p.partition_count):
-        cmds += owner_config_commands(partition_keys(p.name, i), partition_config(p, i))
+        cmds += owner_config_commands(partition_keys(p.name, i), partition_config(p, i, gen))
     return cmds
 
 

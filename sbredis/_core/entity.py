@@ -224,10 +224,21 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
     return p
 
 
-def partition_config(p: QueueProperties, partition: int) -> dict[str, str | int]:
-    """The cfg hash written into every partition: what the scripts enforce."""
+def new_generation() -> str:
+    """A fresh entity generation: each create gets one, kept in the registry record (GENERATION)
+    and every partition's cfg (includes/partition.lua checks callers against it)."""
+    return os.urandom(6).hex()
+
+
+GENERATION = "_g"  # the registry record's field holding the entity's generation
+
+
+def partition_config(p: QueueProperties, partition: int, gen: str = "") -> dict[str, str | int]:
+    """The cfg hash written into every partition: what the scripts enforce. `gen`: the entity's
+    generation ('' for an entity created before generations: the scripts check no caller)."""
     return {
         "name": p.name,
+        "gen": gen,
         "pidx": partition,
         "pcount": p.partition_count,
         "status": p.status.value,

@@ -12,6 +12,11 @@ from .redact import redact_text
 # Error replies from the Lua scripts: 'SBERR <CODE>'.
 LUA_ERRORS: dict[str, tuple[type[ex.ServiceBusError], str]] = {
     "NOTFOUND": (ex.MessagingEntityNotFoundError, "The messaging entity '{entity}' was not found."),
+    # the caller's metadata is of an earlier generation: clients reload it and go on (docs/semantics.md)
+    "STALE": (
+        ex.MessagingEntityNotFoundError,
+        "The messaging entity '{entity}' was deleted and created again since its metadata was read.",
+    ),
     "DISABLED": (
         ex.MessagingEntityDisabledError,
         "The messaging entity '{entity}' is disabled for this operation.",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._message import ServiceBusMessage
@@ -27,7 +27,7 @@ from ..exceptions import (
     MessagingEntityNotFoundError,
 )
 from . import codec
-from .entity import QueueProperties
+from .entity import GENERATION, QueueProperties
 from .meta import EntityMeta
 from .protocol import Call, cancel_topic_scheduled, forward_ack, forward_in, forward_out, idle, publish
 from .protocol.forward_out import OutboxEntry
@@ -60,10 +60,16 @@ class TopicMeta(EntityMeta):
 def meta_from_record(name: str, raw: dict[str, Any]) -> EntityMeta:
     """What senders, receivers and the forwarder need from a registry record of any kind."""
     kind = kind_of(raw)
+    gen = str(raw.get(GENERATION) or "")
     if kind == "topic":
         t: TopicProperties = from_record(TopicProperties, raw)
         return TopicMeta(
-            name, t.partition_count, t.requires_duplicate_detection, t.max_message_size_in_kilobytes * 1024, "topic"
+            name,
+            t.partition_count,
+            t.requires_duplicate_detection,
+            t.max_message_size_in_kilobytes * 1024,
+            "topic",
+            generation=gen,
         )
     if kind == "subscription":
         return EntityMeta(
@@ -74,10 +80,11 @@ def meta_from_record(name: str, raw: dict[str, Any]) -> EntityMeta:
             "subscription",
             bool(raw.get("forward_to")),
             bool(raw.get("requires_session")),
+            gen,
         )
     if kind != "queue":
         raise MessagingEntityNotFoundError(f"The messaging entity '{name}' was not found.")
-    return EntityMeta.from_properties(QueueProperties.from_json(json.dumps(raw)))
+    return replace(EntityMeta.from_properties(QueueProperties.from_json(json.dumps(raw))), generation=gen)
 
 
 def window_ms(raw: dict[str, Any]) -> int:

@@ -6,8 +6,10 @@ scripts receive all 23 in this order (``lua/includes/partition.lua`` names them)
 
 ``cfg`` (hash)
     The entity's settings copied into the partition (status, lock_ms, max_dc, ttl_ms, dl_exp,
-    dedup_ms, max_msg, max_size). Written by the administration client; scripts read it, so the
-    settings in force are the server's, not a client's cache. Its absence means "no such entity".
+    dedup_ms, max_msg, max_size) and ``gen``, the entity's generation (fresh at each create, also in
+    the registry record as ``_g``). Written by the administration client; scripts read it, so the
+    settings in force are the server's, not a client's cache. Its absence means "no such entity";
+    a ``gen`` other than the caller's means the caller's metadata predates a delete and create.
 ``st`` (hash)
     ``seq`` and ``dseq``: the last sequence numbers of the main queue and the dead-letter
     subqueue; ``size``: bytes stored; ``acc``: last use (server ms); ``cur``: the main queue's

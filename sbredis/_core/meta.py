@@ -18,6 +18,9 @@ class EntityMeta:
     kind: str = "queue"  # or "topic", "subscription"
     forwards: bool = False  # forward_to is set: what is stored moves on (see aio/_forwarder.py)
     sessions: bool = False  # requires_session: every message needs a session_id (see session.py)
+    # which create of the entity this describes (entity.new_generation; '' before generations): its
+    # script calls carry it, and a partition of another generation answers STALE
+    generation: str = ""
 
     @classmethod
     def from_properties(cls, p: QueueProperties) -> EntityMeta:

@@ -296,7 +296,7 @@ def rule_from_record(raw: dict[str, Any]) -> RuleProperties:
 
 
 # ------------------------------------------------------------------------ partition configs
-def topic_config(p: TopicProperties, partition: int) -> dict[str, str | int]:
+def topic_config(p: TopicProperties, partition: int, gen: str = "") -> dict[str, str | int]:
     """The cfg hash of a topic partition (as a queue's, so the shared helpers read it)."""
     q = QueueProperties(
         p.name,
@@ -308,10 +308,12 @@ def topic_config(p: TopicProperties, partition: int) -> dict[str, str | int]:
         partition_count=p.partition_count,
         max_message_size_in_kilobytes=p.max_message_size_in_kilobytes,
     )
-    return partition_config(q, partition)
+    return partition_config(q, partition, gen)
 
 
-def subscription_config(topic: TopicProperties, s: SubscriptionProperties, partition: int) -> dict[str, str | int]:
+def subscription_config(
+    topic: TopicProperties, s: SubscriptionProperties, partition: int, gen: str = ""
+) -> dict[str, str | int]:
     q = QueueProperties(
         keys.subscription_path(topic.name, s.name),
         lock_duration=s.lock_duration,
@@ -326,7 +328,7 @@ def subscription_config(topic: TopicProperties, s: SubscriptionProperties, parti
         max_message_size_in_kilobytes=topic.max_message_size_in_kilobytes,
         requires_session=s.requires_session,
     )
-    cfg = partition_config(q, partition)
+    cfg = partition_config(q, partition, gen)
     cfg["dlf"] = int(s.dead_lettering_on_filter_evaluation_exceptions)
     return cfg
 
@@ -375,27 +377,29 @@ def touch_commands(keys_list: list[tuple[str, ...]], now_ms: int) -> list[tuple[
     return [("HSET", ks[1], "acc", now_ms) for ks in keys_list]
 
 
-def topic_create_commands(p: TopicProperties, now_ms: int) -> list[tuple[Any, ...]]:
+def topic_create_commands(p: TopicProperties, now_ms: int, gen: str = "") -> list[tuple[Any, ...]]:
     cmds: list[tuple[Any, ...]] = []
     for i in range(p.partition_count):
         ks = keys.partition_keys(p.name, i)
         cmds.append(("UNLINK", *ks))  # leftovers of a broken delete
-        cmds.append(hset(ks[0], {**topic_config(p, i), "subv": 0}))
+        cmds.append(hset(ks[0], {**topic_config(p, i, gen), "subv": 0}))
         cmds.append(("HSET", ks[1], "acc", now_ms))
     cmds.append(("DEL", keys.subscriptions_index(p.name)))
     return cmds + idle_commands(p.name, p.auto_delete_on_idle, now_ms)
 
 
-def topic_update_commands(p: TopicProperties, now_ms: int) -> list[tuple[Any, ...]]:
+def topic_update_commands(p: TopicProperties, now_ms: int, gen: str = "") -> list[tuple[Any, ...]]:
     cmds: list[tuple[Any, ...]] = []
     for i in range(p.partition_count):
         ks = keys.partition_keys(p.name, i)
-        cmds.append(hset(ks[0], topic_config(p, i)))
+        cmds.append(hset(ks[0], topic_config(p, i, gen)))
         cmds.append(("HSET", ks[1], "acc", now_ms))
     return cmds + idle_commands(p.name, p.auto_delete_on_idle, now_ms)
 
 
-def subscription_set_commands(topic: TopicProperties, s: SubscriptionProperties, now_ms: int) -> list[tuple[Any, ...]]:
+def subscription_set_commands(
+    topic: TopicProperties, s: SubscriptionProperties, now_ms: int, gen: str = ""
+) -> list[tuple[Any, ...]]:
     """Write a subscription's config into every partition, announce it in the topic partitions'
     subscription set (bumping subv, so senders refresh), and touch both for idleness."""
     flag = int(bool(s.forward_to))  # a publish drains the subscriptions whose copies move on
@@ -403,7 +407,7 @@ def subscription_set_commands(topic: TopicProperties, s: SubscriptionProperties,
     for i in range(topic.partition_count):
         sk = keys.subscription_keys(topic.name, s.name, i)
         tk = keys.partition_keys(topic.name, i)
-        cmds += owner_config_commands(sk, subscription_config(topic, s, i))
+        cmds += owner_config_commands(sk, subscription_config(topic, s, i, gen))
         cmds.append(("HSET", sk[1], "acc", now_ms))
         cmds.append(("HSET", tk[0], f"sub:{s.name}", flag))
         cmds.append(("HINCRBY", tk[0], "subv", 1))
@@ -419,6 +423,7 @@ def subscription_create_commands(
     s: SubscriptionProperties,
     default_rule: tuple[RuleProperties, str, str | None] | None,
     now_ms: int,
+    gen: str = "",
 ) -> list[tuple[Any, ...]]:
     cmds: list[tuple[Any, ...]] = []
     for i in range(topic.partition_count):
@@ -426,7 +431,7 @@ def subscription_create_commands(
         cmds.append(("UNLINK", *owner_delete_keys(sk)))  # leftovers of a broken delete
     path = keys.subscription_path(topic.name, s.name)
     cmds.append(("DEL", keys.rules_index(path)))
-    cmds += subscription_set_commands(topic, s, now_ms)
+    cmds += subscription_set_commands(topic, s, now_ms, gen)
     if default_rule is not None:
         cmds += rule_set_commands(topic, s.name, *default_rule, now_ms=now_ms)
         path = keys.rule_path(topic.name, s.name, default_rule[0].name)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .._core.fanout import meta_from_record
 from .._core.keys import TRANSFER
 from .._core.meta import EntityMeta
-from ..exceptions import MessagingEntityNotFoundError
+from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
 from ._forwarder import Forwarder
 from ._registry import Registry
 from ._transport import Transport
@@ -45,6 +45,17 @@ class HandlerContext:
             meta = meta_from_record(owner, rec)
             self.meta[name] = meta
         return meta
+
+    def recreated(self, name: str, gen: str) -> bool:
+        """A call made with metadata of generation `gen` found `name` missing or stale (a partition
+        that does not exist, or of another generation): reload the metadata. True when the entity
+        exists under another generation now (it was deleted and created again: re-plan and retry
+        with the new metadata), False when it is gone or unchanged (the error stands)."""
+        try:
+            meta = self.entity(name, refresh=True)
+        except ServiceBusError:
+            return False
+        return meta.generation != gen
 
     def forget(self, name: str) -> None:
         """Drop the cached metadata of `name` (it was deleted or changed)."""

@@ -80,6 +80,7 @@ class ServiceBusReceiver:
         self._buffer: deque[ServiceBusReceivedMessage] = deque()
         self._clock_offset_ms = 0  # server clock - local clock, from the last reply
         self._last_peeked = 0
+        self._peeked_gen = ""  # the entity generation _last_peeked is of
         self._closed = False
         self._renewer = auto_lock_renewer
         self._settler = SyncCoalescer(self._settle_now, SETTLE_PENDING_LIMIT)
@@ -133,11 +134,12 @@ class ServiceBusReceiver:
         return replies
 
     def _take(
-        self, quotas: dict[int, int], nonce: str, unreachable: dict[int, ServiceBusError]
+        self, meta: EntityMeta, quotas: dict[int, int], nonce: str, unreachable: dict[int, ServiceBusError]
     ) -> tuple[list[ServiceBusReceivedMessage], set[int]]:
         """Receive from each partition its quota; returns messages and the partitions that filled it."""
         parts = list(quotas)
         calls = [receive.call(self.entity_name, p, self._group, self._mode, quotas[p], nonce) for p in parts]
+        calls = protocol.stamped(calls, meta.generation)
         out: list[ServiceBusReceivedMessage] = []
         full = set()
         for p, reply in zip(parts, self._run_many(calls, unreachable), strict=True):
@@ -154,6 +156,16 @@ class ServiceBusReceiver:
         meta = self._meta()
         if self._session is not None:
             return self._receive_session(n)
+        try:
+            return self._receive_from(meta, n)
+        except MessagingEntityNotFoundError:
+            if not self._context.recreated(self.entity_name, meta.generation):
+                raise
+        # deleted and created again since the metadata was read: receive from the new entity's
+        # partitions (there may be more or fewer of them)
+        return self._receive_from(self._meta(), n)
+
+    def _receive_from(self, meta: EntityMeta, n: int) -> list[ServiceBusReceivedMessage]:
         if meta.sessions and self._group is Group.MAIN:
             raise sess.refuse_plain_receive(self.entity_name)
         count = meta.partition_count
@@ -163,7 +175,7 @@ class ServiceBusReceiver:
         order = [(start + i) % count for i in range(count)]
         quotas = quota.split_quota(n, order)
         unreachable: dict[int, ServiceBusError] = {}
-        got, full = self._take(quotas, nonce, unreachable)
+        got, full = self._take(meta, quotas, nonce, unreachable)
         if len(got) >= n or count == 1:
             return got
         # Fewer than asked: ask the partitions not asked yet (or that may have more) how many they
@@ -174,13 +186,13 @@ class ServiceBusReceiver:
         for _ in range(PROBE_ROUNDS):
             if not rest or len(got) >= n:
                 break
-            calls = [probe.call(self.entity_name, p, self._group) for p in rest]
+            calls = protocol.stamped([probe.call(self.entity_name, p, self._group) for p in rest], meta.generation)
             replies = self._run_many(calls, unreachable)
             avail = {p: k for p, r in zip(rest, replies, strict=True) if (k := probe.parse(r)) is not None}
             more = quota.fill_quota(n - len(got), avail, rest)
             if not more:
                 break
-            extra, _ = self._take(more, nonce, unreachable)
+            extra, _ = self._take(meta, more, nonce, unreachable)
             got += extra
             if len(extra) >= sum(more.values()):
                 break  # every probe count held: what the partitions had is taken
@@ -193,8 +205,7 @@ class ServiceBusReceiver:
         s = self._session
         assert s is not None
         s.ensure_locked()
-        c = session_receive.call(self.entity_name, s.partition, s.key, self._mode, n, s.nonce)
-        reply = self._context.transport.run(c, self.entity_name)
+        reply = s.call(session_receive.call(self.entity_name, s.partition, s.key, self._mode, n, s.nonce))
         now, msgs = session_receive.parse(reply, self.entity_name, s.partition, self._group, s.nonce, self.receive_mode)
         self.saw_server_time(now)
         return msgs
@@ -300,9 +311,15 @@ class ServiceBusReceiver:
             receive_deferred.call(self.entity_name, p, self._group, self._mode, nonce, v, session_id)
             for p, v in groups.items()
         ]
-        replies = self._context.transport.run_many(calls, self.entity_name)
+        replies = self._context.transport.run_many(protocol.stamped(calls, meta.generation), self.entity_name)
         out: list[ServiceBusReceivedMessage] = []
         for c, reply in zip(calls, replies, strict=True):
+            if isinstance(reply, MessagingEntityNotFoundError) and self._context.recreated(
+                self.entity_name, meta.generation
+            ):
+                raise MessageNotFoundError(
+                    f"'{self.entity_name}' was deleted and created again: its deferred messages are gone."
+                )
             if isinstance(reply, ServiceBusError):
                 raise reply
             _, msgs = receive_deferred.parse(
@@ -331,9 +348,22 @@ class ServiceBusReceiver:
             isinstance(sequence_number, bool) or not isinstance(sequence_number, int) or sequence_number < 0
         ):
             raise InvalidArgumentError("sequence_number must be a non-negative int")
-        start = sequence_number or self._last_peeked + 1
         self._context.forwarder.pull(self.entity_name)  # messages forwarded here, still upstream
         meta = self._meta()
+        try:
+            msgs = self._peek(meta, sequence_number, n)
+        except MessagingEntityNotFoundError:
+            if not self._context.recreated(self.entity_name, meta.generation):
+                raise
+            meta = self._meta()  # the entity was deleted and created again
+            msgs = self._peek(meta, sequence_number, n)
+        if msgs:
+            self._last_peeked, self._peeked_gen = msgs[-1].sequence_number, meta.generation
+        return msgs
+
+    def _peek(self, meta: EntityMeta, sequence_number: int | None, n: int) -> list[ServiceBusReceivedMessage]:
+        # after the last peeked, unless that was in the entity before it was created again
+        start = sequence_number or (self._last_peeked + 1 if self._peeked_gen == meta.generation else 1)
         first_p, first_local = start >> PARTITION_SHIFT, start & validation.LOCAL_MASK
         parts, session_id = range(first_p, meta.partition_count), ""
         if self._session is not None:  # that session's messages: its partition only
@@ -346,14 +376,11 @@ class ServiceBusReceiver:
             for p in parts
         ]
         msgs: list[ServiceBusReceivedMessage] = []
-        for c, reply in zip(calls, self._run_many(calls), strict=True):
+        for c, reply in zip(calls, self._run_many(protocol.stamped(calls, meta.generation)), strict=True):
             if not isinstance(reply, ServiceBusError):
                 msgs += peek.parse(reply, self.entity_name, c.partition, self._group)
         msgs.sort(key=lambda m: m.sequence_number)
-        msgs = msgs[:n]
-        if msgs:
-            self._last_peeked = msgs[-1].sequence_number
-        return msgs
+        return msgs[:n]
 
     # -- settlement
     def _settle(
@@ -390,10 +417,20 @@ class ServiceBusReceiver:
             (p, chunk) for p, part in settlement.by_partition(unique).items() for chunk in settlement.chunks(part)
         ]
         script = SETTLE[name]
+        cached = self._context.meta.get(self.entity_name)
+        gen = cached.generation if cached is not None else ""
         calls = [script.call(self.entity_name, p, self._group, c, *extra) for p, c in groups]
-        replies = self._context.transport.run_many(calls, self.entity_name)
+        replies = self._context.transport.run_many(protocol.stamped(calls, gen), self.entity_name)
+        # locks taken before the entity was deleted and created again are lost with it
+        recreated = any(isinstance(r, MessagingEntityNotFoundError) for r in replies) and (
+            self._context.recreated(self.entity_name, gen)
+        )
         status: dict[int, Any] = {}  # id(message) -> LOCK_LOST or the partition's error; absent: done
         for (_, chunk), reply in zip(groups, replies, strict=True):
+            if recreated and isinstance(reply, MessagingEntityNotFoundError):
+                for m in chunk:
+                    status[id(m)] = LOCK_LOST
+                continue
             if isinstance(reply, ServiceBusError):
                 for m in chunk:
                     status[id(m)] = reply
@@ -548,7 +585,10 @@ class ServiceBusReceiver:
         elif pending:
             groups = settlement.settle_groups(pending, self.entity_name, self._group, "abandon")
             calls = [abandon.call(self.entity_name, p, self._group, v, "1") for p, v in groups.items()]
-            self._context.transport.run_many(calls, self.entity_name)
+            cached = self._context.meta.get(self.entity_name)
+            self._context.transport.run_many(
+                protocol.stamped(calls, cached.generation if cached is not None else ""), self.entity_name
+            )
 
     def __enter__(self) -> ServiceBusReceiver:
         if self._session is not None:

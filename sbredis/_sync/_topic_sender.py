@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .._core import fanout, send_plan, validation
+from .._core import fanout, protocol, send_plan, validation
+from .._core.meta import EntityMeta
 from .._core.protocol import cancel_topic_scheduled
 from .._core.protocol.publish import TopicSubs
 from .._message import ServiceBusMessage
@@ -24,15 +25,16 @@ class ServiceBusTopicSender(ServiceBusSender):
     def _topic(self) -> fanout.TopicMeta:
         meta = self._context.entity(self.entity_name)
         if not isinstance(meta, fanout.TopicMeta):
-            raise InvalidOperationError(f"'{self.entity_name}' is a {meta.kind}, not a topic: use get_queue_sender")
+            raise self._not_a_topic(meta)
         return meta
 
-    def _store(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
+    def _not_a_topic(self, meta: EntityMeta) -> InvalidOperationError:
+        return InvalidOperationError(f"'{self.entity_name}' is a {meta.kind}, not a topic: use get_queue_sender")
+
+    def _store_with(self, meta: EntityMeta, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
         """Publish entries (each one caller's messages); one outcome per entry, as ServiceBusSender."""
-        try:
-            meta = self._topic()
-        except ServiceBusError as e:
-            return [e] * len(entries)
+        if not isinstance(meta, fanout.TopicMeta):
+            return [self._not_a_topic(meta)] * len(entries)
         outcomes: list[Any] = [None] * len(entries)
         plans = []
         for group in send_plan.pack(entries, meta.max_message_bytes):
@@ -46,7 +48,7 @@ class ServiceBusTopicSender(ServiceBusSender):
                     outcomes[i] = e
                 continue
             plans.append((group, calls, where))
-        calls = [c for _, group_calls, _ in plans for c in group_calls]
+        calls = protocol.stamped([c for _, group_calls, _ in plans for c in group_calls], meta.generation)
         replies = iter(run_publish(self._context.transport, meta, calls))
         stored: set[int] = set()
         for group, group_calls, where in plans:
@@ -79,7 +81,7 @@ class ServiceBusTopicSender(ServiceBusSender):
         calls = [
             cancel_topic_scheduled.call(meta.name, p, meta.subs.get(p) or TopicSubs(), v) for p, v in groups.items()
         ]
-        for reply in run_publish(self._context.transport, meta, calls):
+        for reply in run_publish(self._context.transport, meta, protocol.stamped(calls, meta.generation)):
             if isinstance(reply, ServiceBusError):
                 raise reply
 

@@ -228,10 +228,10 @@ class Transport:
         try:
             node, r = self._client_for(c.keys[0])
             try:
-                return r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
+                return r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.argv)
             except NoScriptError:
                 r.script_load(c.script.source)
-                return r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
+                return r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.argv)
         except Exception as e:
             raise self._failed(e, entity, c, node) from e
 
@@ -293,7 +293,7 @@ class Transport:
                 with client.pipeline(transaction=False) as pipe:
                     for i in todo:
                         c = calls[i]
-                        pipe.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
+                        pipe.evalsha(c.script.sha, len(c.keys), *c.keys, *c.argv)
                     waits = self._durability_commands(pipe) if durable else 0
                     replies = pipe.execute(raise_on_error=False)
             except Exception as e:

@@ -11,7 +11,7 @@ from typing import Any
 from .._admin_checks import check_forward_targets, forward_targets
 from .._core import admin_commands, codec
 from .._core import registry as registry_commands
-from .._core.entity import QueueProperties, build_queue, check_name
+from .._core.entity import GENERATION, QueueProperties, build_queue, check_name, new_generation
 from .._core.keys import FORWARDERS, IDLE, partition_keys
 from .._core.protocol import stats
 from .._core.retry import RetryPolicy
@@ -59,9 +59,9 @@ class ServiceBusAdministrationClient(TopicAdministration):
         return QueueProperties.from_json(raw), json.loads(raw)
 
     @staticmethod
-    def _record(p: QueueProperties, created: int, updated: int) -> str:
+    def _record(p: QueueProperties, created: int, updated: int, gen: str) -> str:
         raw = json.loads(p.to_json())
-        raw["_c"], raw["_u"] = created, updated
+        raw["_c"], raw["_u"], raw[GENERATION] = created, updated, gen
         return json.dumps(raw, separators=(",", ":"))
 
     async def create_queue(self, queue_name: str, **kwargs: Any) -> QueueProperties:
@@ -77,9 +77,10 @@ class ServiceBusAdministrationClient(TopicAdministration):
         check_forward_targets(targets, await self._registry.get_many(targets))
         now = await self._now_ms()
         cmds = admin_commands.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
-        cmds += admin_commands.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
+        gen = new_generation()
+        cmds += admin_commands.config_commands(p, gen) + idle_commands(p.name, p.auto_delete_on_idle, now)
         cmds += forwarder_commands(p.name, p.forward_to, p.forward_dead_lettered_messages_to)
-        registry = registry_commands.put(p.name, self._record(p, now, now))
+        registry = registry_commands.put(p.name, self._record(p, now, now, gen))
         if not await self._transport.change_entity(p.name, registry, cmds, create=True):
             raise MessagingEntityAlreadyExistsError(f"The messaging entity '{p.name}' already exists.")
         return p
@@ -111,8 +112,9 @@ class ServiceBusAdministrationClient(TopicAdministration):
         base = replace(queue, partition_count=current.partition_count)
         p = build_queue(queue.name, base=base, **kwargs)
         now = await self._now_ms()
-        registry = registry_commands.put(p.name, self._record(p, raw.get("_c", now), now))
-        cmds = admin_commands.config_commands(p) + idle_commands(p.name, p.auto_delete_on_idle, now)
+        gen = str(raw.get(GENERATION) or "")
+        registry = registry_commands.put(p.name, self._record(p, raw.get("_c", now), now, gen))
+        cmds = admin_commands.config_commands(p, gen) + idle_commands(p.name, p.auto_delete_on_idle, now)
         cmds += forwarder_commands(p.name, p.forward_to, p.forward_dead_lettered_messages_to)
         cmds += touch_commands([partition_keys(p.name, i) for i in range(p.partition_count)], now)
         await self._transport.change_entity(p.name, registry, cmds)

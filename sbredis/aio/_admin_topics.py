@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._admin_checks import check_forward_targets, forward_targets
 from .._core import admin_commands, codec, fanout
 from .._core import registry as registry_commands
-from .._core.entity import check_name
+from .._core.entity import GENERATION, check_name, new_generation
 from .._core.keys import (
     FORWARDERS,
     IDLE,
@@ -123,8 +123,9 @@ class TopicAdministration:
         """
         p = build_topic(topic_name, **kwargs)
         now = await self._server_ms()
-        registry = registry_commands.put(p.name, dumps(to_record(p, "topic", _c=now, _u=now)))
-        await self._change(p.name, registry, topic_create_commands(p, now), True)
+        gen = new_generation()
+        registry = registry_commands.put(p.name, dumps(to_record(p, "topic", _c=now, _u=now, _g=gen)))
+        await self._change(p.name, registry, topic_create_commands(p, now, gen), True)
         return p
 
     async def get_topic(self, topic_name: str) -> TopicProperties:
@@ -151,8 +152,10 @@ class TopicAdministration:
         kwargs.pop("partition_count", None)
         p = build_topic(topic.name, base=replace(topic, partition_count=current.partition_count), **kwargs)
         now = await self._server_ms()
-        registry = registry_commands.put(p.name, dumps(to_record(p, "topic", _c=rec.get("_c", now), _u=now)))
-        await self._change(p.name, registry, topic_update_commands(p, now), False)
+        gen = str(rec.get(GENERATION) or "")
+        record = to_record(p, "topic", _c=rec.get("_c", now), _u=now, _g=gen)
+        registry = registry_commands.put(p.name, dumps(record))
+        await self._change(p.name, registry, topic_update_commands(p, now, gen), False)
 
     async def delete_topic(self, topic: str | TopicProperties) -> None:
         """Delete the topic, its subscriptions and all their messages.
@@ -222,7 +225,9 @@ class TopicAdministration:
         return from_record(SubscriptionProperties, rec), rec
 
     @staticmethod
-    def _subscription_record(t: TopicProperties, s: SubscriptionProperties, created: int, updated: int) -> str:
+    def _subscription_record(
+        t: TopicProperties, s: SubscriptionProperties, created: int, updated: int, gen: str
+    ) -> str:
         rec = to_record(
             s,
             "subscription",
@@ -231,6 +236,7 @@ class TopicAdministration:
             _mb=t.max_message_size_in_kilobytes * 1024,
             _c=created,
             _u=updated,
+            _g=gen,
         )
         return dumps(rec)
 
@@ -253,8 +259,10 @@ class TopicAdministration:
         now = await self._server_ms()
         path = subscription_path(t.name, s.name)
         default = build_rule(DEFAULT_RULE, TrueRuleFilter())
-        cmds = subscription_create_commands(t, s, default, now)
-        await self._change(path, registry_commands.put(path, self._subscription_record(t, s, now, now)), cmds, True)
+        gen = new_generation()
+        cmds = subscription_create_commands(t, s, default, now, gen)
+        record = self._subscription_record(t, s, now, now, gen)
+        await self._change(path, registry_commands.put(path, record), cmds, True)
         return s
 
     async def get_subscription(self, topic_name: str, subscription_name: str) -> SubscriptionProperties:
@@ -278,8 +286,9 @@ class TopicAdministration:
         s = build_subscription(t.name, subscription.name, base=subscription, **kwargs)
         now = await self._server_ms()
         path = subscription_path(t.name, s.name)
-        registry = registry_commands.put(path, self._subscription_record(t, s, rec.get("_c", now), now))
-        await self._change(path, registry, subscription_set_commands(t, s, now), False)
+        gen = str(rec.get(GENERATION) or "")
+        registry = registry_commands.put(path, self._subscription_record(t, s, rec.get("_c", now), now, gen))
+        await self._change(path, registry, subscription_set_commands(t, s, now, gen), False)
 
     async def delete_subscription(self, topic_name: str, subscription: str | SubscriptionProperties) -> None:
         """Delete the subscription and its messages.

@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from .._core import fanout
+from .._core import fanout, protocol
 from .._core.keys import FORWARDERS, SUBSCRIPTIONS, VIA
 from .._core.meta import EntityMeta
 from .._core.protocol import forward_ack, forward_in, forward_out, publish
@@ -96,7 +96,13 @@ class Forwarder:
         for _ in range(MAX_ROUNDS):
             if not parts:
                 break
-            replies = await self._transport.run_many([forward_out.call(path, p) for p in parts], path)
+            calls = protocol.stamped([forward_out.call(path, p) for p in parts], meta.generation)
+            replies = await self._transport.run_many(calls, path)
+            if any(isinstance(r, MessagingEntityNotFoundError) for r in replies):
+                fresh = await self.meta(path, refresh=True)
+                if fresh is not None and fresh.generation != meta.generation:  # deleted and created again
+                    meta, parts = fresh, list(range(fresh.partition_count))
+                    continue
             acks: dict[int, list[Outcome]] = {}
             batches: dict[str, list[tuple[int, str, forward_out.OutboxEntry]]] = {}
             full = []
@@ -134,6 +140,7 @@ class Forwarder:
         items: list[tuple[int, str, forward_out.OutboxEntry]],
         acks: dict[int, list[Outcome]],
         follow: dict[str, set[int]],
+        again: bool = True,
     ) -> int:
         """Store outbox entries of `path` at `dest`, one call per (source partition, destination
         partition) in outbox order; record each entry's outcome in `acks`."""
@@ -164,7 +171,13 @@ class Forwarder:
                 calls.append(publish.call(dest, dp, dmeta.subs.get(dp) or publish.TopicSubs(), source, args))
             else:
                 calls.append(forward_in.call(dest, dp, source, args))
-        replies = await run_publish(self._transport, dmeta, calls)
+        replies = await run_publish(self._transport, dmeta, protocol.stamped(calls, dmeta.generation))
+        if again and any(isinstance(r, MessagingEntityNotFoundError) for r in replies):
+            fresh = await self.meta(dest, refresh=True)
+            if fresh is not None and fresh.generation != dmeta.generation:
+                # the destination was deleted and created again (maybe with another partition
+                # count) since its metadata was read: plan the delivery again for the new one
+                return await self._deliver(path, dest, items, acks, follow, again=False)
         delivered = 0
         for (p, _, dp), reply in zip(keys_, replies, strict=True):
             entries = groups[(p, _, dp)]

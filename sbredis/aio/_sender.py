@@ -9,13 +9,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._concurrency import AsyncCoalescer, async_log_failure
-from .._core import instrument, send_plan, validation
+from .._core import instrument, protocol, send_plan, validation
 from .._core.meta import EntityMeta
 from .._core.protocol import cancel_scheduled
 from .._core.transaction import joinable
 from .._message import ServiceBusMessage, ServiceBusMessageBatch, schedule_ms
 from ..exceptions import (
     InvalidArgumentError,
+    MessageNotFoundError,
     MessageSizeExceededError,
     MessagingEntityNotFoundError,
     ServiceBusConnectionError,
@@ -63,18 +64,31 @@ class ServiceBusSender:
         return await self._store(sched_ms, entries)
 
     async def _store(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
-        """Store entries (each one caller's messages) in as few script calls as fit; one outcome
-        (sequence numbers or the error) per entry. An entry never spans two calls of one partition,
-        so each caller's messages for a partition are stored all or none.
+        """Store entries (each one caller's messages); one outcome (sequence numbers or the error)
+        per entry. Entries that found the entity deleted and created again since its metadata was
+        read (a new generation, maybe another partition count) are planned again and stored once
+        more with the new metadata."""
+        try:
+            meta = await self._context.entity(self.entity_name)
+        except ServiceBusError as e:
+            return [e] * len(entries)
+        outcomes = await self._store_with(meta, sched_ms, entries)
+        stale = [i for i, o in enumerate(outcomes) if isinstance(o, MessagingEntityNotFoundError)]
+        if stale and await self._context.recreated(self.entity_name, meta.generation):
+            meta = await self._context.entity(self.entity_name)
+            again = await self._store_with(meta, sched_ms, [entries[i] for i in stale])
+            for i, outcome in zip(stale, again, strict=True):
+                outcomes[i] = outcome
+        return outcomes
+
+    async def _store_with(self, meta: EntityMeta, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
+        """Store entries in as few script calls as fit, planned with `meta`. An entry never spans
+        two calls of one partition, so each caller's messages for a partition are stored all or none.
 
         Availability: an entry without partition keys whose partition cannot be reached is placed
         in another partition at once; a keyed entry is retried by the policy and then fails with a
         ServiceBusConnectionError naming its partition.
         """
-        try:
-            meta = await self._context.entity(self.entity_name)
-        except ServiceBusError as e:
-            return [e] * len(entries)
         outcomes: list[Any] = [None] * len(entries)
         pending = list(range(len(entries)))
         down: set[int] = set()  # partitions that could not be reached during this flush
@@ -117,7 +131,7 @@ class ServiceBusSender:
                     outcomes[i] = e
                 continue
             plans.append((group, calls, where))
-        calls = [c for _, group_calls, _ in plans for c in group_calls]
+        calls = protocol.stamped([c for _, group_calls, _ in plans for c in group_calls], meta.generation)
         replies = iter(await self._context.transport.run_many(calls, self.entity_name, retry=retry) if calls else [])
         unreachable = []
         for group, group_calls, where in plans:
@@ -212,7 +226,13 @@ class ServiceBusSender:
             p, local = validation.split_sequence_number(s, meta.partition_count)
             groups.setdefault(p, []).append(local)
         calls = [cancel_scheduled.call(self.entity_name, p, v) for p, v in groups.items()]
-        for reply in await self._context.transport.run_many(calls, self.entity_name):
+        for reply in await self._context.transport.run_many(protocol.stamped(calls, meta.generation), self.entity_name):
+            if isinstance(reply, MessagingEntityNotFoundError) and await self._context.recreated(
+                self.entity_name, meta.generation
+            ):
+                raise MessageNotFoundError(
+                    f"'{self.entity_name}' was deleted and created again: its scheduled messages are gone."
+                )
             if isinstance(reply, ServiceBusError):
                 raise reply
 

@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .._core import codec, protocol, settlement
 from .._core import session as sess
+from .._core.meta import EntityMeta
 from .._core.protocol import session_lock, session_release, session_renew, session_state
 from .._enums import ServiceBusSessionFilter
-from ..exceptions import InvalidOperationError, OperationTimeoutError, ServiceBusError
+from ..exceptions import (
+    InvalidOperationError,
+    MessagingEntityNotFoundError,
+    OperationTimeoutError,
+    ServiceBusError,
+    SessionLockLostError,
+)
 
 if TYPE_CHECKING:
     from ._handler import HandlerContext
@@ -59,6 +67,7 @@ class ServiceBusSession:
         self._id: str | None = None if isinstance(session_id, ServiceBusSessionFilter) else session_id
         self._partition = 0
         self._nonce = ""
+        self._gen = ""  # the entity's generation when the session was locked
         self._locked_ms = 0
         self._released = False
         self.auto_renew_error: ServiceBusError | None = None
@@ -101,6 +110,10 @@ class ServiceBusSession:
         """Lock the session (once)."""
         await self._open()
 
+    async def call(self, c: protocol.Call) -> Any:
+        """Run a call under the session lock (locking the session first)."""
+        return await self._run(c)
+
     async def release(self, unhanded: list[int]) -> None:
         """Let go of the session (the receiver closes); `unhanded`: the partition-local sequence
         numbers of its messages fetched ahead but never handed out."""
@@ -110,15 +123,23 @@ class ServiceBusSession:
     async def _open(self) -> None:
         if self._nonce:
             return
+        meta = await self._context.entity(self.entity_name)
+        try:
+            await self._lock(meta)
+        except MessagingEntityNotFoundError:
+            if not await self._context.recreated(self.entity_name, meta.generation):
+                raise
+            await self._lock(await self._context.entity(self.entity_name))  # the entity was created again
+
+    async def _lock(self, meta: EntityMeta) -> None:
         entity = self.entity_name
-        meta = await self._context.entity(entity)
         if not meta.sessions:
             raise sess.refuse_session_receiver(entity)
         nonce = settlement.new_nonce()
         if self._id is not None:
             p = sess.session_partition(self._id, meta.partition_count)
-            reply = await self._context.transport.run(session_lock.call(entity, p, self._id, nonce), entity)
-            self._locked(p, nonce, reply)
+            c = replace(session_lock.call(entity, p, self._id, nonce), gen=meta.generation)
+            self._locked(p, nonce, await self._context.transport.run(c, entity), meta.generation)
             return
         wait = self._max_wait_time if self._max_wait_time is not None else DEFAULT_SESSION_WAIT
         deadline = time.monotonic() + wait
@@ -127,9 +148,9 @@ class ServiceBusSession:
         while True:
             for i in range(meta.partition_count):
                 p = (start + i) % meta.partition_count
-                c = session_lock.call(entity, p, "", nonce)
+                c = replace(session_lock.call(entity, p, "", nonce), gen=meta.generation)
                 reply = await self._context.transport.run(c, entity)
-                if self._locked(p, nonce, reply):
+                if self._locked(p, nonce, reply, meta.generation):
                     self._cursor = p + 1
                     return
             now = time.monotonic()
@@ -140,12 +161,13 @@ class ServiceBusSession:
             await asyncio.sleep(min(pause, deadline - now))
             pause = min(pause * 2, _POLL_MAX)
 
-    def _locked(self, partition: int, nonce: str, reply: list[Any]) -> bool:
+    def _locked(self, partition: int, nonce: str, reply: list[Any], gen: str) -> bool:
         now, until, sid = session_lock.parse(reply)
         if sid is None:
             return False
         self._receiver.saw_server_time(now)
         self._id, self._partition, self._nonce, self._locked_ms = sid, partition, nonce, until
+        self._gen = gen
         if self._renewer is not None:
             self._renewer.register(self._receiver, self)
         return True
@@ -154,7 +176,14 @@ class ServiceBusSession:
         if self._receiver.closed:
             raise InvalidOperationError("the receiver is closed")
         await self._open()
-        return await self._context.transport.run(c, self.entity_name)
+        try:
+            return await self._context.transport.run(replace(c, gen=self._gen), self.entity_name)
+        except MessagingEntityNotFoundError:
+            if not await self._context.recreated(self.entity_name, self._gen):
+                raise
+        raise SessionLockLostError(
+            f"The session lock on '{self.entity_name}' was lost: the entity was deleted and created again."
+        )
 
     # -- the SDK's methods
     async def get_state(self, *, timeout: float | None = None) -> bytes | None:
@@ -200,7 +229,7 @@ class ServiceBusSession:
             return
         self._released = True
         c = session_release.call(self.entity_name, self._partition, self._key(), self._nonce, unhanded)
-        await self._context.transport.run_many([c], self.entity_name)
+        await self._context.transport.run_many([replace(c, gen=self._gen)], self.entity_name)
 
     def __repr__(self) -> str:
         return f"ServiceBusSession(session_id={self._id!r}, entity={self.entity_name!r})"

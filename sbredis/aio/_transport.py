@@ -227,10 +227,10 @@ class Transport:
         try:
             node, r = await self._client_for(c.keys[0])
             try:
-                return await r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
+                return await r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.argv)
             except NoScriptError:
                 await r.script_load(c.script.source)
-                return await r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
+                return await r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.argv)
         except Exception as e:
             raise self._failed(e, entity, c, node) from e
 
@@ -292,7 +292,7 @@ class Transport:
                 async with client.pipeline(transaction=False) as pipe:
                     for i in todo:
                         c = calls[i]
-                        pipe.evalsha(c.script.sha, len(c.keys), *c.keys, *c.args)
+                        pipe.evalsha(c.script.sha, len(c.keys), *c.keys, *c.argv)
                     waits = self._durability_commands(pipe) if durable else 0
                     replies = await pipe.execute(raise_on_error=False)
             except Exception as e:

@@ -290,9 +290,10 @@ def test_partition_config_is_what_the_scripts_enforce() -> None:
         default_message_time_to_live=timedelta(hours=1),
         status="SendDisabled",
     )
-    cfg = partition_config(p, 3)
+    cfg = partition_config(p, 3, "g1")
     assert cfg == {
         "name": "q",
+        "gen": "g1",
         "pidx": 3,
         "pcount": 4,
         "status": "SendDisabled",

@@ -37,6 +37,7 @@ def check_error(err: ex.ServiceBusError, cls: type[ex.ServiceBusError], retryabl
     ("code", "cls"),
     [
         ("NOTFOUND", ex.MessagingEntityNotFoundError),
+        ("STALE", ex.MessagingEntityNotFoundError),
         ("DISABLED", ex.MessagingEntityDisabledError),
         ("SIZE", ex.MessageSizeExceededError),
         ("QUOTA", ex.ServiceBusQuotaExceededError),
@@ -59,6 +60,7 @@ def test_lua_error_codes(code: str, cls: type[ex.ServiceBusError]) -> None:
 def test_every_lua_code_is_tested() -> None:
     assert set(LUA_ERRORS) == {
         "NOTFOUND",
+        "STALE",
         "DISABLED",
         "SIZE",
         "QUOTA",

@@ -50,7 +50,7 @@ def rebuild(c: Call, topic: str, subs: TopicSubs) -> Call:
     k = int(c.args[1])
     rest = c.args[2 + k :]
     ks = topic_keys(topic, c.partition, subs.names)
-    return Call(c.script, ks, (subs.version, len(subs.names), *subs.names, *rest), c.partition)
+    return Call(c.script, ks, (subs.version, len(subs.names), *subs.names, *rest), c.partition, c.gen)
 
 
 def stale(reply: Any) -> TopicSubs | None:

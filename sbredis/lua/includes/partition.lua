@@ -19,6 +19,13 @@
   delivery count of a message not locked now: a lock carries the count in its record),
   deferred (zset seq -> seq).
   ARGV[1] of every message script names the group it works on: 'm' main queue, 'd' dead-letter.
+
+  Every call passes one more argument after the script's own ARGV: the caller's entity generation
+  (sbredis/_core/protocol/base.py's Call.gen), taken off ARGV here, before the script reads it.
+  Each create of an entity writes a fresh generation into its cfg (field gen); load_cfg() treats a
+  partition whose generation is not the caller's as missing and fail('NOTFOUND') answers STALE: the
+  caller read its metadata before the entity was deleted and created again, and reloads it. An
+  empty generation (admin tools, entities created before generations) is not checked.
 ]]
 local K_CFG, K_ST = KEYS[1], KEYS[2]
 local K_SCHED, K_EXP, K_DD = KEYS[9], KEYS[10], KEYS[11]
@@ -27,6 +34,8 @@ local MAIN = {log = KEYS[3], ready = KEYS[4], locked = KEYS[5], lk = KEYS[6], dc
 local DLQ = {log = KEYS[12], ready = KEYS[13], locked = KEYS[14], lk = KEYS[15], dc = KEYS[16],
              deferred = KEYS[17], main = false}
 local SES = {sr = KEYS[18], sa = KEYS[19], sl = KEYS[20], sx = KEYS[21], sk = KEYS[22], ss = KEYS[23]}
+local CALLER_GEN = table.remove(ARGV) or ''
+local CFG_STALE = false  -- load_cfg() found the partition under another generation than the caller's
 
 local function group_of(sub)
   if sub == 'd' then return DLQ end
@@ -40,14 +49,20 @@ end
 
 -- Error replies carry a short code that sbredis/_core/errors.py maps to an exception.
 local function fail(code)
+  if code == 'NOTFOUND' and CFG_STALE then code = 'STALE' end
   return redis.error_reply('SBERR ' .. code)
 end
 
--- Entity settings, or nil when the entity does not exist (in this partition).
+-- Entity settings, or nil when the entity does not exist (in this partition) or exists under
+-- another generation than the caller's (then fail('NOTFOUND') answers STALE).
 local function load_cfg()
   local c = redis.call('HMGET', K_CFG, 'status', 'lock_ms', 'max_dc', 'ttl_ms', 'dl_exp',
-                       'dedup_ms', 'max_msg', 'max_size', 'sess')
+                       'dedup_ms', 'max_msg', 'max_size', 'sess', 'gen')
   if not c[1] then return nil end
+  if CALLER_GEN ~= '' and c[10] and c[10] ~= '' and c[10] ~= CALLER_GEN then
+    CFG_STALE = true
+    return nil
+  end
   return {status = c[1], lock_ms = tonumber(c[2]), max_dc = tonumber(c[3]), ttl_ms = tonumber(c[4]),
           dl_exp = c[5] == '1', dedup_ms = tonumber(c[6]), max_msg = tonumber(c[7]),
           max_size = tonumber(c[8]), sess = c[9] == '1'}
