@@ -132,7 +132,7 @@ def peek_pages(
         while keep and f.local_seq[keep - 1] >= end:
             keep -= 1
         if keep < got:
-            f = protocol.peek.Fields._make(col[:keep] for col in f)
+            f = f.head(keep)
         if keep:
             yield f
         if keep < n:

@@ -56,6 +56,19 @@ class Fields(NamedTuple):
     dead_letter_reason: list[str | None]
     dead_letter_error_description: list[str | None]
 
+    def head(self, n: int) -> Fields:
+        """The first `n` messages."""
+        return Fields(
+            self.local_seq[:n],
+            self.delivery_count[:n],
+            self.state[:n],
+            self.raw[:n],
+            self.enqueued_ms[:n],
+            self.expires_ms[:n],
+            self.dead_letter_reason[:n],
+            self.dead_letter_error_description[:n],
+        )
+
 
 def parse_fields(reply: list[Any], group: str) -> Fields:
     """The reply of `call` as columns (`parse` builds message objects instead)."""
