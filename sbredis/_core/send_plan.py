@@ -204,18 +204,55 @@ def send_replies(calls: Sequence[Call], replies: Iterator[Any]) -> tuple[dict[in
 def entry_outcome(
     n: int, partitions: Iterator[int], seqs: dict[int, Iterator[int]], errors: dict[int, Any]
 ) -> list[int] | Exception:
-    """One caller's outcome: its `n` messages' sequence numbers, or the first error among its partitions."""
+    """One caller's outcome: its `n` messages' sequence numbers, or the error of the first of its
+    partitions that failed (naming every partition that failed when its messages went to several)."""
     if not errors:
         return [next(seqs[p]) for p in islice(partitions, n)]
     out: list[int] = []
-    error = None
+    failed: list[int] = []
+    stored: list[int] = []
     for _ in range(n):
         p = next(partitions)
         if p in errors:
-            error = error or errors[p]
+            if p not in failed:
+                failed.append(p)
         else:
             out.append(next(seqs[p]))
-    return error if error is not None else out
+            if p not in stored:
+                stored.append(p)
+    if not failed:
+        return out
+    failed.sort()
+    first: Exception = errors[failed[0]]
+    if not stored and len(failed) == 1:
+        return first
+    return partly_failed(first, failed, sorted(stored))
+
+
+def _partitions(numbers: list[int]) -> str:
+    return ("partitions " if len(numbers) > 1 else "partition ") + ", ".join(map(str, numbers))
+
+
+def partly_failed(error: Exception, failed: list[int], stored: list[int]) -> Exception:
+    """`error` (the first partition's) for a send spread over several partitions: its message and
+    ``details`` name the partitions that failed (``partition``: the first, ``failed``: all of them)
+    and those that stored their messages (``stored``)."""
+    if not isinstance(error, ServiceBusError):
+        return error
+    text = f"{error.message} (failed: {_partitions(failed)}"
+    if stored:
+        text += f"; the messages for {_partitions(stored)} were stored"
+    try:
+        named = type(error)(
+            text + ")",
+            retryable=error.retryable,
+            error=error.error,
+            **{**error.details, "partition": failed[0], "failed": tuple(failed), "stored": tuple(stored)},
+        )
+    except TypeError:  # an error class with its own constructor: keep it as it is
+        return error
+    named.__cause__ = error
+    return named
 
 
 def send_result(c: Call, reply: list[Any]) -> list[int]:
