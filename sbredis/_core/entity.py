@@ -148,7 +148,10 @@ def _duration(name: str, value: Any, upper: timedelta | None = None) -> timedelt
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if not math.isfinite(value):
             raise InvalidArgumentError(f"{name} must be a finite duration")
-        value = timedelta(seconds=value)
+        try:
+            value = timedelta(seconds=value)
+        except OverflowError:
+            raise InvalidArgumentError(f"{name} must be at most {upper or timedelta.max}") from None
     if not isinstance(value, timedelta):
         raise InvalidArgumentError(f"{name} must be a timedelta, not {type(value).__name__}")
     if value <= timedelta(0) or value < timedelta(milliseconds=1):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -55,10 +56,14 @@ def check_count(name: str, n: Any, upper: int = MAX_RECEIVE_COUNT) -> int:
 
 
 def check_wait(name: str, value: Any) -> float | None:
+    """A wait or timeout in seconds (None: unset). NaN and infinity are refused: NaN compares false
+    to every deadline, so a wait of NaN would never end."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArgumentError(f"{name} must be a number of seconds")
+    if not math.isfinite(value):
+        raise InvalidArgumentError(f"{name} must be a finite number of seconds")
     if value < 0:
         raise InvalidArgumentError(f"{name} must not be negative")
     return float(value)

@@ -152,6 +152,7 @@ class ServiceBusSender:
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusQuotaExceededError,
             ServiceBusConnectionError (retryable), OperationTimeoutError (retryable).
         """
+        validation.check_wait("timeout", timeout)
         messages = validation.as_messages(message)
         if transaction is not None:
             if presettled:
@@ -178,6 +179,7 @@ class ServiceBusSender:
                 after the year 2999.
             As send_messages otherwise.
         """
+        validation.check_wait("timeout", timeout)
         at = schedule_ms("schedule_time_utc", schedule_time_utc)
         batch = validation.as_messages(messages)
         if not batch:
@@ -196,6 +198,7 @@ class ServiceBusSender:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
+        validation.check_wait("timeout", timeout)
         seqs = validation.sequence_numbers(sequence_numbers)
         meta = await self._context.entity(self.entity_name)
         groups: dict[int, list[int]] = {}
