@@ -3,7 +3,8 @@ caller with a bad message gets its error, and every other caller's messages are 
 
 The property: any mix of good and bad callers sending at once through one sender (asyncio), on a
 session queue, a partitioned queue and a topic with a session subscription (where only the
-publish script can tell that a copy lacks its session id, so it refuses the shared call).
+publish script can tell that a copy lacks its session id, so it refuses the shared call). Then
+the same through a paired namespace's sender, and through sync senders on threads.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sbredis import ServiceBusMessage, ServiceBusReceiveMode
 from sbredis.aio import ServiceBusClient
 from sbredis.exceptions import InvalidArgumentError, InvalidOperationError, MessageSizeExceededError
 from sbredis.management import ServiceBusAdministrationClient
+from tests.integration.test_paired import FAST, Pair
 from tests.redis_server import RedisServer
 
 pytestmark = [pytest.mark.integration]
@@ -168,3 +170,37 @@ def test_sync_senders_on_threads_get_their_own_outcomes(server: RedisServer) -> 
             stored = [str(m) for m in r.receive_messages(100, max_wait_time=1)]
     assert [type(o) if o else None for o in outcomes] == [expected_error(k, SESSION_QUEUE) for k in kinds]
     assert sorted(stored) == sorted(f"{tag}:{i}" for i, k in enumerate(kinds) if k == "good")
+
+
+def test_a_paired_senders_coalesced_callers_get_their_own_outcomes() -> None:
+    """Through a paired namespace's route: to the primary, then (primary down) to a backlog queue."""
+    pair = Pair()
+    try:
+        with pair.admin() as a:
+            a.create_queue(SESSION_QUEUE, requires_session=True, max_message_size_in_kilobytes=MAX_KB)
+        primary_kinds = ["good", "no_session", "surrogate_value", "good", "too_big", "bytes_key", "good"] * 3
+        backlog_kinds = ["good", "surrogate_key", "unsupported_value", "good"] * 3
+
+        async def send_all(sender: Any, kinds: list[str], tag: str) -> list[Any]:
+            sends = [sender.send_messages([message(k, f"{tag}:{i}", "a")]) for i, k in enumerate(kinds)]
+            return list(await asyncio.gather(*sends, return_exceptions=True))
+
+        async def main() -> tuple[list[Any], list[Any], list[str]]:
+            async with ServiceBusClient(pair.primary.url, paired_namespace=pair.options(), **FAST) as c:
+                sender = c.get_queue_sender(SESSION_QUEUE)
+                on_primary = await send_all(sender, primary_kinds, "p")
+                pair.primary.kill()
+                to_backlog = await send_all(sender, backlog_kinds, "b")
+                await sender.close()
+            pair.primary.start()
+            async with ServiceBusClient.from_connection_string(pair.primary.url) as c:
+                stored = await drain(c, SESSION_QUEUE)
+            return on_primary, to_backlog, stored
+
+        on_primary, to_backlog, stored = asyncio.run(main())
+        assert [type(o) if o else None for o in on_primary] == [expected_error(k, SESSION_QUEUE) for k in primary_kinds]
+        assert sorted(stored) == sorted(f"p:{i}" for i, k in enumerate(primary_kinds) if k == "good")
+        assert [type(o) if o else None for o in to_backlog] == [expected_error(k, QUEUE) for k in backlog_kinds]
+        assert sum(pair.backlog_counts()) == backlog_kinds.count("good")
+    finally:
+        pair.stop()
