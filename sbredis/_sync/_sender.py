@@ -116,7 +116,8 @@ class ServiceBusSender:
         for group, group_calls, where in plans:
             seqs, errors = send_plan.send_replies(group_calls, replies)
             for p, err in errors.items():
-                if isinstance(err, MessagingEntityNotFoundError):
+                # gone, or refused for what its cached metadata allowed (changed since): read it again
+                if isinstance(err, MessagingEntityNotFoundError) or send_plan.refused_for_one(err):
                     self._context.forget(self.entity_name)
                 elif isinstance(err, ServiceBusConnectionError):
                     down.add(p)

@@ -204,3 +204,33 @@ def test_a_paired_senders_coalesced_callers_get_their_own_outcomes() -> None:
         assert sum(pair.backlog_counts()) == backlog_kinds.count("good")
     finally:
         pair.stop()
+
+
+def test_a_call_the_script_refuses_for_one_caller_is_sent_again_without_it(server: RedisServer) -> None:
+    """The sender's cached limit is stale (another client shrank it): only send.lua sees that one
+    caller's message is too large, and refuses the whole shared call; the others are stored."""
+    with ServiceBusAdministrationClient.from_connection_string(server.url) as admin:
+        admin.create_queue("shrinks", max_message_size_in_kilobytes=MAX_KB)
+
+    async def main() -> tuple[list[Any], list[str]]:
+        async with ServiceBusClient.from_connection_string(server.url) as client:
+            sender = client.get_queue_sender("shrinks")
+            await sender.send_messages(ServiceBusMessage("first"))  # the sender reads the limit
+            with ServiceBusAdministrationClient.from_connection_string(server.url) as admin:
+                admin.update_queue(admin.get_queue("shrinks"), max_message_size_in_kilobytes=1)
+            bodies = [f"small {i}" for i in range(10)]
+            bodies.insert(5, "x" * 2048)
+            outcomes = await asyncio.gather(
+                *(sender.send_messages(ServiceBusMessage(b)) for b in bodies), return_exceptions=True
+            )
+            # the sender read the new limit: a large message alone is refused before it is sent
+            with pytest.raises(MessageSizeExceededError, match="exceeds the maximum of 1024 bytes"):
+                await sender.send_messages(ServiceBusMessage("x" * 2048))
+            mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
+            async with client.get_queue_receiver("shrinks", receive_mode=mode) as r:
+                stored = [str(m) for m in await r.receive_messages(100, max_wait_time=1)]
+            return outcomes, stored
+
+    outcomes, stored = asyncio.run(main())
+    assert [type(o) if o else None for o in outcomes] == [None] * 5 + [MessageSizeExceededError] + [None] * 5
+    assert sorted(stored) == sorted(["first", *(f"small {i}" for i in range(10))])
