@@ -144,6 +144,16 @@ def test_lone_surrogates_in_session_ids_and_state(env: Any) -> None:
         refused(raw, lambda: r.session.set_state(f"state {LONE}"))
 
 
+@BOTH_APIS
+@pytest.mark.parametrize("value", [f"a{LONE}", 12, b"bytes"])
+def test_user_metadata(env: Any, value: Any) -> None:
+    admin, _, raw = env
+    refused(raw, lambda: admin.create_queue("new", user_metadata=value))
+    refused(raw, lambda: admin.update_queue(admin.get_queue("q"), user_metadata=value))
+    refused(raw, lambda: admin.create_topic("new", user_metadata=value))
+    refused(raw, lambda: admin.create_subscription("t", "new", user_metadata=value))
+
+
 # ------------------------------------------------------------------------------- durations
 QUEUE_DURATIONS = (
     "lock_duration",
