@@ -97,7 +97,8 @@ def check_properties(props: Any) -> None:
         raise InvalidArgumentError("application_properties must be a dict")
     for key, value in props.items():
         if isinstance(key, str):
-            utf8_text("an application property key", key)
+            if not key.isascii():
+                utf8_text("an application property key", key)
         elif isinstance(key, bytes):
             try:
                 key.decode()
@@ -106,7 +107,8 @@ def check_properties(props: Any) -> None:
         else:
             raise InvalidArgumentError("application_properties keys must be str")
         if isinstance(value, str):
-            utf8_text(f"application property {key!r}", value)
+            if not value.isascii():
+                utf8_text(f"application property {key!r}", value)
         elif value is not None and not isinstance(value, _PROP_TYPES):
             raise InvalidArgumentError(f"application property {key!r} has an unsupported type {type(value).__name__}")
 
@@ -289,15 +291,19 @@ class ServiceBusMessage:
             self._blob = blob = codec.encode_generated_id(self._hdr()["id"], self._body)
             return blob
         header = self._hdr()
+        # send_messages checked the properties (check_properties) in its caller's call; these
+        # errors are for a dict changed since, or a received header (any JSON) holding text
+        # UTF-8 cannot carry
         try:
             if self._props:
-                check_properties(self._props)  # the caller may have changed the dict since it was set
                 header = dict(header)
                 header["ap"] = codec.encode_properties(self._props)
                 return codec.encode(header, self._body)
             self._blob = codec.encode(header, self._body)
-        except UnicodeError:  # a received header (any JSON) may decode to text UTF-8 cannot carry
-            raise InvalidArgumentError("the message holds a lone surrogate, which UTF-8 cannot carry") from None
+        except UnicodeError:
+            raise InvalidArgumentError("the message holds text UTF-8 cannot carry (a lone surrogate)") from None
+        except TypeError as e:
+            raise InvalidArgumentError(f"an application property has an unsupported type {e}") from None
         return self._blob
 
     def __str__(self) -> str:
