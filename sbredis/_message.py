@@ -19,6 +19,20 @@ _PROP_TYPES = (str, bytes, bytearray, memoryview, bool, int, float, datetime, ti
 PARTITION_SHIFT = 40  # global sequence number = partition << 40 | partition-local number
 
 
+def utf8_text(name: str, value: str) -> str:
+    """`value`, when it is text UTF-8 can carry (every str but one holding a lone surrogate).
+
+    Raises:
+        InvalidArgumentError: `value` holds a lone surrogate (a UTF-16 half, which has no UTF-8 form).
+    """
+    if not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise InvalidArgumentError(f"{name} holds a lone surrogate, which UTF-8 cannot carry") from None
+    return value
+
+
 def _check_str(name: str, value: Any, limit: int | None = MAX_ID_LENGTH) -> str | None:
     if value is None:
         return None
@@ -26,14 +40,14 @@ def _check_str(name: str, value: Any, limit: int | None = MAX_ID_LENGTH) -> str 
         raise InvalidArgumentError(f"{name} must be a str, not {type(value).__name__}")
     if limit is not None and len(value) > limit:
         raise InvalidArgumentError(f"{name} is longer than {limit} characters")
-    return value
+    return utf8_text(name, value)
 
 
 def _body_bytes(body: Any) -> bytes:
     if body is None:
         return b""
     if isinstance(body, str):
-        return body.encode()
+        return utf8_text("body", body).encode()
     if isinstance(body, (bytes, bytearray, memoryview)):
         return bytes(body)
     if isinstance(body, list) and all(isinstance(b, (bytes, bytearray)) for b in body):
@@ -76,16 +90,33 @@ def schedule_ms(name: str, value: Any) -> int:
     return max(1, ms)
 
 
-def _check_properties(props: Any) -> dict[str, Any] | None:
-    if props is None:
-        return None
+def check_properties(props: Any) -> None:
+    """Raises InvalidArgumentError unless `props` is a dict of application properties sbredis can
+    store: str keys (or UTF-8 bytes), values of the supported types, text UTF-8 can carry."""
     if not isinstance(props, Mapping):
         raise InvalidArgumentError("application_properties must be a dict")
     for key, value in props.items():
-        if not isinstance(key, (str, bytes)):
+        if isinstance(key, str):
+            if not key.isascii():
+                utf8_text("an application property key", key)
+        elif isinstance(key, bytes):
+            try:
+                key.decode()
+            except UnicodeDecodeError:
+                raise InvalidArgumentError(f"application property key {key!r} is not UTF-8") from None
+        else:
             raise InvalidArgumentError("application_properties keys must be str")
-        if value is not None and not isinstance(value, _PROP_TYPES):
+        if isinstance(value, str):
+            if not value.isascii():
+                utf8_text(f"application property {key!r}", value)
+        elif value is not None and not isinstance(value, _PROP_TYPES):
             raise InvalidArgumentError(f"application property {key!r} has an unsupported type {type(value).__name__}")
+
+
+def _check_properties(props: Any) -> dict[str, Any] | None:
+    if props is None:
+        return None
+    check_properties(props)
     return dict(props)
 
 
@@ -260,11 +291,19 @@ class ServiceBusMessage:
             self._blob = blob = codec.encode_generated_id(self._hdr()["id"], self._body)
             return blob
         header = self._hdr()
-        if self._props:
-            header = dict(header)
-            header["ap"] = codec.encode_properties(self._props)
-            return codec.encode(header, self._body)
-        self._blob = codec.encode(header, self._body)
+        # send_messages checked the properties (check_properties) in its caller's call; these
+        # errors are for a dict changed since, or a received header (any JSON) holding text
+        # UTF-8 cannot carry
+        try:
+            if self._props:
+                header = dict(header)
+                header["ap"] = codec.encode_properties(self._props)
+                return codec.encode(header, self._body)
+            self._blob = codec.encode(header, self._body)
+        except UnicodeError:
+            raise InvalidArgumentError("the message holds text UTF-8 cannot carry (a lone surrogate)") from None
+        except TypeError as e:
+            raise InvalidArgumentError(f"an application property has an unsupported type {e}") from None
         return self._blob
 
     def __str__(self) -> str:

@@ -11,6 +11,7 @@ from datetime import timedelta
 from enum import Enum
 from typing import Any
 
+from .._message import utf8_text
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 
 # TimeSpan.MaxValue, which the Azure SDK returns for "never".
@@ -148,7 +149,10 @@ def _duration(name: str, value: Any, upper: timedelta | None = None) -> timedelt
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if not math.isfinite(value):
             raise InvalidArgumentError(f"{name} must be a finite duration")
-        value = timedelta(seconds=value)
+        try:
+            value = timedelta(seconds=value)
+        except OverflowError:
+            raise InvalidArgumentError(f"{name} must be at most {upper or timedelta.max}") from None
     if not isinstance(value, timedelta):
         raise InvalidArgumentError(f"{name} must be a timedelta, not {type(value).__name__}")
     if value <= timedelta(0) or value < timedelta(milliseconds=1):
@@ -156,6 +160,15 @@ def _duration(name: str, value: Any, upper: timedelta | None = None) -> timedelt
     if upper is not None and value > upper:
         raise InvalidArgumentError(f"{name} must be at most {upper}")
     return value
+
+
+def check_metadata(value: Any) -> str | None:
+    """user_metadata: None or text (that UTF-8 can carry)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"user_metadata must be a str, not {type(value).__name__}")
+    return utf8_text("user_metadata", value)
 
 
 def _int(name: str, value: Any, low: int, high: int) -> int:
@@ -193,6 +206,7 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
         MAX_DEDUP_WINDOW,
     )
     p.auto_delete_on_idle = check_auto_delete(_duration("auto_delete_on_idle", p.auto_delete_on_idle))
+    p.user_metadata = check_metadata(p.user_metadata)
     p.forward_to = check_forward(name, "forward_to", p.forward_to)
     p.forward_dead_lettered_messages_to = check_forward(
         name, "forward_dead_lettered_messages_to", p.forward_dead_lettered_messages_to

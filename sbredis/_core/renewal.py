@@ -11,6 +11,7 @@ or its max_lock_renewal_duration passes (AutoLockRenewTimeout is set on the mess
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ FailureCallback = Callable[[Any, Exception | None], Any]
 
 
 def check_duration(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < math.inf):
         raise InvalidArgumentError("max_lock_renewal_duration must be a positive number of seconds")
     return float(value)
 

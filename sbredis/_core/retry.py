@@ -15,6 +15,7 @@ from tenacity import retry_if_exception, stop_after_attempt, wait_exponential, w
 
 from ..exceptions import InvalidArgumentError, ServiceBusError
 
+MAX_BACKOFF = 86_400  # seconds; NaN fails the bound check too (a sleep of NaN or of 1e300 s raises)
 RETRY_OPTIONS = ("retry_total", "retry_backoff_factor", "retry_backoff_max", "retry_mode")
 
 
@@ -41,8 +42,8 @@ class RetryPolicy:
             raise InvalidArgumentError("retry_total must be an int between 0 and 100")
         for name in ("retry_backoff_factor", "retry_backoff_max"):
             value = getattr(policy, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise InvalidArgumentError(f"{name} must be a non-negative number of seconds")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_BACKOFF:
+                raise InvalidArgumentError(f"{name} must be between 0 and {MAX_BACKOFF} seconds")
         mode = getattr(policy.retry_mode, "value", policy.retry_mode)
         if mode not in ("exponential", "fixed"):
             raise InvalidArgumentError("retry_mode must be 'exponential' or 'fixed'")

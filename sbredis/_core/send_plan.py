@@ -4,13 +4,13 @@ caller's outcome when concurrent sends share calls."""
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from operator import attrgetter
 from typing import Any
 
 from .._message import ServiceBusMessage
-from ..exceptions import InvalidOperationError, MessageSizeExceededError
+from ..exceptions import InvalidOperationError, MessageSizeExceededError, ServiceBusError
 from .meta import EntityMeta
 from .protocol import publish, send
 from .protocol.base import Call
@@ -110,7 +110,11 @@ def pack(entries: Sequence[Sequence[ServiceBusMessage]], max_bytes: int, max_cou
     current: list[int] = []
     size = count = 0
     for i, msgs in enumerate(entries):
-        b = sum(len(m.encoded()) for m in msgs)
+        try:
+            b = sum(len(m.encoded()) for m in msgs)
+        except ServiceBusError:  # alone, so that planning it fails for its caller only
+            groups.append([i])
+            continue
         if current and (size + b > max_bytes or count + len(msgs) > max_count):
             groups.append(current)
             current, size, count = [], 0, 0
@@ -120,6 +124,76 @@ def pack(entries: Sequence[Sequence[ServiceBusMessage]], max_bytes: int, max_cou
     if current:
         groups.append(current)
     return groups
+
+
+Plan = Callable[[list[ServiceBusMessage]], tuple[list[Call], list[int]]]
+GroupPlan = tuple[list[int], list[Call], list[int]]  # entry indexes, their calls, each message's partition
+
+
+def plan_entries(
+    entries: Sequence[Sequence[ServiceBusMessage]],
+    indexes: list[int],
+    max_bytes: int,
+    plan: Plan,
+    outcomes: list[Any],
+    alone: bool = False,
+) -> list[GroupPlan]:
+    """Calls for entries[indexes] (each one caller's messages), packed into as few groups as fit.
+
+    `plan` is plan_send or plan_publish for a list of messages. A group whose planning fails (a
+    caller's message is too large or lacks the session id its entity requires) is planned again
+    entry by entry (also when `alone`), so only the caller at fault gets the error, in `outcomes`.
+    """
+    if alone:
+        groups = [[i] for i in indexes]
+    else:
+        groups = [[indexes[g] for g in group] for group in pack([entries[i] for i in indexes], max_bytes)]
+    plans: list[GroupPlan] = []
+    for group in groups:
+        try:
+            calls, where = plan([m for i in group for m in entries[i]])
+        except ServiceBusError as e:
+            if len(group) == 1:
+                outcomes[group[0]] = e
+            else:
+                plans += plan_entries(entries, group, max_bytes, plan, outcomes, alone=True)
+            continue
+        plans.append((group, calls, where))
+    return plans
+
+
+def refused_for_one(error: Any) -> bool:
+    """A script's refusal that one caller's messages can cause for a whole call (a message without
+    the session id the entity or a subscription requires, or over the size limit): nothing of that
+    call was stored, so the others sharing it are worth trying again without that caller."""
+    return isinstance(error, (InvalidOperationError, MessageSizeExceededError))
+
+
+def group_outcomes(
+    entries: Sequence[Sequence[ServiceBusMessage]],
+    group: list[int],
+    where: list[int],
+    seqs: dict[int, Iterator[int]],
+    errors: dict[int, Any],
+    outcomes: list[Any],
+) -> list[int]:
+    """Set each entry's outcome from its group's replies; returns the entries to send again alone:
+    those of a shared call refused for one caller's messages (refused_for_one) that had nothing
+    stored (every one of their partitions refused)."""
+    again: list[int] = []
+    shared = len(group) > 1 and errors and all(map(refused_for_one, errors.values()))
+    partitions = iter(where)
+    for i in group:
+        n = len(entries[i])
+        if shared:
+            mine = list(islice(partitions, n))
+            if all(p in errors for p in mine):
+                again.append(i)
+                continue
+            outcomes[i] = entry_outcome(n, iter(mine), seqs, errors)
+        else:
+            outcomes[i] = entry_outcome(n, partitions, seqs, errors)
+    return again
 
 
 def send_replies(calls: Sequence[Call], replies: Iterator[Any]) -> tuple[dict[int, Iterator[int]], dict[int, Any]]:
@@ -138,18 +212,55 @@ def send_replies(calls: Sequence[Call], replies: Iterator[Any]) -> tuple[dict[in
 def entry_outcome(
     n: int, partitions: Iterator[int], seqs: dict[int, Iterator[int]], errors: dict[int, Any]
 ) -> list[int] | Exception:
-    """One caller's outcome: its `n` messages' sequence numbers, or the first error among its partitions."""
+    """One caller's outcome: its `n` messages' sequence numbers, or the error of the first of its
+    partitions that failed (naming every partition that failed when its messages went to several)."""
     if not errors:
         return [next(seqs[p]) for p in islice(partitions, n)]
     out: list[int] = []
-    error = None
+    failed: list[int] = []
+    stored: list[int] = []
     for _ in range(n):
         p = next(partitions)
         if p in errors:
-            error = error or errors[p]
+            if p not in failed:
+                failed.append(p)
         else:
             out.append(next(seqs[p]))
-    return error if error is not None else out
+            if p not in stored:
+                stored.append(p)
+    if not failed:
+        return out
+    failed.sort()
+    first: Exception = errors[failed[0]]
+    if not stored and len(failed) == 1:
+        return first
+    return partly_failed(first, failed, sorted(stored))
+
+
+def _partitions(numbers: list[int]) -> str:
+    return ("partitions " if len(numbers) > 1 else "partition ") + ", ".join(map(str, numbers))
+
+
+def partly_failed(error: Exception, failed: list[int], stored: list[int]) -> Exception:
+    """`error` (the first partition's) for a send spread over several partitions: its message and
+    ``details`` name the partitions that failed (``partition``: the first, ``failed``: all of them)
+    and those that stored their messages (``stored``)."""
+    if not isinstance(error, ServiceBusError):
+        return error
+    text = f"{error.message} (failed: {_partitions(failed)}"
+    if stored:
+        text += f"; the messages for {_partitions(stored)} were stored"
+    try:
+        named = type(error)(
+            text + ")",
+            retryable=error.retryable,
+            error=error.error,
+            **{**error.details, "partition": failed[0], "failed": tuple(failed), "stored": tuple(stored)},
+        )
+    except TypeError:  # an error class with its own constructor: keep it as it is
+        return error
+    named.__cause__ = error
+    return named
 
 
 def send_result(c: Call, reply: list[Any]) -> list[int]:

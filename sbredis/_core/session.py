@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._enums import ServiceBusSessionFilter
+from .._message import utf8_text
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 from .protocol import session_list
 from .protocol.base import Call
@@ -33,7 +34,7 @@ def check_session_id(session_id: Any) -> str | ServiceBusSessionFilter:
         )
     if not session_id or len(session_id) > MAX_SESSION_ID:
         raise InvalidArgumentError(f"session_id must be 1 to {MAX_SESSION_ID} characters")
-    return session_id
+    return utf8_text("session_id", session_id)
 
 
 def session_partition(session_id: str, partitions: int) -> int:
@@ -44,12 +45,12 @@ def state_bytes(state: Any) -> bytes | None:
     """set_state's argument as stored: bytes, str (UTF-8) or None (no state).
 
     Raises:
-        InvalidArgumentError: another type.
+        InvalidArgumentError: another type, or text UTF-8 cannot carry.
     """
     if state is None:
         return None
     if isinstance(state, str):
-        return state.encode()
+        return utf8_text("session state", state).encode()
     if isinstance(state, (bytes, bytearray, memoryview)):
         return bytes(state)
     raise InvalidArgumentError(f"session state must be bytes, str or None, not {type(state).__name__}")

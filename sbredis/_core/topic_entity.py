@@ -32,6 +32,7 @@ from .entity import (
     _ms,
     check_auto_delete,
     check_forward,
+    check_metadata,
     check_name,
     partition_config,
 )
@@ -188,6 +189,7 @@ def build_topic(name: str, base: TopicProperties | None = None, **kwargs: Any) -
         "duplicate_detection_history_time_window", p.duplicate_detection_history_time_window, MAX_DEDUP_WINDOW
     )
     p.auto_delete_on_idle = check_auto_delete(_duration("auto_delete_on_idle", p.auto_delete_on_idle))
+    p.user_metadata = check_metadata(p.user_metadata)
     p.max_size_in_megabytes = _int("max_size_in_megabytes", p.max_size_in_megabytes, 1, 1048576)
     p.max_message_size_in_kilobytes = _int(
         "max_message_size_in_kilobytes", p.max_message_size_in_kilobytes, 1, MAX_MESSAGE_KB
@@ -233,6 +235,7 @@ def build_subscription(
     p.lock_duration = _duration("lock_duration", p.lock_duration, MAX_LOCK)
     p.default_message_time_to_live = _duration("default_message_time_to_live", p.default_message_time_to_live)
     p.auto_delete_on_idle = check_auto_delete(_duration("auto_delete_on_idle", p.auto_delete_on_idle))
+    p.user_metadata = check_metadata(p.user_metadata)
     p.max_delivery_count = _int("max_delivery_count", p.max_delivery_count, 1, 2**31 - 1)
     for flag in (
         "requires_session",

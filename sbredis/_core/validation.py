@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
-from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusMessageBatch
+from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusMessageBatch, check_properties
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 
 LOCAL_MASK = (1 << PARTITION_SHIFT) - 1
@@ -13,19 +14,28 @@ MAX_RECEIVE_COUNT = 5000
 
 
 def as_messages(message: Any) -> list[ServiceBusMessage]:
-    """One message, a list of them or a batch, as a list; raises InvalidArgumentError otherwise."""
+    """One message, a list of them or a batch, as a list; raises InvalidArgumentError otherwise.
+
+    Application properties are checked again here, in the caller's own call: the caller may have
+    changed a message's dict in place since it was set, and its error must stay its own (concurrent
+    sends share script calls)."""
     if isinstance(message, ServiceBusMessage):
-        return [message]
-    if isinstance(message, ServiceBusMessageBatch):
-        return list(message)
-    if isinstance(message, (list, tuple)):
+        messages = [message]
+    elif isinstance(message, ServiceBusMessageBatch):
+        messages = list(message)
+    elif isinstance(message, (list, tuple)):
         for m in message:
             if not isinstance(m, ServiceBusMessage):
                 raise InvalidArgumentError(f"expected ServiceBusMessage items, got {type(m).__name__}")
-        return list(message)
-    raise InvalidArgumentError(
-        f"send_messages takes a ServiceBusMessage, a list of them or a batch, not {type(message).__name__}"
-    )
+        messages = list(message)
+    else:
+        raise InvalidArgumentError(
+            f"send_messages takes a ServiceBusMessage, a list of them or a batch, not {type(message).__name__}"
+        )
+    for m in messages:
+        if m.application_properties:
+            check_properties(m.application_properties)
+    return messages
 
 
 def check_session_ids(messages: Iterable[ServiceBusMessage], entity: str) -> None:
@@ -46,10 +56,14 @@ def check_count(name: str, n: Any, upper: int = MAX_RECEIVE_COUNT) -> int:
 
 
 def check_wait(name: str, value: Any) -> float | None:
+    """A wait or timeout in seconds (None: unset). NaN and infinity are refused: NaN compares false
+    to every deadline, so a wait of NaN would never end."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArgumentError(f"{name} must be a number of seconds")
+    if not math.isfinite(value):
+        raise InvalidArgumentError(f"{name} must be a finite number of seconds")
     if value < 0:
         raise InvalidArgumentError(f"{name} must not be negative")
     return float(value)

@@ -118,35 +118,37 @@ class ServiceBusSender:
         outcomes: list[Any],
         down: set[int],
         retry: str,
+        alone: bool = False,
     ) -> list[int]:
-        """One attempt for entries[indexes]; returns the indexes that failed with a connection error."""
-        plans = []
-        for group in send_plan.pack([entries[i] for i in indexes], meta.max_message_bytes):
-            group = [indexes[g] for g in group]
-            rr = self._next_partition(meta, down)
-            try:
-                msgs = [m for i in group for m in entries[i]]
-                calls, where = send_plan.plan_send(msgs, meta, rr, sched_ms, into_subscription=self._into_subscription)
-            except ServiceBusError as e:
-                for i in group:
-                    outcomes[i] = e
-                continue
-            plans.append((group, calls, where))
+        """One attempt for entries[indexes]; returns the indexes that failed with a connection error.
+
+        Each caller's outcome is its own: an entry whose messages cannot be planned, or whose
+        share of a call made the script refuse the whole call, fails alone (send_plan.plan_entries,
+        group_outcomes) and the others are stored.
+        """
+
+        def plan(messages: list[ServiceBusMessage]) -> tuple[list[Any], list[int]]:
+            return send_plan.plan_send(
+                messages, meta, self._next_partition(meta, down), sched_ms, into_subscription=self._into_subscription
+            )
+
+        plans = send_plan.plan_entries(entries, indexes, meta.max_message_bytes, plan, outcomes, alone)
         calls = protocol.stamped([c for _, group_calls, _ in plans for c in group_calls], meta.generation)
         replies = iter(self._context.transport.run_many(calls, self.entity_name, retry=retry) if calls else [])
         unreachable = []
+        again: list[int] = []
         for group, group_calls, where in plans:
             seqs, errors = send_plan.send_replies(group_calls, replies)
             for p, err in errors.items():
-                if isinstance(err, MessagingEntityNotFoundError):
+                # gone, or refused for what its cached metadata allowed (changed since): read it again
+                if isinstance(err, MessagingEntityNotFoundError) or send_plan.refused_for_one(err):
                     self._context.forget(self.entity_name)
                 elif isinstance(err, ServiceBusConnectionError):
                     down.add(p)
-            partitions = iter(where)
-            for i in group:
-                outcomes[i] = send_plan.entry_outcome(len(entries[i]), partitions, seqs, errors)
-                if isinstance(outcomes[i], ServiceBusConnectionError):
-                    unreachable.append(i)
+            again += send_plan.group_outcomes(entries, group, where, seqs, errors, outcomes)
+            unreachable += [i for i in group if isinstance(outcomes[i], ServiceBusConnectionError)]
+        if again:  # a call refused for one caller's messages: each of its callers on their own
+            unreachable += self._store_round(meta, sched_ms, entries, again, outcomes, down, retry, alone=True)
         return unreachable
 
     def _next_partition(self, meta: EntityMeta, down: set[int]) -> int:
@@ -176,6 +178,7 @@ class ServiceBusSender:
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusQuotaExceededError,
             ServiceBusConnectionError (retryable), OperationTimeoutError (retryable).
         """
+        validation.check_wait("timeout", timeout)
         messages = validation.as_messages(message)
         if transaction is not None:
             if presettled:
@@ -202,6 +205,7 @@ class ServiceBusSender:
                 after the year 2999.
             As send_messages otherwise.
         """
+        validation.check_wait("timeout", timeout)
         at = schedule_ms("schedule_time_utc", schedule_time_utc)
         batch = validation.as_messages(messages)
         if not batch:
@@ -220,6 +224,7 @@ class ServiceBusSender:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
+        validation.check_wait("timeout", timeout)
         seqs = validation.sequence_numbers(sequence_numbers)
         meta = self._context.entity(self.entity_name)
         groups: dict[int, list[int]] = {}

@@ -36,29 +36,24 @@ class ServiceBusTopicSender(ServiceBusSender):
         if not isinstance(meta, fanout.TopicMeta):
             return [self._not_a_topic(meta)] * len(entries)
         outcomes: list[Any] = [None] * len(entries)
-        plans = []
-        for group in send_plan.pack(entries, meta.max_message_bytes):
-            self._rr += 1
-            try:
-                calls, where = fanout.plan_publish(
-                    [m for i in group for m in entries[i]], meta, self._rr % meta.partition_count, sched_ms
-                )
-            except ServiceBusError as e:
-                for i in group:
-                    outcomes[i] = e
-                continue
-            plans.append((group, calls, where))
-        calls = protocol.stamped([c for _, group_calls, _ in plans for c in group_calls], meta.generation)
-        replies = iter(run_publish(self._context.transport, meta, calls))
         stored: set[int] = set()
-        for group, group_calls, where in plans:
-            seqs, errors = send_plan.send_replies(group_calls, replies)
-            if any(isinstance(e, MessagingEntityNotFoundError) for e in errors.values()):
-                self._context.forget(self.entity_name)
-            stored |= {c.partition for c in group_calls if c.partition not in errors}
-            partitions = iter(where)
-            for i in group:
-                outcomes[i] = send_plan.entry_outcome(len(entries[i]), partitions, seqs, errors)
+
+        def plan(messages: list[ServiceBusMessage]) -> tuple[list[Any], list[int]]:
+            self._rr += 1
+            return fanout.plan_publish(messages, meta, self._rr % meta.partition_count, sched_ms)
+
+        todo, alone = list(range(len(entries))), False
+        while todo:  # a second round only for the callers of calls refused for one caller's messages
+            plans = send_plan.plan_entries(entries, todo, meta.max_message_bytes, plan, outcomes, alone)
+            calls = protocol.stamped([c for _, group_calls, _ in plans for c in group_calls], meta.generation)
+            replies = iter(run_publish(self._context.transport, meta, calls) if calls else [])
+            todo, alone = [], True
+            for group, group_calls, where in plans:
+                seqs, errors = send_plan.send_replies(group_calls, replies)
+                if any(isinstance(e, MessagingEntityNotFoundError) for e in errors.values()):
+                    self._context.forget(self.entity_name)
+                stored |= {c.partition for c in group_calls if c.partition not in errors}
+                todo += send_plan.group_outcomes(entries, group, where, seqs, errors, outcomes)
         self._context.forwarder.drain_published(meta, stored)
         return outcomes
 
@@ -72,6 +67,7 @@ class ServiceBusTopicSender(ServiceBusSender):
             InvalidArgumentError: not sequence numbers of this topic.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
+        validation.check_wait("timeout", timeout)
         seqs = validation.sequence_numbers(sequence_numbers)
         meta = self._topic()
         groups: dict[int, list[int]] = {}

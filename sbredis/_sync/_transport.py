@@ -44,6 +44,8 @@ from .._core.retry import RetryPolicy, is_retryable
 from .._core.sdk_keywords import client_options
 from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusConnectionError, ServiceBusError
 
+MAX_DURABILITY_TIMEOUT = 3600  # seconds (WAIT and WAITAOF take ms up to a bound)
+MAX_SOCKET_TIMEOUT = 86_400  # seconds; NaN fails the bound check too (the socket layer takes neither)
 SCHEMES = ("redis", "rediss", "unix", "memory", *CLUSTER_SCHEMES)
 
 
@@ -88,8 +90,18 @@ class Transport:
             raise InvalidArgumentError("wait_for_replicas must be a non-negative int")
         if not isinstance(wait_for_aof, bool):
             raise InvalidArgumentError("wait_for_aof must be a bool")
-        if isinstance(durability_timeout, bool) or not isinstance(durability_timeout, (int, float)):
-            raise InvalidArgumentError("durability_timeout must be a number of seconds")
+        if (
+            isinstance(durability_timeout, bool)
+            or not isinstance(durability_timeout, (int, float))
+            or not 0 <= durability_timeout <= MAX_DURABILITY_TIMEOUT
+        ):
+            raise InvalidArgumentError(f"durability_timeout must be between 0 and {MAX_DURABILITY_TIMEOUT} seconds")
+        connect_timeout = options.get("socket_connect_timeout")
+        for name, value in (("socket_timeout", socket_timeout), ("socket_connect_timeout", connect_timeout)):
+            if (value is not None or name == "socket_timeout") and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_SOCKET_TIMEOUT
+            ):
+                raise InvalidArgumentError(f"{name} must be more than 0 and at most {MAX_SOCKET_TIMEOUT} seconds")
         self._wait = (wait_for_replicas, wait_for_aof, max(1, int(durability_timeout * 1000)))
         self.retry_policy = retry_policy or RetryPolicy()
         self._retry_options = self.retry_policy.tenacity_options()

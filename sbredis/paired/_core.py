@@ -69,7 +69,10 @@ def backlog_name(index: int) -> str:
 def _interval(name: str, value: Any, zero_ok: bool = False) -> timedelta:
     if zero_ok and not isinstance(value, bool) and value in (0, timedelta(0)):
         return timedelta(0)
-    return timedelta(milliseconds=duration_ms(name, value))
+    try:
+        return timedelta(milliseconds=duration_ms(name, value))
+    except OverflowError:
+        raise InvalidArgumentError(f"{name} must be at most {timedelta.max}") from None
 
 
 @dataclass(frozen=True)

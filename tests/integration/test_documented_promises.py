@@ -131,12 +131,6 @@ def test_the_renewer_renews_every_due_lock_in_one_call_per_partition_when_a_thir
     assert all(lock * 2 / 3 - timedelta(milliseconds=100) <= t < lock for t in into), into
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: only connection errors get '(partition N of ...)' in the message (transport _failed, when in "
-    "doubt), and no error carries the partition in `details`; a script error on one partition (here "
-    "WRONGTYPE) names only the entity, although partition 0's share was stored",
-)
 def test_a_partly_failed_multi_partition_send_names_the_failed_partition(own_server: RedisServer, sb_api: Any) -> None:
     """docs/semantics.md: "when one partition fails, the others may have stored theirs (the error names
     the partition that failed)"."""
