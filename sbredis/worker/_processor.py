@@ -4,8 +4,11 @@ processor shape), or with ``session=True`` on every session of a session entity 
 The handler gets a ServiceBusReceivedMessage. When it returns, the message is completed; when it
 raises, the message is abandoned (delivered again, counted; after the queue's max_delivery_count
 it is dead-lettered by sbredis), or dead-lettered at once when the exception is a
-:class:`DeadLetter` or one of the ``dead_letter_on`` types. While the handler runs, the message's
-lock is renewed (``sbredis.aio.AutoLockRenewer``, up to ``max_lock_renewal_duration`` seconds).
+:class:`DeadLetter` or one of the ``dead_letter_on`` types. With a ``retry`` policy
+(:class:`~._retry.Retry`) the abandoned message comes back only after its backoff delay, and is
+dead-lettered after ``max_retries``; a handler raising :class:`~._retry.RetryAfter` picks the
+delay itself. While the handler runs, the message's lock is renewed
+(``sbredis.aio.AutoLockRenewer``, up to ``max_lock_renewal_duration`` seconds).
 
 ``concurrency`` handlers run at once: coroutine functions on the worker's event loop, plain
 functions on that many daemon threads. ``prefetch`` messages are fetched ahead of what the free
@@ -46,6 +49,7 @@ from sbredis.aio.management import ServiceBusAdministrationClient
 from sbredis.exceptions import InvalidArgumentError, ServiceBusError
 
 from ._middleware import Middleware
+from ._retry import Retry, RetryAfter
 from ._sessions import SessionSlots
 
 log = logging.getLogger("sbredis.worker")
@@ -153,10 +157,13 @@ class Worker:
         middleware: Iterable[Middleware] = (),
         poll_interval: float = 1.0,
         session_idle_timeout: float = 1.0,
+        retry: Retry | None = None,
         **client_options: Any,
     ) -> None:
         if not callable(handler):
             raise InvalidArgumentError("handler must be callable")
+        if retry is not None and not isinstance(retry, Retry):
+            raise InvalidArgumentError("retry must be a sbredis.worker.Retry or None")
         check_name(entity, "topic" if subscription is not None else "queue")
         if subscription is not None:
             check_subscription_name(subscription)
@@ -185,8 +192,16 @@ class Worker:
         self.max_lock_renewal_duration = float(max_lock_renewal_duration)
         self.middleware = list(middleware)
         self.poll_interval = float(poll_interval)
+        self.retry = retry
         self.client_options = client_options
-        self.stats = {"received": 0, "completed": 0, "abandoned": 0, "dead_lettered": 0, "failed_settlements": 0}
+        self.stats = {
+            "received": 0,
+            "completed": 0,
+            "abandoned": 0,
+            "retried": 0,
+            "dead_lettered": 0,
+            "failed_settlements": 0,
+        }
         self._is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
             getattr(handler, "__call__", None)  # noqa: B004 - an object with an async __call__
         )
@@ -407,6 +422,20 @@ class Worker:
         if self.dead_letter_on and isinstance(error, self.dead_letter_on):
             log.warning("handler failed on %r, dead-lettering it: %r", m, error)
             return await self._settle(receiver, m, "dead_letter", type(error).__name__, str(error)[:4096])
+        if self.session:  # a delayed retry would let the session's later messages overtake it
+            log.warning("handler failed on %r, abandoning it: %r", m, error, exc_info=error)
+            return await self._settle(receiver, m, "abandon")
+        if isinstance(error, RetryAfter):
+            log.info("handler asked to retry %r in %.3g s: %r", m, error.seconds, error.__cause__ or error)
+            return await self._settle(receiver, m, "abandon", delay=error.seconds)
+        if self.retry is not None:
+            dc = m.delivery_count or 1
+            if self.retry.exhausted(dc):
+                log.warning("handler failed on %r after %d deliveries, dead-lettering it: %r", m, dc, error)
+                return await self._settle(receiver, m, "dead_letter", *retries_exhausted(dc, error))
+            delay = self.retry.delay(dc)
+            log.warning("handler failed on %r, retrying in %.3g s: %r", m, delay, error, exc_info=error)
+            return await self._settle(receiver, m, "abandon", delay=delay)
         log.warning("handler failed on %r, abandoning it: %r", m, error, exc_info=error)
         return await self._settle(receiver, m, "abandon")
 
@@ -424,6 +453,7 @@ class Worker:
         action: str,
         reason: str | None = None,
         description: str | None = None,
+        delay: float | None = None,
     ) -> str | None:
         await self._hook("before_settle", m, action)
         error: ServiceBusError | None = None
@@ -432,8 +462,10 @@ class Worker:
                 await receiver.complete_message(m)
                 self.stats["completed"] += 1
             elif action == "abandon":
-                await receiver.abandon_message(m)
+                await receiver.abandon_message(m, delay=delay or None)
                 self.stats["abandoned"] += 1
+                if delay:
+                    self.stats["retried"] += 1
             else:
                 await receiver.dead_letter_message(m, reason=reason, error_description=description)
                 self.stats["dead_lettered"] += 1
@@ -498,3 +530,8 @@ class Worker:
 
     def __repr__(self) -> str:
         return f"Worker(entity={self.path!r}, concurrency={self.concurrency}, prefetch={self.prefetch})"
+
+
+def retries_exhausted(delivery_count: int, error: BaseException) -> tuple[str, str]:
+    """The dead-letter reason and description of a message whose retries ran out."""
+    return "MaxRetriesExceeded", f"failed {delivery_count} time(s); the last error: {error!r}"[:4096]
