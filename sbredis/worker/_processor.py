@@ -11,10 +11,12 @@ delay itself. While the handler runs, the message's lock is renewed
 (``sbredis.aio.AutoLockRenewer``, up to ``max_lock_renewal_duration`` seconds).
 
 ``concurrency`` handlers run at once: coroutine functions on the worker's event loop, plain
-functions on that many daemon threads. ``prefetch`` messages are fetched ahead of what the free
-handlers ask for; they are handed to a handler only while their lock holds, and released without
-counting a delivery when the worker stops. Keep ``prefetch`` below what the worker gets through in
-one lock duration.
+functions on that many daemon threads. A handler's slot frees when it returns: its settlement
+runs on meanwhile, so the settlements of many handlers go to Redis together (one script call per
+partition; up to SETTLE_BACKLOG + concurrency messages are in flight, handlers and settlements).
+``prefetch`` messages are fetched ahead of what the free handlers ask for; they are handed to a
+handler only while their lock holds, and released without counting a delivery when the worker
+stops. Keep ``prefetch`` below what the worker gets through in one lock duration.
 
 Stopping (``stop()``, SIGTERM, or a first SIGINT under ``run()``) drains: no more receives, the
 handlers in flight get ``grace_period`` seconds to finish and their messages are settled as usual;
@@ -35,6 +37,7 @@ import logging
 import queue
 import signal
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from enum import IntEnum
 from typing import Any
@@ -46,7 +49,7 @@ from sbredis._core.keys import subscription_path
 from sbredis._core.topic_entity import check_subscription_name
 from sbredis.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver
 from sbredis.aio.management import ServiceBusAdministrationClient
-from sbredis.exceptions import InvalidArgumentError, ServiceBusError
+from sbredis.exceptions import InvalidArgumentError, MessageAlreadySettled, MessageLockLostError, ServiceBusError
 
 from ._middleware import Middleware
 from ._retry import Retry, RetryAfter
@@ -55,6 +58,7 @@ from ._sessions import SessionSlots
 log = logging.getLogger("sbredis.worker")
 
 Handler = Callable[[ServiceBusReceivedMessage], Any]
+SETTLE_BACKLOG = 256  # messages whose handler finished and whose settlement has not, before receiving waits
 
 
 class ExitCode(IntEnum):
@@ -87,16 +91,30 @@ class DeadLetter(Exception):  # noqa: N818 - an instruction, not an error
 
 
 class _DaemonPool:
-    """Runs plain handlers on daemon threads (a handler stuck past a stop cannot hold the process)."""
+    """Runs plain handlers on daemon threads (a handler stuck past a stop cannot hold the process).
+
+    A thread starts only when every started one is busy: quick handlers keep few threads busy, and
+    every thread more fights the event loop's thread for the GIL (each socket call of the loop
+    then waits for a handler thread to let go of it). Results go back to the loop in batches: a
+    thread wakes the loop only when no wake-up is pending already (each one is a write to the
+    loop's self-pipe and a turn of the loop).
+    """
 
     def __init__(self, size: int) -> None:
         self._size = size
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
+        self._outstanding = 0  # jobs submitted and not finished
+        self._lock = threading.Lock()
+        self._done: deque[tuple[asyncio.Future[Any], Any, BaseException | None]] = deque()
+        self._wake_pending = False
 
     def submit(self, loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         fut = loop.create_future()
-        if len(self._threads) < self._size:
+        with self._lock:
+            self._outstanding += 1
+            more = self._outstanding > len(self._threads)
+        if more and len(self._threads) < self._size:
             t = threading.Thread(target=self._work, name=f"sbredis-worker-{len(self._threads)}", daemon=True)
             self._threads.append(t)
             t.start()
@@ -110,15 +128,86 @@ class _DaemonPool:
                 result, error = fn(*args), None
             except BaseException as e:
                 result, error = None, e
+            self._done.append((fut, result, error))
+            with self._lock:
+                self._outstanding -= 1
+                if self._wake_pending:
+                    continue
+                self._wake_pending = True
             try:
-                loop.call_soon_threadsafe(_resolve, fut, result, error)
+                loop.call_soon_threadsafe(self._deliver)
             except RuntimeError:  # a handler left behind after the worker stopped: its loop is closed
                 pass
+
+    def _deliver(self) -> None:
+        """On the loop: resolve the futures of the handlers that finished."""
+        with self._lock:
+            self._wake_pending = False  # before draining: a result added meanwhile wakes the loop again
+        done = self._done
+        while done:
+            _resolve(*done.popleft())
 
     def shutdown(self) -> None:
         for _ in self._threads:
             self._jobs.put(None)
         self._threads.clear()
+
+
+class _Completions:
+    """Completes the messages of one receiver in batches: what the handlers finish while a batch
+    is at Redis goes in the next one, a complete_messages call (one script call per partition), so
+    a message costs no settlement call of its own. Each message gets its own outcome."""
+
+    def __init__(self, receiver: ServiceBusReceiver, idle: Callable[[], object]) -> None:
+        self.receiver = receiver
+        self._idle = idle
+        self._waiting: list[tuple[ServiceBusReceivedMessage, asyncio.Future[None]]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def complete(self, m: ServiceBusReceivedMessage) -> asyncio.Future[None]:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        self._waiting.append((m, fut))
+        if self._task is None:
+            self._task = loop.create_task(self._flush())
+        return fut
+
+    async def _flush(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                await self._complete(batch)
+        finally:
+            for _, fut in self._waiting:  # only when the flush itself was cancelled (the loop is closing)
+                fut.cancel()
+            self._waiting = []
+            self._task = None
+            self._idle()
+
+    async def _complete(self, batch: list[tuple[ServiceBusReceivedMessage, asyncio.Future[None]]]) -> None:
+        before = [m.settled for m, _ in batch]  # settled elsewhere already (the drain's abandon)
+        todo = [m for m, _ in batch if not m.settled]
+        error: BaseException | None = None
+        try:
+            if todo:
+                await self.receiver.complete_messages(todo)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            error = e
+        lost = {id(x) for x in error.messages} if isinstance(error, MessageLockLostError) else set()
+        for (m, fut), was in zip(batch, before, strict=True):
+            if fut.done():
+                continue
+            if was:
+                fut.set_exception(MessageAlreadySettled("The message has been settled already."))
+            elif m.settled:
+                fut.set_result(None)
+            elif id(m) in lost:
+                assert isinstance(error, MessageLockLostError)
+                fut.set_exception(MessageLockLostError(error.message, messages=[m]))
+            else:
+                fut.set_exception(error or ServiceBusError("The message was not completed."))
 
 
 def _resolve(fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -212,6 +301,8 @@ class Worker:
         self._room: asyncio.Event | None = None
         self._force_event: asyncio.Event | None = None
         self._inflight: dict[asyncio.Task[str | None], tuple[ServiceBusReceiver, ServiceBusReceivedMessage]] = {}
+        self._running = 0  # handlers running (the in-flight tasks not yet settling)
+        self._completions: dict[ServiceBusReceiver, _Completions] = {}
         self._released: set[int] = set()
 
     # -- control
@@ -348,8 +439,9 @@ class Worker:
     async def _receive_loop(self, receiver: ServiceBusReceiver) -> None:
         assert self._room is not None
         pause = 0.0
+        room = self.concurrency + SETTLE_BACKLOG
         while not self._stopping:
-            free = self.concurrency - len(self._inflight)
+            free = min(self.concurrency - self._running, room - len(self._inflight))
             if free <= 0:
                 self._room.clear()
                 await self._room.wait()
@@ -383,6 +475,7 @@ class Worker:
         """Run the handler on `m` and settle it, as a task counted in flight."""
         assert self._loop is not None
         task = self._loop.create_task(self._process(receiver, m))
+        self._running += 1
         self._inflight[task] = (receiver, m)
         task.add_done_callback(self._finished)
         return task
@@ -403,16 +496,20 @@ class Worker:
     async def _process_traced(self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage, op: Op) -> str | None:
         error: BaseException | None = None
         try:
-            await self._hook("before_process", m, strict=True)
+            if self.middleware:  # (a hook call per message costs when there is none)
+                await self._hook("before_process", m, strict=True)
             result = await self._call(m)
             if inspect.isawaitable(result):
                 await result
         except asyncio.CancelledError:
+            self._handler_done()
             raise
         except Exception as e:
             error = e
+        self._handler_done()
         op.fail(error)
-        await self._hook("after_process", m, error, reverse=True)
+        if self.middleware:
+            await self._hook("after_process", m, error, reverse=True)
         if id(m) in self._released:
             return None  # abandoned by the drain already
         if error is None:
@@ -439,6 +536,12 @@ class Worker:
         log.warning("handler failed on %r, abandoning it: %r", m, error, exc_info=error)
         return await self._settle(receiver, m, "abandon")
 
+    def _handler_done(self) -> None:
+        """A handler ended: its slot is free while its settlement runs."""
+        self._running -= 1
+        if self._room is not None:
+            self._room.set()
+
     def _call(self, m: ServiceBusReceivedMessage) -> Awaitable[Any]:
         if self._is_async:
             result: Awaitable[Any] = self.handler(m)
@@ -455,11 +558,12 @@ class Worker:
         description: str | None = None,
         delay: float | None = None,
     ) -> str | None:
-        await self._hook("before_settle", m, action)
+        if self.middleware:
+            await self._hook("before_settle", m, action)
         error: ServiceBusError | None = None
         try:
             if action == "complete":
-                await receiver.complete_message(m)
+                await self._completer(receiver).complete(m)
                 self.stats["completed"] += 1
             elif action == "abandon":
                 await receiver.abandon_message(m, delay=delay or None)
@@ -473,8 +577,15 @@ class Worker:
             error = e
             self.stats["failed_settlements"] += 1
             log.warning("could not %s %r: %s", action.replace("_", "-"), m, e.message)
-        await self._hook("after_settle", m, action, error, reverse=True)
+        if self.middleware:
+            await self._hook("after_settle", m, action, error, reverse=True)
         return action if error is None else None
+
+    def _completer(self, receiver: ServiceBusReceiver) -> _Completions:
+        c = self._completions.get(receiver)
+        if c is None:
+            c = self._completions[receiver] = _Completions(receiver, lambda: self._completions.pop(receiver, None))
+        return c
 
     async def _drain(self) -> ExitCode:
         assert self._force_event is not None
