@@ -17,16 +17,20 @@ producer process sends --tasks tasks one by one while the worker runs; tasks/s i
 the time from the producer's first send until the queue is empty (active_message_count for
 sbredis, LLEN + the unacked hash for kombu's Redis transport). A native round prefills
 --native-tasks messages (not timed), starts the worker and times from the first settled message
-to the last. Figures are medians of --rounds rounds; the workers alternate within a round, and
-the Celery table gives each config's sbredis:// / redis:// ratio as the median of the same-round
-ratios.
-Results go to bench/results/workers.json. Without --url a private redis-server is started.
+to the last; it also records the CPU time per task of the worker process (/proc) and of
+redis-server (INFO cpu) over that span, which a loaded machine changes far less than tasks/s.
+Figures are medians of --rounds rounds; the workers alternate within a round, and the Celery
+table gives each config's sbredis:// / redis:// ratio as the median of the same-round ratios.
+Results go to bench/results/workers.json; with --only, the rows of the workers not run are kept
+from the file (each row says when it was measured). Without --url a private redis-server is started.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import math
 import os
 import signal
 import statistics
@@ -118,6 +122,17 @@ class Bench:
         self.admin = ServiceBusAdministrationClient.from_connection_string(url)
         self.client = ServiceBusClient.from_connection_string(url)
         self.queues: list[str] = []
+        self.cpu: dict[str, list[tuple[float, float]]] = {}  # native worker -> (worker, redis) us/task
+
+    def redis_cpu(self) -> float:
+        info = self.r.info("cpu")
+        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+    @staticmethod
+    def proc_cpu(pid: int) -> float:
+        """CPU seconds of process `pid` (user + system, /proc/<pid>/stat; Linux)."""
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def env(self, broker: str | None, queue: str) -> dict[str, str]:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")]))
@@ -158,14 +173,20 @@ class Bench:
         )
         try:
             t0 = n0 = None
+            c0 = (0.0, 0.0)
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline:
                 n = remaining(queue)
                 now = time.perf_counter()
                 if t0 is None and n < self.tasks:
                     t0, n0 = now, n
+                    c0 = (self.proc_cpu(proc.pid), self.redis_cpu())
                 if n == 0:
                     assert t0 is not None and n0 is not None
+                    c1 = (self.proc_cpu(proc.pid), self.redis_cpu())
+                    self.cpu.setdefault(spec[1], []).append(
+                        (1e6 * (c1[0] - c0[0]) / n0, 1e6 * (c1[1] - c0[1]) / n0) if n0 else (math.nan, math.nan)
+                    )
                     return (n0 / (now - t0)) if now > t0 else float("nan")
                 self.check_alive(proc)
                 time.sleep(0.01)
@@ -295,11 +316,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'worker':56s} | {'tasks/s (median)':>16s} | spread")
     print("-" * 57 + "+" + "-" * 18 + "+-------")
     rows = {}
+    today = datetime.date.today().isoformat()
     for name, xs in rates.items():
         med = statistics.median(xs)
         spread = (max(xs) - min(xs)) / med * 100 if med else 0.0
-        rows[name] = {"rounds": xs, "median_tasks_per_s": med, "spread_pct": spread}
-        print(f"{name:56s} | {med:16,.0f} | {spread:5.0f}%")
+        rows[name] = {"rounds": xs, "median_tasks_per_s": med, "spread_pct": spread, "measured": today}
+        cpu = bench.cpu.get(workers[name][1]) if workers[name][0] == "native" else None
+        line = f"{name:56s} | {med:16,.0f} | {spread:5.0f}%"
+        if cpu:
+            rows[name]["worker_cpu_us_per_task"] = statistics.median(c[0] for c in cpu)
+            rows[name]["redis_cpu_us_per_task"] = statistics.median(c[1] for c in cpu)
+            line += f"   CPU per task: worker {rows[name]['worker_cpu_us_per_task']:.1f} us"
+            line += f", redis-server {rows[name]['redis_cpu_us_per_task']:.1f} us"
+        print(line)
     print()
     print(f"{'Celery config':32s} | {'sbredis://':>10s} | {'redis://':>10s} | ratio (median of same-round ratios)")
     print("-" * 33 + "+" + "-" * 12 + "+" + "-" * 12 + "+" + "-" * 20)
@@ -323,6 +352,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
         )
     info.update(celery_version=celery.__version__, kombu_version=kombu.__version__)
+    if args.only and RESULTS.exists():  # keep what this run did not measure
+        before = json.loads(RESULTS.read_text())
+        when = str(before.get("machine", {}).get("date", ""))[:10]
+        kept = {k: {"measured": when, **v} for k, v in before.get("workers", {}).items() if k not in rows}
+        info["kept_rows_from"] = {"git_commit": before.get("machine", {}).get("git_commit"), "date": when}
+        rows = {**kept, **rows}
+        rows = {k: rows[k] for k in WORKERS if k in rows}
+        pairs = {**before.get("celery_sbredis_vs_redis", {}), **pairs}
+        if not any(spec[0] == "celery" for spec in workers.values()):
+            tasks = before.get("tasks_per_round", {}).get("celery", tasks)
     out = {
         "tasks_per_round": {"celery": tasks, "native": native},
         "rounds": rounds,

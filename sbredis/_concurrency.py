@@ -238,11 +238,11 @@ class AsyncAutoLockRenewer:
             InvalidOperationError: the renewer is closed, or the message holds no lock.
             InvalidArgumentError: not a received message, or bad options.
         """
-        self._schedule.add(receiver, renewable, max_lock_renewal_duration, on_lock_renew_failure)
+        wake = self._schedule.add(receiver, renewable, max_lock_renewal_duration, on_lock_renew_failure)
         if self._task is None or self._task.done():
             self._wake = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._run())
-        else:
+        elif wake:
             assert self._wake is not None
             self._wake.set()
 
@@ -337,11 +337,12 @@ class SyncAutoLockRenewer:
             InvalidArgumentError: not a received message, or bad options.
         """
         with self._lock:
-            self._schedule.add(receiver, renewable, max_lock_renewal_duration, on_lock_renew_failure)
+            wake = self._schedule.add(receiver, renewable, max_lock_renewal_duration, on_lock_renew_failure)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="sbredis-lock-renewer", daemon=True)
                 self._thread.start()
-        self._wake.set()
+        if wake:
+            self._wake.set()
 
     def _run(self) -> None:
         schedule = self._schedule

@@ -286,18 +286,56 @@ def workers(d: Json) -> Iterator[str]:
     yield ""
     n = d["tasks_per_round"]
     yield (
-        f"`bench/bench_workers.py`: no-op tasks through one worker process, medians of {d['rounds']} "
-        f"rounds ({n['native']} tasks a round for the native worker, prefilled, when it ran; {n['celery']} "
+        "`bench/bench_workers.py`: no-op tasks through one worker process, medians of each row's "
+        f"rounds ({n['native']} tasks a round for the native worker, prefilled; {n['celery']} "
         "for Celery, sent one by one by a producer process while the worker runs, end to end). Celery: "
         "task_acks_late, task_reject_on_worker_lost, without gossip, mingle and heartbeat; both "
-        "brokers on the same redis-server in the same run, rounds alternating."
+        "brokers on the same redis-server in the same run, rounds alternating. For the native worker "
+        "(`--concurrency 8 --prefetch 64`) also the CPU time per task of the worker process and of "
+        "redis-server: on a shared machine tasks/s moves with the load, CPU per task far less."
     )
     yield ""
+
+    def cpu(w: Json, key: str) -> str:
+        return f"{w[key]:.0f}" if key in w else ""
+
     rows = [
-        [name.replace(" | ", ", "), rate(w["median_tasks_per_s"]), f"{w['spread_pct']:.0f}%"]
+        [
+            name.replace(" | ", ", "),
+            rate(w["median_tasks_per_s"]),
+            f"{w['spread_pct']:.0f}%",
+            str(len(w["rounds"])),
+            cpu(w, "worker_cpu_us_per_task"),
+            cpu(w, "redis_cpu_us_per_task"),
+            w.get("measured", ""),
+        ]
         for name, w in d["workers"].items()
     ]
-    yield from table(["worker", "tasks/s", "spread"], rows)
+    yield from table(
+        ["worker", "tasks/s", "spread", "rounds", "worker CPU us/task", "redis CPU us/task", "measured"], rows
+    )
+    yield (
+        "Where the native worker's time goes (a no-op handler, 20-40k prefilled messages, the worker "
+        "in-process under cProfile and `py-spy record --gil`, CPU per task from /proc and INFO cpu): "
+        "before this round of work a handler's slot stayed taken until its message was settled, so "
+        "no more than `concurrency` messages (about 3 on average with threads, 8 with coroutines) "
+        "were ever completed in one script call, and each message paid for its own settlement "
+        "bookkeeping (the receiver's checks, a coalescer entry and future, an instrumented "
+        "operation) and for four middleware hook calls with no middleware. With plain handlers all "
+        "8 pool threads started at once and took turns at the GIL with the event loop's thread: each "
+        "socket send of the loop then waited for a handler thread to let go of it (socket sends "
+        "were a quarter of the loop's wall time). The AutoLockRenewer was woken for every "
+        "registered message and rescanned all registrations each time. Now a slot frees when the "
+        "handler returns, completions go as one `complete_messages` call per batch (mean batch "
+        "3 -> 14 with threads, 8 -> 29 with coroutines), hooks run only when there is middleware, "
+        "threads start only when all are busy and wake the loop once per batch, and the renewer "
+        "wakes only for a lock due before its next pass. The same script on the code before "
+        "(commit 5067587, same machine and hour): worker CPU per task 83 us with threads and 43 us "
+        "with coroutines, redis-server 25 and 17 us. What is left per message is the asyncio task that "
+        "runs it, the lock renewer's registration, and redis-py's command packing and reply "
+        "parsing, spread over the batched script calls."
+    )
+    yield ""
     pairs = d.get("celery_sbredis_vs_redis") or {}
     if pairs:
         yield "Celery on sbredis:// against Celery on redis:// (kombu's Redis transport), same rounds:"
@@ -329,6 +367,48 @@ def workers(d: Json) -> Iterator[str]:
             "receives, which at prefetch 1 cost most of a poll per task."
         )
         yield ""
+
+
+def loops(d: Json) -> Iterator[str]:
+    yield "## Loops against raw round trips"
+    yield ""
+    yield (
+        f"`bench/bench_loops.py`: each way of looping over messages, {d['messages_per_loop']} messages "
+        f"a loop (prefilled, 100 B), next to its raw redis-py counterpart in the same run; medians of "
+        f"{d['rounds']} rounds, loops alternating. A raw EVALSHA runs a script that returns 1."
+    )
+    yield ""
+    rows = []
+    for name, lp in d["loops"].items():
+        for i, (raw, r) in enumerate(lp["raw"].items()):
+            rows.append(
+                [
+                    name if i == 0 else "",
+                    rate(lp["median_msgs_per_s"]) if i == 0 else "",
+                    f"{lp['spread_pct']:.0f}%" if i == 0 else "",
+                    raw,
+                    rate(r["median_per_s"]),
+                    ratio(r["ratio"]),
+                ]
+            )
+    yield from table(["loop", "msgs/s", "spread", "raw counterpart", "raw /s", "loop / raw"], rows)
+    yield f"Single operations, sync, one message at a time ({d['latency_ops']} of each a round):"
+    yield ""
+    lrows = [
+        [op, ms(x["p50_ms"]), ms(x["p99_ms"]), f"{x['p50_spread_pct']:.0f}%", ratio(x["vs_raw_evalsha_p50"])]
+        for op, x in d["latency"].items()
+    ]
+    yield from table(["operation", "p50 ms", "p99 ms", "p50 spread", "p50 / raw EVALSHA p50"], lrows)
+    yield (
+        "An iterating loop settles one message per round trip, so it runs at the cost of one "
+        "settlement call, about three raw round trips at p50 (above): the script's own work in Redis "
+        "plus the client's per call (checks, building the call, parsing the reply); this benchmark "
+        "does not split the two. Settling a received batch at once (`complete_messages`, or gathered "
+        "completes, which coalesce into one script call per partition) costs about what a raw "
+        "pipeline of the same size does. Gathered raw HSETs do not batch: each concurrent "
+        "redis.asyncio command goes on a connection of its own, with a socket write and read each."
+    )
+    yield ""
 
 
 def spark(d: Json) -> Iterator[str]:
@@ -423,6 +503,7 @@ SECTIONS: dict[str, Callable[[Json], Iterator[str]]] = {
     "sessions.json": sessions,
     "transactions.json": transactions,
     "workers.json": workers,
+    "loops.json": loops,
     "spark.json": spark,
     "observability.json": observability,
     "dashboard.json": dashboard,

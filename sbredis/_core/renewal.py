@@ -72,6 +72,7 @@ class Schedule:
         self.on_failure = on_lock_renew_failure
         self.regs: list[Registration] = []
         self.closed = False
+        self.next_pass = 0.0  # time.monotonic() of the renewer's next pass, as due() last planned it
 
     def add(
         self,
@@ -79,7 +80,9 @@ class Schedule:
         message: Any,
         max_lock_renewal_duration: float | None,
         on_lock_renew_failure: FailureCallback | None,
-    ) -> None:
+    ) -> bool:
+        """Register; returns whether the renewer must wake for it (its renewal is due before the
+        renewer's next pass). Waking it for every message would rescan every registration."""
         if self.closed:
             raise InvalidOperationError("The AutoLockRenewer is closed; it takes no new registrations.")
         if not isinstance(message, ServiceBusReceivedMessage) and not getattr(message, "_is_session", False):
@@ -98,9 +101,10 @@ class Schedule:
         if on_lock_renew_failure is not None and not callable(on_lock_renew_failure):
             raise InvalidArgumentError("on_lock_renew_failure must be callable")
         span = max(1, message.locked_until_ms - server_now_ms(receiver))
-        self.regs.append(
-            Registration(receiver, message, time.monotonic() + duration, span, on_lock_renew_failure or self.on_failure)
-        )
+        mono = time.monotonic()
+        on_failure = on_lock_renew_failure or self.on_failure
+        self.regs.append(Registration(receiver, message, mono + duration, span, on_failure))
+        return bool(mono + (span - span // 3) / 1000 - MIN_WAIT < self.next_pass)
 
     def due(self) -> tuple[dict[Any, list[Registration]], float]:
         """Registrations to renew now, by receiver, and the seconds until the next one is due.
@@ -126,7 +130,9 @@ class Schedule:
             else:
                 wait = min(wait, left_ms / 1000, reg.stop_at - mono)
         self.regs = keep
-        return due, max(wait, MIN_WAIT)
+        wait = max(wait, MIN_WAIT)
+        self.next_pass = mono + wait
+        return due, wait
 
     def failed(self, reg: Registration, error: BaseException) -> tuple[FailureCallback | None, AutoLockRenewFailed]:
         """Stop renewing `reg` after `error`; returns the callback to run and its error argument."""

@@ -13,10 +13,25 @@ from ..exceptions import InvalidArgumentError, InvalidOperationError, MessageAlr
 from .protocol import SETTLE
 
 SETTLE_CHUNK = 1000  # messages per settlement script call (Lua unpacks at most ~8000 arguments)
+MAX_ABANDON_DELAY = 366 * 86400.0  # seconds: a retry delay past a year is a unit mistake
 
 
 def new_nonce() -> str:
     return os.urandom(8).hex()
+
+
+def abandon_extra(delay: Any) -> tuple[Any, ...]:
+    """The abandon script's arguments after the messages for a delay in seconds (None or 0: none).
+
+    Raises:
+        InvalidArgumentError: not a number of seconds between 0 and MAX_ABANDON_DELAY.
+    """
+    if delay is None:
+        return ("0",)
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= MAX_ABANDON_DELAY:
+        raise InvalidArgumentError(f"delay must be a number of seconds between 0 and {MAX_ABANDON_DELAY:.0f}")
+    ms = int(delay * 1000)
+    return ("0", ms) if ms > 0 else ("0",)
 
 
 def settle_groups(

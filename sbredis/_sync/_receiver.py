@@ -509,13 +509,34 @@ class ServiceBusReceiver:
         listed in the MessageLockLostError; the others are completed."""
         self._settle("complete", list(messages), (), transaction)
 
-    def abandon_message(self, message: ServiceBusReceivedMessage, *, transaction: Any = None) -> None:
+    def abandon_message(
+        self, message: ServiceBusReceivedMessage, *, transaction: Any = None, delay: float | None = None
+    ) -> None:
         """Release the lock now; the message is available again (delivery_count counts this
-        delivery; after max_delivery_count it moves to the dead-letter subqueue)."""
-        self._settle("abandon", [message], ("0",), transaction)
+        delivery; after max_delivery_count it moves to the dead-letter subqueue).
 
-    def abandon_messages(self, messages: Iterable[ServiceBusReceivedMessage], *, transaction: Any = None) -> None:
-        self._settle("abandon", list(messages), ("0",), transaction)
+        `delay` (seconds; an sbredis extension): the message is available again only then, as a
+        scheduled message, in the same script call (a retry with backoff; the delivery count
+        carries on). Not with a transaction.
+
+        Raises:
+            InvalidArgumentError: a bad delay.
+            InvalidOperationError: a delay with a transaction.
+        """
+        self.abandon_messages([message], transaction=transaction, delay=delay)
+
+    def abandon_messages(
+        self,
+        messages: Iterable[ServiceBusReceivedMessage],
+        *,
+        transaction: Any = None,
+        delay: float | None = None,
+    ) -> None:
+        """abandon_message for many, at one script call per partition."""
+        extra = settlement.abandon_extra(delay)
+        if len(extra) > 1 and transaction is not None:
+            raise InvalidOperationError("an abandon with a delay cannot join a transaction")
+        self._settle("abandon", list(messages), extra, transaction)
 
     def defer_message(self, message: ServiceBusReceivedMessage, *, transaction: Any = None) -> None:
         """Set the message aside: only receive_deferred_messages(sequence_number) returns it."""

@@ -17,5 +17,6 @@ once, each one message at a time in order.
 from ._app import App, Task
 from ._middleware import Middleware
 from ._processor import DeadLetter, ExitCode, Worker
+from ._retry import Retry, RetryAfter
 
-__all__ = ["App", "DeadLetter", "ExitCode", "Middleware", "Task", "Worker"]
+__all__ = ["App", "DeadLetter", "ExitCode", "Middleware", "Retry", "RetryAfter", "Task", "Worker"]

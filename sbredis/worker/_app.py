@@ -2,10 +2,10 @@
 
     app = App("redis://127.0.0.1:6379/0")
 
-    @app.task(entity="orders", dead_letter_on=(ValueError,))
+    @app.task(entity="orders", dead_letter_on=(ValueError,), retry=Retry(backoff=1, max_retries=5))
     def charge(order_id: int, amount: float) -> None: ...
 
-    charge.send(17, amount=9.5)                  # a message on "orders"
+    charge.send(17, amount=9.5)                  # a message on "orders"; returns its sequence number
     charge.send_at(when, 17, amount=9.5)          # a scheduled message
     app.worker("orders", concurrency=8).run()     # or: sbredis worker myapp:app --entity orders
 
@@ -13,7 +13,10 @@ A task message is an sbredis message whose ``subject`` is the task's name and wh
 ``{"args": [...], "kwargs": {...}}`` (``content_type`` ``application/json``), so any sbredis client
 can send or read one. Tasks may be plain or coroutine functions. The worker runs the task the
 subject names; an unknown name, or an exception of the task's ``dead_letter_on`` types,
-dead-letters the message (reason ``UnknownTask`` or the exception's type name).
+dead-letters the message (reason ``UnknownTask`` or the exception's type name). Another
+exception of a task with a ``retry`` policy brings the message back after the policy's delay
+(:class:`~._retry.Retry`), and dead-letters it with reason ``MaxRetriesExceeded`` when its retries
+are used up; without one, the worker's ``retry`` (if any) decides.
 """
 
 from __future__ import annotations
@@ -22,18 +25,20 @@ import inspect
 import json
 import threading
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Generic, ParamSpec, TypeVar
 
 from sbredis import ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusSender
 from sbredis._core.entity import check_name
 from sbredis.exceptions import InvalidArgumentError, InvalidOperationError
 
-from ._processor import DeadLetter, Worker
+from ._processor import DeadLetter, Worker, retries_exhausted
+from ._retry import Retry, RetryAfter
 
 P = ParamSpec("P")
 R = TypeVar("R")
 CONTENT_TYPE = "application/json"
+_PAST = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 class Task(Generic[P, R]):
@@ -46,12 +51,14 @@ class Task(Generic[P, R]):
         name: str,
         entity: str,
         dead_letter_on: tuple[type[BaseException], ...],
+        retry: Retry | None = None,
     ) -> None:
         self.app = app
         self.fn = fn
         self.name = name
         self.entity = entity
         self.dead_letter_on = dead_letter_on
+        self.retry = retry
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -70,13 +77,16 @@ class Task(Generic[P, R]):
             raise InvalidArgumentError(f"the arguments of task {self.name!r} must be JSON-serializable: {e}") from e
         return ServiceBusMessage(body, subject=self.name, content_type=CONTENT_TYPE)
 
-    def send(self, *args: P.args, **kwargs: P.kwargs) -> None:
-        """Send the task to its queue (returns once Redis stored it).
+    def send(self, *args: P.args, **kwargs: P.kwargs) -> int:
+        """Send the task to its queue; returns the message's sequence number once Redis stored it.
 
         Raises:
             As ServiceBusSender.send_messages.
         """
-        self.app.sender(self.entity).send_messages(self.message(*args, **kwargs))
+        # send_messages returns None (the Azure SDK's shape); a schedule time in the past stores
+        # the message as available at once, and schedule_messages returns its sequence number
+        (seq,) = self.app.sender(self.entity).schedule_messages(self.message(*args, **kwargs), _PAST)
+        return seq
 
     def send_at(self, schedule_time_utc: datetime, *args: P.args, **kwargs: P.kwargs) -> int:
         """Schedule the task for `schedule_time_utc`; returns the scheduled message's sequence number
@@ -108,20 +118,24 @@ class App:
         entity: str,
         name: str | None = None,
         dead_letter_on: type[BaseException] | Iterable[type[BaseException]] = (),
+        retry: Retry | None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]:
-        """Register a task on `entity` (``@app.task(entity="orders")``).
+        """Register a task on `entity` (``@app.task(entity="orders")``); `retry`: how a failed
+        call comes back (see Retry; without one, the worker's retry policy applies).
 
         Raises:
-            InvalidArgumentError: a bad entity name, or a task name registered already.
+            InvalidArgumentError: a bad entity name, retry policy, or a task name registered already.
         """
         check_name(entity)
+        if retry is not None and not isinstance(retry, Retry):
+            raise InvalidArgumentError("retry must be a sbredis.worker.Retry or None")
         kinds = (dead_letter_on,) if isinstance(dead_letter_on, type) else tuple(dead_letter_on)
 
         def register(f: Callable[P, R]) -> Task[P, R]:
             task_name = name or f"{f.__module__}.{f.__qualname__}"
             if task_name in self.tasks:
                 raise InvalidArgumentError(f"a task named {task_name!r} is registered already")
-            t = Task(self, f, task_name, entity, kinds)
+            t = Task(self, f, task_name, entity, kinds, retry)
             self.tasks[task_name] = t
             return t
 
@@ -145,11 +159,11 @@ class App:
             except (ValueError, AttributeError) as e:
                 raise DeadLetter("BadTaskMessage", f"the body is not a task call: {e}") from e
             if inspect.iscoroutinefunction(task.fn):
-                return _guard_async(task, task.fn(*args, **kwargs))
+                return _guard_async(task, message, task.fn(*args, **kwargs))
             try:
                 return task.fn(*args, **kwargs)
-            except task.dead_letter_on as e:
-                raise DeadLetter(type(e).__name__, str(e)[:4096]) from e
+            except Exception as e:
+                raise _instruction(task, message, e) from e
 
         run.__name__ = f"handler[{entity}]"
         return run
@@ -194,8 +208,23 @@ class App:
         return f"App(tasks={len(self.tasks)}, entities={self.entities})"
 
 
-async def _guard_async(task: Task[Any, Any], coro: Any) -> Any:
+async def _guard_async(task: Task[Any, Any], message: ServiceBusReceivedMessage, coro: Any) -> Any:
     try:
         return await coro
-    except task.dead_letter_on as e:
-        raise DeadLetter(type(e).__name__, str(e)[:4096]) from e
+    except Exception as e:
+        raise _instruction(task, message, e) from e
+
+
+def _instruction(task: Task[Any, Any], message: ServiceBusReceivedMessage, error: Exception) -> Exception:
+    """What the worker should do with `message` after `task` raised `error`: a DeadLetter, a
+    RetryAfter (the task's retry policy), or `error` itself (the worker's own policy)."""
+    if isinstance(error, (DeadLetter, RetryAfter)):
+        return error
+    if task.dead_letter_on and isinstance(error, task.dead_letter_on):
+        return DeadLetter(type(error).__name__, str(error)[:4096])
+    if task.retry is None:
+        return error
+    dc = message.delivery_count or 1
+    if task.retry.exhausted(dc):
+        return DeadLetter(*retries_exhausted(dc, error))
+    return RetryAfter(task.retry.delay(dc), repr(error))

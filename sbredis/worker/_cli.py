@@ -13,6 +13,7 @@ from sbredis.exceptions import ServiceBusError
 
 from ._app import App
 from ._processor import ExitCode, Worker
+from ._retry import Retry
 
 EPILOG = """\
 exit codes:
@@ -65,6 +66,17 @@ def _parser() -> argparse.ArgumentParser:
         help="dead-letter instead of abandoning when the handler raises this type (repeatable)",
     )
     p.add_argument("--middleware", action="append", default=[], metavar="module:object", help="(repeatable)")
+    p.add_argument(
+        "--retry-backoff",
+        type=float,
+        metavar="SECONDS",
+        help="retry a failed message after this delay, growing with each delivery (sbredis.worker.Retry); "
+        "without it, or another --retry option, a failed message is available again at once",
+    )
+    p.add_argument("--retry-factor", type=float, help="each retry waits this many times longer (default 2)")
+    p.add_argument("--retry-max-backoff", type=float, metavar="SECONDS", help="the longest delay (default 600)")
+    p.add_argument("--retry-jitter", type=float, help="0 to 1: the share of the delay drawn at random (default 0)")
+    p.add_argument("--max-retries", type=int, help="retries before dead-lettering (reason MaxRetriesExceeded)")
     p.add_argument("--grace-period", type=float, default=30.0, help="seconds to finish in-flight work on SIGTERM")
     p.add_argument(
         "--max-lock-renewal", type=float, default=300.0, help="seconds a message's lock is renewed at most (300)"
@@ -105,6 +117,25 @@ def load(spec: str) -> Any:
     return obj
 
 
+RETRY_OPTIONS = {
+    "retry_backoff": "backoff",
+    "retry_factor": "factor",
+    "retry_max_backoff": "max_backoff",
+    "retry_jitter": "jitter",
+    "max_retries": "max_retries",
+}
+
+
+def retry_policy(args: argparse.Namespace) -> Retry | None:
+    """The Retry the --retry-* and --max-retries options describe (None when none is given).
+
+    Raises:
+        InvalidArgumentError: a bad value.
+    """
+    given = {field: getattr(args, opt) for opt, field in RETRY_OPTIONS.items() if getattr(args, opt) is not None}
+    return Retry(**given) if given else None
+
+
 def build(args: argparse.Namespace) -> Worker:
     """The Worker the arguments describe.
 
@@ -130,6 +161,7 @@ def build(args: argparse.Namespace) -> Worker:
         grace_period=args.grace_period,
         max_lock_renewal_duration=args.max_lock_renewal,
         middleware=[load(spec) for spec in args.middleware],
+        retry=retry_policy(args),
     )
     if isinstance(target, App):
         if args.url:

@@ -4,14 +4,19 @@ processor shape), or with ``session=True`` on every session of a session entity 
 The handler gets a ServiceBusReceivedMessage. When it returns, the message is completed; when it
 raises, the message is abandoned (delivered again, counted; after the queue's max_delivery_count
 it is dead-lettered by sbredis), or dead-lettered at once when the exception is a
-:class:`DeadLetter` or one of the ``dead_letter_on`` types. While the handler runs, the message's
-lock is renewed (``sbredis.aio.AutoLockRenewer``, up to ``max_lock_renewal_duration`` seconds).
+:class:`DeadLetter` or one of the ``dead_letter_on`` types. With a ``retry`` policy
+(:class:`~._retry.Retry`) the abandoned message comes back only after its backoff delay, and is
+dead-lettered after ``max_retries``; a handler raising :class:`~._retry.RetryAfter` picks the
+delay itself. While the handler runs, the message's lock is renewed
+(``sbredis.aio.AutoLockRenewer``, up to ``max_lock_renewal_duration`` seconds).
 
 ``concurrency`` handlers run at once: coroutine functions on the worker's event loop, plain
-functions on that many daemon threads. ``prefetch`` messages are fetched ahead of what the free
-handlers ask for; they are handed to a handler only while their lock holds, and released without
-counting a delivery when the worker stops. Keep ``prefetch`` below what the worker gets through in
-one lock duration.
+functions on that many daemon threads. A handler's slot frees when it returns: its settlement
+runs on meanwhile, so the settlements of many handlers go to Redis together (one script call per
+partition; up to SETTLE_BACKLOG + concurrency messages are in flight, handlers and settlements).
+``prefetch`` messages are fetched ahead of what the free handlers ask for; they are handed to a
+handler only while their lock holds, and released without counting a delivery when the worker
+stops. Keep ``prefetch`` below what the worker gets through in one lock duration.
 
 Stopping (``stop()``, SIGTERM, or a first SIGINT under ``run()``) drains: no more receives, the
 handlers in flight get ``grace_period`` seconds to finish and their messages are settled as usual;
@@ -32,6 +37,7 @@ import logging
 import queue
 import signal
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from enum import IntEnum
 from typing import Any
@@ -43,14 +49,16 @@ from sbredis._core.keys import subscription_path
 from sbredis._core.topic_entity import check_subscription_name
 from sbredis.aio import AutoLockRenewer, ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver
 from sbredis.aio.management import ServiceBusAdministrationClient
-from sbredis.exceptions import InvalidArgumentError, ServiceBusError
+from sbredis.exceptions import InvalidArgumentError, MessageAlreadySettled, MessageLockLostError, ServiceBusError
 
 from ._middleware import Middleware
+from ._retry import Retry, RetryAfter
 from ._sessions import SessionSlots
 
 log = logging.getLogger("sbredis.worker")
 
 Handler = Callable[[ServiceBusReceivedMessage], Any]
+SETTLE_BACKLOG = 256  # messages whose handler finished and whose settlement has not, before receiving waits
 
 
 class ExitCode(IntEnum):
@@ -83,16 +91,30 @@ class DeadLetter(Exception):  # noqa: N818 - an instruction, not an error
 
 
 class _DaemonPool:
-    """Runs plain handlers on daemon threads (a handler stuck past a stop cannot hold the process)."""
+    """Runs plain handlers on daemon threads (a handler stuck past a stop cannot hold the process).
+
+    A thread starts only when every started one is busy: quick handlers keep few threads busy, and
+    every thread more fights the event loop's thread for the GIL (each socket call of the loop
+    then waits for a handler thread to let go of it). Results go back to the loop in batches: a
+    thread wakes the loop only when no wake-up is pending already (each one is a write to the
+    loop's self-pipe and a turn of the loop).
+    """
 
     def __init__(self, size: int) -> None:
         self._size = size
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
+        self._outstanding = 0  # jobs submitted and not finished
+        self._lock = threading.Lock()
+        self._done: deque[tuple[asyncio.Future[Any], Any, BaseException | None]] = deque()
+        self._wake_pending = False
 
     def submit(self, loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         fut = loop.create_future()
-        if len(self._threads) < self._size:
+        with self._lock:
+            self._outstanding += 1
+            more = self._outstanding > len(self._threads)
+        if more and len(self._threads) < self._size:
             t = threading.Thread(target=self._work, name=f"sbredis-worker-{len(self._threads)}", daemon=True)
             self._threads.append(t)
             t.start()
@@ -106,15 +128,86 @@ class _DaemonPool:
                 result, error = fn(*args), None
             except BaseException as e:
                 result, error = None, e
+            self._done.append((fut, result, error))
+            with self._lock:
+                self._outstanding -= 1
+                if self._wake_pending:
+                    continue
+                self._wake_pending = True
             try:
-                loop.call_soon_threadsafe(_resolve, fut, result, error)
+                loop.call_soon_threadsafe(self._deliver)
             except RuntimeError:  # a handler left behind after the worker stopped: its loop is closed
                 pass
+
+    def _deliver(self) -> None:
+        """On the loop: resolve the futures of the handlers that finished."""
+        with self._lock:
+            self._wake_pending = False  # before draining: a result added meanwhile wakes the loop again
+        done = self._done
+        while done:
+            _resolve(*done.popleft())
 
     def shutdown(self) -> None:
         for _ in self._threads:
             self._jobs.put(None)
         self._threads.clear()
+
+
+class _Completions:
+    """Completes the messages of one receiver in batches: what the handlers finish while a batch
+    is at Redis goes in the next one, a complete_messages call (one script call per partition), so
+    a message costs no settlement call of its own. Each message gets its own outcome."""
+
+    def __init__(self, receiver: ServiceBusReceiver, idle: Callable[[], object]) -> None:
+        self.receiver = receiver
+        self._idle = idle
+        self._waiting: list[tuple[ServiceBusReceivedMessage, asyncio.Future[None]]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def complete(self, m: ServiceBusReceivedMessage) -> asyncio.Future[None]:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        self._waiting.append((m, fut))
+        if self._task is None:
+            self._task = loop.create_task(self._flush())
+        return fut
+
+    async def _flush(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                await self._complete(batch)
+        finally:
+            for _, fut in self._waiting:  # only when the flush itself was cancelled (the loop is closing)
+                fut.cancel()
+            self._waiting = []
+            self._task = None
+            self._idle()
+
+    async def _complete(self, batch: list[tuple[ServiceBusReceivedMessage, asyncio.Future[None]]]) -> None:
+        before = [m.settled for m, _ in batch]  # settled elsewhere already (the drain's abandon)
+        todo = [m for m, _ in batch if not m.settled]
+        error: BaseException | None = None
+        try:
+            if todo:
+                await self.receiver.complete_messages(todo)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            error = e
+        lost = {id(x) for x in error.messages} if isinstance(error, MessageLockLostError) else set()
+        for (m, fut), was in zip(batch, before, strict=True):
+            if fut.done():
+                continue
+            if was:
+                fut.set_exception(MessageAlreadySettled("The message has been settled already."))
+            elif m.settled:
+                fut.set_result(None)
+            elif id(m) in lost:
+                assert isinstance(error, MessageLockLostError)
+                fut.set_exception(MessageLockLostError(error.message, messages=[m]))
+            else:
+                fut.set_exception(error or ServiceBusError("The message was not completed."))
 
 
 def _resolve(fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -153,10 +246,13 @@ class Worker:
         middleware: Iterable[Middleware] = (),
         poll_interval: float = 1.0,
         session_idle_timeout: float = 1.0,
+        retry: Retry | None = None,
         **client_options: Any,
     ) -> None:
         if not callable(handler):
             raise InvalidArgumentError("handler must be callable")
+        if retry is not None and not isinstance(retry, Retry):
+            raise InvalidArgumentError("retry must be a sbredis.worker.Retry or None")
         check_name(entity, "topic" if subscription is not None else "queue")
         if subscription is not None:
             check_subscription_name(subscription)
@@ -185,8 +281,16 @@ class Worker:
         self.max_lock_renewal_duration = float(max_lock_renewal_duration)
         self.middleware = list(middleware)
         self.poll_interval = float(poll_interval)
+        self.retry = retry
         self.client_options = client_options
-        self.stats = {"received": 0, "completed": 0, "abandoned": 0, "dead_lettered": 0, "failed_settlements": 0}
+        self.stats = {
+            "received": 0,
+            "completed": 0,
+            "abandoned": 0,
+            "retried": 0,
+            "dead_lettered": 0,
+            "failed_settlements": 0,
+        }
         self._is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
             getattr(handler, "__call__", None)  # noqa: B004 - an object with an async __call__
         )
@@ -197,6 +301,8 @@ class Worker:
         self._room: asyncio.Event | None = None
         self._force_event: asyncio.Event | None = None
         self._inflight: dict[asyncio.Task[str | None], tuple[ServiceBusReceiver, ServiceBusReceivedMessage]] = {}
+        self._running = 0  # handlers running (the in-flight tasks not yet settling)
+        self._completions: dict[ServiceBusReceiver, _Completions] = {}
         self._released: set[int] = set()
 
     # -- control
@@ -333,8 +439,9 @@ class Worker:
     async def _receive_loop(self, receiver: ServiceBusReceiver) -> None:
         assert self._room is not None
         pause = 0.0
+        room = self.concurrency + SETTLE_BACKLOG
         while not self._stopping:
-            free = self.concurrency - len(self._inflight)
+            free = min(self.concurrency - self._running, room - len(self._inflight))
             if free <= 0:
                 self._room.clear()
                 await self._room.wait()
@@ -368,6 +475,7 @@ class Worker:
         """Run the handler on `m` and settle it, as a task counted in flight."""
         assert self._loop is not None
         task = self._loop.create_task(self._process(receiver, m))
+        self._running += 1
         self._inflight[task] = (receiver, m)
         task.add_done_callback(self._finished)
         return task
@@ -388,16 +496,20 @@ class Worker:
     async def _process_traced(self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage, op: Op) -> str | None:
         error: BaseException | None = None
         try:
-            await self._hook("before_process", m, strict=True)
+            if self.middleware:  # (a hook call per message costs when there is none)
+                await self._hook("before_process", m, strict=True)
             result = await self._call(m)
             if inspect.isawaitable(result):
                 await result
         except asyncio.CancelledError:
+            self._handler_done()
             raise
         except Exception as e:
             error = e
+        self._handler_done()
         op.fail(error)
-        await self._hook("after_process", m, error, reverse=True)
+        if self.middleware:
+            await self._hook("after_process", m, error, reverse=True)
         if id(m) in self._released:
             return None  # abandoned by the drain already
         if error is None:
@@ -407,8 +519,28 @@ class Worker:
         if self.dead_letter_on and isinstance(error, self.dead_letter_on):
             log.warning("handler failed on %r, dead-lettering it: %r", m, error)
             return await self._settle(receiver, m, "dead_letter", type(error).__name__, str(error)[:4096])
+        if self.session:  # a delayed retry would let the session's later messages overtake it
+            log.warning("handler failed on %r, abandoning it: %r", m, error, exc_info=error)
+            return await self._settle(receiver, m, "abandon")
+        if isinstance(error, RetryAfter):
+            log.info("handler asked to retry %r in %.3g s: %r", m, error.seconds, error.__cause__ or error)
+            return await self._settle(receiver, m, "abandon", delay=error.seconds)
+        if self.retry is not None:
+            dc = m.delivery_count or 1
+            if self.retry.exhausted(dc):
+                log.warning("handler failed on %r after %d deliveries, dead-lettering it: %r", m, dc, error)
+                return await self._settle(receiver, m, "dead_letter", *retries_exhausted(dc, error))
+            delay = self.retry.delay(dc)
+            log.warning("handler failed on %r, retrying in %.3g s: %r", m, delay, error, exc_info=error)
+            return await self._settle(receiver, m, "abandon", delay=delay)
         log.warning("handler failed on %r, abandoning it: %r", m, error, exc_info=error)
         return await self._settle(receiver, m, "abandon")
+
+    def _handler_done(self) -> None:
+        """A handler ended: its slot is free while its settlement runs."""
+        self._running -= 1
+        if self._room is not None:
+            self._room.set()
 
     def _call(self, m: ServiceBusReceivedMessage) -> Awaitable[Any]:
         if self._is_async:
@@ -424,16 +556,20 @@ class Worker:
         action: str,
         reason: str | None = None,
         description: str | None = None,
+        delay: float | None = None,
     ) -> str | None:
-        await self._hook("before_settle", m, action)
+        if self.middleware:
+            await self._hook("before_settle", m, action)
         error: ServiceBusError | None = None
         try:
             if action == "complete":
-                await receiver.complete_message(m)
+                await self._completer(receiver).complete(m)
                 self.stats["completed"] += 1
             elif action == "abandon":
-                await receiver.abandon_message(m)
+                await receiver.abandon_message(m, delay=delay or None)
                 self.stats["abandoned"] += 1
+                if delay:
+                    self.stats["retried"] += 1
             else:
                 await receiver.dead_letter_message(m, reason=reason, error_description=description)
                 self.stats["dead_lettered"] += 1
@@ -441,8 +577,15 @@ class Worker:
             error = e
             self.stats["failed_settlements"] += 1
             log.warning("could not %s %r: %s", action.replace("_", "-"), m, e.message)
-        await self._hook("after_settle", m, action, error, reverse=True)
+        if self.middleware:
+            await self._hook("after_settle", m, action, error, reverse=True)
         return action if error is None else None
+
+    def _completer(self, receiver: ServiceBusReceiver) -> _Completions:
+        c = self._completions.get(receiver)
+        if c is None:
+            c = self._completions[receiver] = _Completions(receiver, lambda: self._completions.pop(receiver, None))
+        return c
 
     async def _drain(self) -> ExitCode:
         assert self._force_event is not None
@@ -498,3 +641,8 @@ class Worker:
 
     def __repr__(self) -> str:
         return f"Worker(entity={self.path!r}, concurrency={self.concurrency}, prefetch={self.prefetch})"
+
+
+def retries_exhausted(delivery_count: int, error: BaseException) -> tuple[str, str]:
+    """The dead-letter reason and description of a message whose retries ran out."""
+    return "MaxRetriesExceeded", f"failed {delivery_count} time(s); the last error: {error!r}"[:4096]

@@ -171,3 +171,27 @@ def test_prefetch_keeps_messages_locked_ahead_and_close_releases_them(
         # 3 and 4 were released uncounted on close: this is their first delivery
         assert counts == {3: 1, 4: 1, 5: 2, 6: 2, 7: 2, 8: 2, 9: 2}
     assert admin.get_queue_runtime_properties(q).active_message_count == 7
+
+
+def test_a_lock_due_before_the_renewers_next_pass_wakes_it(
+    client: ServiceBusClient, admin: Any, make_queue: Any, sb_api: Any
+) -> None:
+    short = make_queue(lock_duration=LOCK)
+    long_q = f"{short}-long"
+    admin.create_queue(long_q, lock_duration=timedelta(seconds=60))
+    for q in (short, long_q):
+        client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
+    with (
+        sb_api.AutoLockRenewer(max_lock_renewal_duration=30) as renewer,
+        client.get_queue_receiver(short) as rs,
+        client.get_queue_receiver(long_q) as rl,
+    ):
+        (b,) = rs.receive_messages(1, max_wait_time=2)  # locked for 1 s from now
+        (a,) = rl.receive_messages(1, max_wait_time=2)
+        renewer.register(rl, a)  # the renewer's first pass plans the next one a second later
+        time.sleep(0.05)
+        renewer.register(rs, b)  # due in 2/3 s: before that pass
+        time.sleep(1.5)
+        rs.complete_message(b)  # MessageLockLostError had b waited for the planned pass
+        rl.complete_message(a)
+    admin.delete_queue(long_q)

@@ -106,6 +106,27 @@ def test_cli_dead_letter_on(cli: Any, url: str, make_queue: Any, client: Any, re
     assert finish(proc)[0] == ExitCode.OK
 
 
+def test_cli_retries_with_backoff_then_dead_letters(
+    cli: Any, url: str, make_queue: Any, client: Any, records: Any
+) -> None:
+    q = make_queue(max_delivery_count=10)
+    send(client, q, "fail")
+    args = ("--retry-backoff", "0.05", "--retry-factor", "1", "--retry-jitter", "0.5", "--max-retries", "2")
+    proc = cli("tests.worker.handlers:handle", "--entity", q, "--url", url, *args)
+
+    def dead() -> list[Any]:
+        with client.get_queue_receiver(q, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dlq:
+            return list(dlq.peek_messages(5, sequence_number=0))
+
+    (dl,) = eventually(dead, timeout=20)
+    assert dl.dead_letter_reason == "MaxRetriesExceeded" and dl.delivery_count == 3
+    assert records() == ["start fail 1", "start fail 2", "start fail 3"]
+    proc.send_signal(signal.SIGTERM)
+    assert finish(proc)[0] == ExitCode.OK
+    code, out = finish(cli("tests.worker.handlers:handle", "--entity", q, "--url", url, "--retry-jitter", "2"))
+    assert code == ExitCode.USAGE and "jitter" in out
+
+
 def test_cli_sigint_twice_forces(cli: Any, url: str, make_queue: Any, client: Any, records: Any) -> None:
     q = make_queue()
     send(client, q, "sleep 60")

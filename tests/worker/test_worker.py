@@ -252,3 +252,33 @@ def test_a_worker_on_a_missing_subscription_ends_with_an_error(url: str, admin: 
         assert w.run(handle_signals=False) == ExitCode.ERROR
     finally:
         admin.delete_topic(topic)
+
+
+def test_completions_batch_but_each_message_gets_its_own_outcome(start: Any, make_queue: Any, client: Any) -> None:
+    q = make_queue(lock_duration=2, max_delivery_count=5)
+    outcomes: list[tuple[bytes, int, Any]] = []
+    slow_started = threading.Event()
+    together = threading.Barrier(4, timeout=10)  # the slow handler and three fast ones end at once
+
+    class Record(Middleware):
+        def after_settle(self, worker: Worker, message: Any, action: str, exception: BaseException | None) -> None:
+            outcomes.append((message.body, message.delivery_count, type(exception).__name__ if exception else None))
+
+    def handle(m: Any) -> None:
+        if m.delivery_count > 1:
+            return
+        if m.body == b"slow":
+            slow_started.set()
+            time.sleep(2.3)  # past its lock, which nothing renews
+        together.wait()
+
+    w = start(handle, q, concurrency=4, max_lock_renewal_duration=0.3, middleware=[Record()])
+    send(client, q, "slow")
+    assert slow_started.wait(10)
+    time.sleep(1.2)  # the fast ones are locked late enough to hold their locks at the end
+    send(client, q, "a", "b", "c")
+    eventually(lambda: len([o for o in outcomes if o[2] is None]) == 4, timeout=15)
+    w.stop()
+    assert (b"slow", 1, "MessageLockLostError") in outcomes and (b"slow", 2, None) in outcomes
+    assert sorted(o[0] for o in outcomes if o[2] is None) == [b"a", b"b", b"c", b"slow"]
+    assert w.worker.stats["failed_settlements"] == 1 and w.worker.stats["completed"] == 4

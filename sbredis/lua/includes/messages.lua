@@ -112,7 +112,9 @@ end
 -- A lock ended (abandon, defer-less release or elapse): the message goes home, to the
 -- dead-letter group after max_dc deliveries, or away when it expired while locked.
 -- `undo` releases a lock that was never handed to a user: its delivery is not counted.
-local function release(G, cfg, seq, rec, now, undo)
+-- `due` (ms, optional): a main-queue message that would go back to ready is scheduled for then
+-- instead (the sweep puts a due schedule in ready, or its session's ready set).
+local function release(G, cfg, seq, rec, now, undo, due)
   local _, home, x, _, dc, sid = parse_lock(rec)
   redis.call('HDEL', G.lk, seq)
   redis.call('ZREM', G.locked, seq)
@@ -141,6 +143,8 @@ local function release(G, cfg, seq, rec, now, undo)
   end
   if home == 'd' then
     redis.call('ZADD', G.deferred, seq, seq)
+  elseif due and G.main then
+    redis.call('ZADD', K_SCHED, due, seq)
   elseif sid then
     sess_ready(SES, sid, seq)
   else
