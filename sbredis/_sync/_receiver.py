@@ -80,6 +80,7 @@ class ServiceBusReceiver:
         self._buffer: deque[ServiceBusReceivedMessage] = deque()
         self._clock_offset_ms = 0  # server clock - local clock, from the last reply
         self._last_peeked = 0
+        self._expired_left = False  # the last receive stopped on a partition's expiry budget
         self._closed = False
         self._renewer = auto_lock_renewer
         self._settler = SyncCoalescer(self._settle_now, SETTLE_PENDING_LIMIT)
@@ -145,12 +146,14 @@ class ServiceBusReceiver:
                 continue
             now, msgs = receive.parse(reply, self.entity_name, p, self._group, nonce, self.receive_mode)
             self.saw_server_time(now)
+            self._expired_left = self._expired_left or receive.more(reply)
             out += msgs
             if len(msgs) >= quotas[p]:
                 full.add(p)
         return out, full
 
     def _receive_once(self, n: int) -> list[ServiceBusReceivedMessage]:
+        self._expired_left = False
         meta = self._meta()
         if self._session is not None:
             return self._receive_session(n)
@@ -197,6 +200,7 @@ class ServiceBusReceiver:
         reply = self._context.transport.run(c, self.entity_name)
         now, msgs = session_receive.parse(reply, self.entity_name, s.partition, self._group, s.nonce, self.receive_mode)
         self.saw_server_time(now)
+        self._expired_left = session_receive.more(reply)
         return msgs
 
     def receive_messages(
@@ -231,6 +235,10 @@ class ServiceBusReceiver:
             if got:
                 self._buffer.extend(got[n:])
                 return self._hand_out(got[:n])
+            if self._expired_left and (deadline is None or time.monotonic() < deadline):
+                # a partition stopped on its expiry budget: a live message may wait behind the
+                # expired ones it has left, so call again now rather than wait as if empty
+                continue
             if self._context.forwarder.pull(self.entity_name):
                 continue  # forwarded messages were waiting in an outbox upstream (see _forwarder.py)
             now = time.monotonic()
