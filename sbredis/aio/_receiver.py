@@ -354,9 +354,21 @@ class ServiceBusReceiver:
             for p in parts
         ]
         msgs: list[ServiceBusReceivedMessage] = []
-        for c, reply in zip(calls, await self._run_many(calls), strict=True):
-            if not isinstance(reply, ServiceBusError):
-                msgs += peek.parse(reply, self.entity_name, c.partition, self._group)
+        wanted = dict.fromkeys(parts, n)
+        while calls:
+            further = []
+            for c, reply in zip(calls, await self._run_many(calls), strict=True):
+                if isinstance(reply, ServiceBusError):
+                    continue
+                got = peek.parse(reply, self.entity_name, c.partition, self._group)
+                msgs += got
+                wanted[c.partition] -= len(got)
+                resume = peek.resume(reply)
+                if resume and wanted[c.partition] > 0:  # a session peek stopped on its scan cap
+                    further.append(
+                        peek.call(self.entity_name, c.partition, self._group, resume, wanted[c.partition], session_id)
+                    )
+            calls = further
         msgs.sort(key=lambda m: m.sequence_number)
         msgs = msgs[:n]
         if msgs:

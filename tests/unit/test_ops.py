@@ -341,7 +341,7 @@ def test_parse_received_dead_letter_group_reads_reason() -> None:
 
 def test_parse_peeked_messages_cannot_be_settled() -> None:
     blob = ServiceBusMessage("x").encoded()
-    reply = [5000, b"7", 0, 1, blob, 4000, 0]  # seq, delivery count, state, blob, enqueued, expires
+    reply = [5000, 0, b"7", 0, 1, blob, 4000, 0]  # now, resume, then seq, delivery count, state, blob, ...
     (p,) = ops.parse_peeked(reply, "q", 0, "m")
     assert p.state is ServiceBusMessageState.DEFERRED
     assert p.sequence_number == 7
