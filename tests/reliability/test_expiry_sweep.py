@@ -1,8 +1,8 @@
 """Expiry never hides a live message (issue 23, item 5): a receive that meets a large backlog of
-expired messages sweeps them within the per-call expiry budget (docs/semantics.md, Limits) and the
-client calls again at once while the script reports expired messages left, so the one live
-message behind them is received within a 1 s wait, and the server's SLOWLOG shows no script call
-over 50 ms.
+expired messages sweeps them within the per-call expiry budget (docs/keyspace.md, "Per-call
+caps") and the client calls again at once while the script reports expired messages left, so the
+one live message behind them is received within a 1 s wait, and the server's SLOWLOG shows no
+script call over 50 ms.
 
 CI: 20,000 expired messages ahead of the live one; SBREDIS_BATTERY_SCALE=full: 100,000.
 """
