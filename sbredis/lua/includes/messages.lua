@@ -178,7 +178,7 @@ end
 -- most EXPIRE_BUDGET messages, EXPIRE_CHUNK at a time, and starts no further chunk once it has run
 -- EXPIRE_US microseconds. That keeps a call that meets a large expired backlog well under 50 ms of
 -- server time even on a busy server; the caller reports that it stopped with expired messages
--- left and the client calls again at once (docs/semantics.md, "Limits").
+-- left and the client calls again at once (docs/keyspace.md, "Per-call caps").
 -- (EXPIRE_CHUNK stays under call_many's slice of 4000: a chunk is unpacked into one call.)
 local EXPIRE_BUDGET, EXPIRE_CHUNK, EXPIRE_US = 5000, 250, 5000
 
