@@ -214,6 +214,28 @@ local function expire_chunk(cfg, old)
     end
   end
   local cur = cursor_of(MAIN, cfg)
+  local sids, in_sr = {}, {}
+  if cfg.sess then
+    -- A run of consecutive seqs of one session whose members are all in SES.sr (one ZLEXCOUNT)
+    -- leaves it with one ZREMRANGEBYLEX: its members are adjacent there ('<sid> NUL <seq>').
+    for i = 1, k do
+      local f = fs[seqs[i]]
+      sids[i] = f and sess_of(f)
+    end
+    local i = 1
+    while i <= k do
+      local j, sid = i, sids[i]
+      while sid and j < k and sids[j + 1] == sid and nums[j + 1] == nums[j] + 1 do j = j + 1 end
+      if sid and j > i then
+        local a, b = '[' .. skey(sid, nums[i]), '[' .. skey(sid, nums[j])
+        if redis.call('ZLEXCOUNT', SES.sr, a, b) == j - i + 1 then
+          redis.call('ZREMRANGEBYLEX', SES.sr, a, b)
+          for m = i, j do in_sr[m] = true end
+        end
+      end
+      i = j + 1
+    end
+  end
   local gone, dfs, n, size = {}, {}, 0, 0
   for i = 1, k do
     local seq = seqs[i]
@@ -222,8 +244,8 @@ local function expire_chunk(cfg, old)
     if not f then
       available = false
     elseif cfg.sess then
-      local sid = sess_of(f)
-      available = (sid and redis.call('ZREM', SES.sr, skey(sid, seq)) == 1)
+      local sid = sids[i]
+      available = in_sr[i] or (sid and redis.call('ZREM', SES.sr, skey(sid, seq)) == 1)
                   or redis.call('ZREM', MAIN.ready, seq) == 1 or redis.call('ZREM', MAIN.deferred, seq) == 1
     else  -- past the cursor: never read, so neither locked nor deferred
       available = (cur and nums[i] > cur) or redis.call('ZREM', MAIN.ready, seq) == 1
