@@ -20,9 +20,9 @@ local G = group_of(ARGV[1])
 local now = now_ms()
 local want = tonumber(ARGV[3])
 local sid = ARGV[4] or ''
--- Log entries a session-filtered peek reads at most per call (10 pages): a session's messages
+-- Log entries a session-filtered peek reads at most per call (4 pages): a session's messages
 -- spread thin among others' cost no more than this; the client calls again from `resume`.
-local PEEK_SCAN, PAGE = 5000, 500
+local PEEK_SCAN, PAGE = 2000, 500
 local r
 local resume = 0
 if sid == '' or not G.main then
