@@ -120,6 +120,25 @@ def test_a_live_message_behind_expired_ones_is_received_within_a_short_wait(
     admin.delete_queue(q)
 
 
+def test_a_live_message_behind_expired_ones_in_other_partitions_is_received(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis
+) -> None:
+    """The expired backlog spread over 4 partitions, the live message in one of them: the receive
+    goes on over the partitions without waiting while any reports expired messages left."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, enable_partitioning=True, partition_count=4)
+    load_expired(client, raw, q, EXPIRED)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("live"))
+    start_slowlog(raw)
+    with client.get_queue_receiver(q, max_wait_time=1) as r:
+        got = r.receive_messages(max_message_count=1, max_wait_time=1)
+        assert [str(m) for m in got] == ["live"]
+        r.complete_messages(got)
+    assert slow_scripts(raw) == []
+    admin.delete_queue(q)
+
+
 def test_expired_messages_are_still_dead_lettered_when_the_queue_says_so(
     admin: Any, client: ServiceBusClient, raw: redis.Redis
 ) -> None:
