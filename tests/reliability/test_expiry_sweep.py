@@ -199,3 +199,36 @@ def test_a_live_session_message_behind_expired_ones_is_received_within_a_short_w
     assert slow_scripts(raw) == []
     assert admin.get_queue_runtime_properties(q).active_message_count == 0
     admin.delete_queue(q)
+
+
+def test_the_session_sweep_leaves_a_session_whose_id_extends_another_alone(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis
+) -> None:
+    """Session 's' messages 1-10 expire, 5 of them deferred (in the expiry index, not available);
+    session 's NUL 0000000000005' has a live message whose member in the sessions' index sorts
+    between those of 's' 1 and 10. Taking the run 1-10 out of that index in one range must not
+    take the other session's member with it."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, requires_session=True)
+    other = "s\x000000000000005"
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"s{i}", session_id="s", time_to_live=TTL) for i in range(1, 11)])
+        s.send_messages(ServiceBusMessage("other", session_id=other))
+    with client.get_queue_receiver(q, session_id="s") as r:
+        got = r.receive_messages(max_message_count=5, max_wait_time=1)
+        assert [str(m) for m in got] == ["s1", "s2", "s3", "s4", "s5"]
+        r.defer_message(got[4])
+        r.abandon_messages(got[:4])
+    gone = server_ms(raw) + int(TTL.total_seconds() * 1000)
+    deadline = time.monotonic() + 10
+    while server_ms(raw) <= gone:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    with client.get_queue_receiver(q, session_id=other, max_wait_time=1) as r:
+        got = r.receive_messages(max_wait_time=1)
+        assert [str(m) for m in got] == ["other"]
+        r.complete_messages(got)
+    with client.get_queue_receiver(q, session_id="s", max_wait_time=0.5) as r:
+        assert r.receive_messages(max_wait_time=0.5) == []
+        assert r.peek_messages(10) == []  # the deferred one expired with the rest
+    admin.delete_queue(q)

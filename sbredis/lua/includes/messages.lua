@@ -216,8 +216,10 @@ local function expire_chunk(cfg, old)
   local cur = cursor_of(MAIN, cfg)
   local sids, in_sr = {}, {}
   if cfg.sess then
-    -- A run of consecutive seqs of one session whose members are all in SES.sr (one ZLEXCOUNT)
-    -- leaves it with one ZREMRANGEBYLEX: its members are adjacent there ('<sid> NUL <seq>').
+    -- A run of consecutive seqs of one session whose members are all in SES.sr leaves it with one
+    -- ZREMRANGEBYLEX: its members are adjacent there ('<sid> NUL <seq>'). The range is read first:
+    -- it holds the whole run when it has that many members of the run's length (a longer one is of
+    -- a session '<sid> NUL ...', which must stay).
     for i = 1, k do
       local f = fs[seqs[i]]
       sids[i] = f and sess_of(f)
@@ -228,7 +230,13 @@ local function expire_chunk(cfg, old)
       while sid and j < k and sids[j + 1] == sid and nums[j + 1] == nums[j] + 1 do j = j + 1 end
       if sid and j > i then
         local a, b = '[' .. skey(sid, nums[i]), '[' .. skey(sid, nums[j])
-        if redis.call('ZLEXCOUNT', SES.sr, a, b) == j - i + 1 then
+        local got = redis.call('ZRANGEBYLEX', SES.sr, a, b, 'LIMIT', 0, j - i + 2)
+        local whole = #got == j - i + 1
+        local len = #sid + 14
+        for m = 1, #got do
+          if #got[m] ~= len then whole = false end
+        end
+        if whole then
           redis.call('ZREMRANGEBYLEX', SES.sr, a, b)
           for m = i, j do in_sr[m] = true end
         end
