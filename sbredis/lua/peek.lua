@@ -4,12 +4,12 @@
   KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] first seq (partition-local)   ARGV[3] count
   ARGV[4] session id ('' or absent: every message): only that session's messages (the log is
-          read on until `count` of them are found, it ends, or PEEK_SCAN entries were read: the
-          per-call cap, then `resume` says where the next call goes on)
-  Returns: {now_ms, resume, then per message: seq, delivery_count, state, blob, enqueued_ms, expires_ms
-           [, dead-letter reason, dead-letter description: group 'd' only]}
+          read on until `count` of them are found, it ends, or the per-call cap PEEK_SCAN / PEEK_US
+          is reached: then `resume` says where the next call goes on)
+  Returns: {now_ms, resume, then per message: seq, delivery_count, state, blob, enqueued_ms,
+           expires_ms [, dead-letter reason, dead-letter description: group 'd' only]}
            state: 0 active, 1 deferred, 2 scheduled (ServiceBusMessageState)
-           resume: the seq a session-filtered peek that stopped on PEEK_SCAN goes on from, else 0
+           resume: the seq a session-filtered peek that stopped on its cap goes on from, else 0
   Errors:  NOTFOUND
 ]]
 --@include partition
@@ -20,9 +20,10 @@ local G = group_of(ARGV[1])
 local now = now_ms()
 local want = tonumber(ARGV[3])
 local sid = ARGV[4] or ''
--- Log entries a session-filtered peek reads at most per call (4 pages): a session's messages
--- spread thin among others' cost no more than this; the client calls again from `resume`.
-local PEEK_SCAN, PAGE = 2000, 500
+-- Log entries a session-filtered peek reads at most per call (4 pages), and no further page once
+-- the call has run PEEK_US microseconds: a session's messages spread thin among others' cost no
+-- more than this; the client calls again from `resume`.
+local PEEK_SCAN, PAGE, PEEK_US = 2000, 500, 5000
 local r
 local resume = 0
 if sid == '' or not G.main then
@@ -31,8 +32,9 @@ else
   r = {}
   local from = ARGV[2]
   local read = 0
+  local start = clock_us()
   while #r < want do
-    if read >= PEEK_SCAN then
+    if read >= PEEK_SCAN or (read > 0 and clock_us() - start >= PEEK_US) then
       local id = string.sub(from, 2)  -- '(<seq>-0': the last entry read
       resume = tonumber(string.sub(id, 1, #id - 2)) + 1
       break

@@ -2,8 +2,9 @@
   session_list: the sessions of this partition that have available messages, a lock holder
   (locked messages) or state, read-only, a page at a time. Reads each session with available
   messages once (a ZRANGEBYLEX jump per session), then the lock and state hashes (HSCAN): never
-  the messages. A call does at most LIST_PAGE jumps or scanned entries (the per-call cap) and
-  returns where the next call goes on.
+  the messages. A call does at most LIST_PAGE jumps (no further 100 once it has run LIST_US
+  microseconds) or one HSCAN of LIST_PAGE (the per-call cap) and returns where the next call
+  goes on.
   KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] cursor ('' or absent: from the start; else the `next` of the previous call)
   Returns: {next, session id, ...} (unordered, may repeat; next: '' when the listing is complete)
@@ -12,7 +13,11 @@
 --@include partition
 --@include sessions
 if redis.call('EXISTS', K_CFG) == 0 then return fail('NOTFOUND') end
-local LIST_PAGE = 1000
+local LIST_PAGE, LIST_US = 1000, 5000
+local function clock_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
 local cursor = ARGV[1] or ''
 if cursor == '' then cursor = 'r-' end
 -- the cursor: 'r' and the ZRANGEBYLEX start in SES.sr, 'l' or 's' and the HSCAN cursor of SES.sl
@@ -21,8 +26,9 @@ local phase, pos = string.sub(cursor, 1, 1), string.sub(cursor, 2)
 local out = {''}
 local work = 0
 if phase == 'r' then
+  local start = clock_us()
   while true do
-    if work >= LIST_PAGE then
+    if work >= LIST_PAGE or (work % 100 == 99 and clock_us() - start >= LIST_US) then
       out[1] = 'r' .. pos
       return out
     end
