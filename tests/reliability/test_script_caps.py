@@ -8,14 +8,17 @@ CI sizes; SBREDIS_BATTERY_SCALE=full multiplies them.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 import redis
 
-from sbredis import ServiceBusClient, ServiceBusMessage
+from sbredis import NEXT_AVAILABLE_SESSION, ServiceBusClient, ServiceBusMessage, ServiceBusReceiveMode
+from sbredis.exceptions import OperationTimeoutError
 from sbredis.management import ServiceBusAdministrationClient
 from tests.redis_server import RedisServer
 from tests.reliability.conftest import scaled
@@ -124,4 +127,47 @@ def test_listing_many_sessions_is_complete_and_paged(
         assert held.session is not None
         listed = client.list_queue_sessions(q)
     assert listed == sorted(with_messages + stated)
+    admin.delete_queue(q)
+
+
+def test_freeing_many_elapsed_session_locks_is_spread_over_calls(
+    server: RedisServer, admin: Any, client: ServiceBusClient, raw: redis.Redis, slowlog: None
+) -> None:
+    """session_lock's sweep freed every elapsed session lock it found (up to 100), each with all
+    its locked messages: 60 sessions of 200 locked messages were 12,000 releases in one call. It
+    now stops once SESS_FREE_BUDGET messages were released; the next calls free the rest, and
+    every message comes back with its delivery counted."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, requires_session=True, lock_duration=timedelta(seconds=1))
+    sessions, per = scaled(60, 200), 200
+    sids = [f"s{i:03d}" for i in range(sessions)]
+    send_sessions(client, q, [sid for sid in sids for _ in range(per)])
+    with ServiceBusClient.from_connection_string(server.url) as holder:  # takes the locks, lets them elapse
+        last = 0.0
+        for sid in sids:
+            r = holder.get_queue_receiver(q, session_id=sid)
+            assert len(r.receive_messages(max_message_count=per, max_wait_time=1)) == per
+            assert r.session is not None and r.session.locked_until_utc is not None
+            last = max(last, r.session.locked_until_utc.timestamp())
+        deadline = time.monotonic() + 10
+        while raw.time()[0] <= last + 0.5:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        measure(raw)
+        got: list[Any] = []
+        for _ in range(sessions + 5):
+            try:
+                r = client.get_queue_receiver(
+                    q,
+                    session_id=NEXT_AVAILABLE_SESSION,
+                    max_wait_time=0.5,
+                    receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE,
+                )
+                with r:
+                    while batch := r.receive_messages(max_message_count=100, max_wait_time=0.2):
+                        got += batch
+            except OperationTimeoutError:
+                break
+    assert len(got) == sessions * per
+    assert {m.delivery_count for m in got} == {2}  # the elapsed lock counted a delivery
     admin.delete_queue(q)
