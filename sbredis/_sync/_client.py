@@ -262,11 +262,20 @@ class ServiceBusClient:
         meta = self._entity(path, refresh=True)
         if not meta.sessions:
             raise refuse_session_receiver(path)
-        replies = self._transport.run_many(list_calls(path, meta.partition_count), path)
-        for r in replies:
-            if isinstance(r, ServiceBusError):
-                raise r
-        return session_list.parse(replies)
+        pages: list[Any] = []
+        calls = list_calls(path, meta.partition_count)
+        while calls:  # a partition with more sessions than a page says where to go on
+            replies = self._transport.run_many(calls, path)
+            for r in replies:
+                if isinstance(r, ServiceBusError):
+                    raise r
+            pages += replies
+            calls = [
+                session_list.call(path, c.partition, nxt)
+                for c, r in zip(calls, replies, strict=True)
+                if (nxt := session_list.next_cursor(r))
+            ]
+        return session_list.parse(pages)
 
     def close(self) -> None:
         """Close the senders (waiting for queued sends) and receivers made here, then the connections."""

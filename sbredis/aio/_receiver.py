@@ -81,6 +81,7 @@ class ServiceBusReceiver:
         self._clock_offset_ms = 0  # server clock - local clock, from the last reply
         self._last_peeked = 0
         self._peeked_gen = ""  # the entity generation _last_peeked is of
+        self._expired_left = False  # the last receive stopped on a partition's expiry budget
         self._closed = False
         self._renewer = auto_lock_renewer
         self._settler = AsyncCoalescer(self._settle_now, SETTLE_PENDING_LIMIT)
@@ -147,12 +148,14 @@ class ServiceBusReceiver:
                 continue
             now, msgs = receive.parse(reply, self.entity_name, p, self._group, nonce, self.receive_mode)
             self.saw_server_time(now)
+            self._expired_left = self._expired_left or receive.more(reply)
             out += msgs
             if len(msgs) >= quotas[p]:
                 full.add(p)
         return out, full
 
     async def _receive_once(self, n: int) -> list[ServiceBusReceivedMessage]:
+        self._expired_left = False
         meta = await self._meta()
         if self._session is not None:
             return await self._receive_session(n)
@@ -208,6 +211,7 @@ class ServiceBusReceiver:
         reply = await s.call(session_receive.call(self.entity_name, s.partition, s.key, self._mode, n, s.nonce))
         now, msgs = session_receive.parse(reply, self.entity_name, s.partition, self._group, s.nonce, self.receive_mode)
         self.saw_server_time(now)
+        self._expired_left = session_receive.more(reply)
         return msgs
 
     async def receive_messages(
@@ -242,6 +246,10 @@ class ServiceBusReceiver:
             if got:
                 self._buffer.extend(got[n:])
                 return self._hand_out(got[:n])
+            if self._expired_left and (deadline is None or time.monotonic() < deadline):
+                # a partition stopped on its expiry budget: a live message may wait behind the
+                # expired ones it has left, so call again now rather than wait as if empty
+                continue
             if await self._context.forwarder.pull(self.entity_name):
                 continue  # forwarded messages were waiting in an outbox upstream (see _forwarder.py)
             now = time.monotonic()
@@ -378,9 +386,21 @@ class ServiceBusReceiver:
             for p in parts
         ]
         msgs: list[ServiceBusReceivedMessage] = []
-        for c, reply in zip(calls, await self._run_many(protocol.stamped(calls, meta.generation)), strict=True):
-            if not isinstance(reply, ServiceBusError):
-                msgs += peek.parse(reply, self.entity_name, c.partition, self._group)
+        wanted = dict.fromkeys(parts, n)
+        while calls:
+            further = []
+            for c, reply in zip(calls, await self._run_many(protocol.stamped(calls, meta.generation)), strict=True):
+                if isinstance(reply, ServiceBusError):
+                    continue
+                got = peek.parse(reply, self.entity_name, c.partition, self._group)
+                msgs += got
+                wanted[c.partition] -= len(got)
+                resume = peek.resume(reply)
+                if resume and wanted[c.partition] > 0:  # a session peek stopped on its scan cap
+                    further.append(
+                        peek.call(self.entity_name, c.partition, self._group, resume, wanted[c.partition], session_id)
+                    )
+            calls = further
         msgs.sort(key=lambda m: m.sequence_number)
         return msgs[:n]
 

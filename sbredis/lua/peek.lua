@@ -4,10 +4,12 @@
   KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] first seq (partition-local)   ARGV[3] count
   ARGV[4] session id ('' or absent: every message): only that session's messages (the log is
-          read on until `count` of them are found or it ends)
-  Returns: {now_ms, then per message: seq, delivery_count, state, blob, enqueued_ms, expires_ms
-           [, dead-letter reason, dead-letter description: group 'd' only]}
+          read on until `count` of them are found, it ends, or the per-call cap PEEK_SCAN / PEEK_US
+          is reached: then `resume` says where the next call goes on)
+  Returns: {now_ms, resume, then per message: seq, delivery_count, state, blob, enqueued_ms,
+           expires_ms [, dead-letter reason, dead-letter description: group 'd' only]}
            state: 0 active, 1 deferred, 2 scheduled (ServiceBusMessageState)
+           resume: the seq a session-filtered peek that stopped on its cap goes on from, else 0
   Errors:  NOTFOUND
 ]]
 --@include partition
@@ -18,22 +20,35 @@ local G = group_of(ARGV[1])
 local now = now_ms()
 local want = tonumber(ARGV[3])
 local sid = ARGV[4] or ''
+-- Log entries a session-filtered peek reads at most per call (4 pages), and no further page once
+-- the call has run PEEK_US microseconds: a session's messages spread thin among others' cost no
+-- more than this; the client calls again from `resume`.
+local PEEK_SCAN, PAGE, PEEK_US = 2000, 500, 5000
 local r
+local resume = 0
 if sid == '' or not G.main then
   r = redis.call('XRANGE', G.log, ARGV[2], '+', 'COUNT', want)
 else
   r = {}
   local from = ARGV[2]
+  local read = 0
+  local start = clock_us()
   while #r < want do
-    local page = redis.call('XRANGE', G.log, from, '+', 'COUNT', 500)
+    if read >= PEEK_SCAN or (read > 0 and clock_us() - start >= PEEK_US) then
+      local id = string.sub(from, 2)  -- '(<seq>-0': the last entry read
+      resume = tonumber(string.sub(id, 1, #id - 2)) + 1
+      break
+    end
+    local page = redis.call('XRANGE', G.log, from, '+', 'COUNT', PAGE)
+    read = read + #page
     for i = 1, #page do
       if #r < want and sess_of(page[i][2]) == sid then r[#r + 1] = page[i] end
     end
-    if #page < 500 then break end
+    if #page < PAGE then break end
     from = '(' .. page[#page][1]
   end
 end
-local out = {now}
+local out = {now, resume}
 -- A bulk read mostly meets none of these: one size check per call spares four lookups per message.
 local any_deferred = redis.call('ZCARD', G.deferred) > 0
 local any_sched = G.main and redis.call('ZCARD', K_SCHED) > 0

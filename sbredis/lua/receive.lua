@@ -1,15 +1,18 @@
 --[[
   receive: hand out up to `count` available messages of one partition, oldest first (ready, then
   the main log past its cursor: includes/messages.lua's take), after a bounded sweep (due
-  schedules, elapsed locks, expiries). Expired messages are never handed out.
+  schedules, elapsed locks, expiries: includes/messages.lua's sweep). Expired messages are never
+  handed out.
   A dead-letter receive sweeps the main queue first, so messages whose TTL or last delivery has
   passed are in the dead-letter group when it looks (no main-queue receive is needed).
   KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete
   ARGV[3] count   ARGV[4] lock nonce   ARGV[5] sweep limit
-  Returns: {now_ms, locked_until_ms, then per message: seq, delivery_count, blob, enqueued_ms,
-           expires_ms [, dead-letter reason, dead-letter description: group 'd' only]}
+  Returns: {now_ms, locked_until_ms, more, then per message: seq, delivery_count, blob,
+           enqueued_ms, expires_ms [, dead-letter reason, dead-letter description: group 'd' only]}
            (delivery_count and expires_ms as integer replies)
+           more: 1 when the sweep stopped on its expiry budget with expired messages left (call
+           again at once: a live message may wait behind them), else 0
   Errors:  NOTFOUND  DISABLED (receive)  SESSIONREQ (the entity requires sessions: session_receive)
 ]]
 --@include partition
@@ -24,13 +27,14 @@ local want = tonumber(ARGV[3])
 local nonce = ARGV[4]
 local limit = tonumber(ARGV[5])
 local now = now_ms()
-if not G.main then sweep(MAIN, cfg, now, limit) end
-sweep(G, cfg, now, limit)
+local more = sweep(MAIN, cfg, now, limit)
+if not G.main then sweep(G, cfg, now, limit) end
 
 local untl = now + cfg.lock_ms
-local seqs, fields, xs, n, from_ready = take(G, cfg, now, want, limit)
+-- the sweep left expired messages: read no more than asked for (they are the next call's work)
+local seqs, fields, xs, n, from_ready = take(G, cfg, now, want, more and 0 or limit)
 
-local out = {now, untl}
+local out = {now, untl, more and 1 or 0}
 if n == 0 then
   touch(now)
   return out
@@ -41,7 +45,7 @@ end
 local counted = from_ready > 0 and redis.call('HLEN', G.dc) > 0
 local dcs = counted and redis.call('HMGET', G.dc, unpack(seqs, 1, from_ready)) or {}
 local expiring = {}
-local e, o = 0, 2
+local e, o = 0, 3
 local dlq = not G.main
 for i = 1, n do
   local dc = dcs[i]

@@ -9,7 +9,8 @@
   ARGV[n+5] session id ('' or absent: none); on the main group of a session entity it is required,
           the lock nonce must be the session's lock, and every message must be of that session
           (its lock is then the session's: includes/sessions.lua)
-  Returns: {now_ms, locked_until_ms, then per message as receive}
+  Returns: {now_ms, locked_until_ms, 0, then per message as receive} (receive's reply: this
+           call sweeps nothing, so its `more` is always 0)
   Errors:  NOTFOUND  DISABLED  NOMSG (a number is not a deferred message [of the session])
            SESSIONREQ (a session entity without a session id)  LOST (the session lock is not held)
 ]]
@@ -47,7 +48,7 @@ if cfg.sess and G.main then
     if f and sess_of(f) ~= sid then return fail('NOMSG') end
   end
 end
-local out = {now, untl}
+local out = {now, untl, 0}
 for i = 5, n + 4 do
   local seq = ARGV[i]
   local f = entry(G, seq)

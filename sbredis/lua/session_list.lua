@@ -1,27 +1,56 @@
 --[[
   session_list: the sessions of this partition that have available messages, a lock holder
-  (locked messages) or state, read-only. Reads each session with available messages once
-  (a ZRANGEBYLEX jump per session), then the lock and state hashes: O(sessions), never the
-  messages.
+  (locked messages) or state, read-only, a page at a time. Reads each session with available
+  messages once (a ZRANGEBYLEX jump per session), then the lock and state hashes (HSCAN): never
+  the messages. A call does at most LIST_PAGE jumps (no further 100 once it has run LIST_US
+  microseconds) or one HSCAN of LIST_PAGE (the per-call cap) and returns where the next call
+  goes on.
   KEYS: the partition's 23 keys (includes/partition.lua)
-  ARGV: none
-  Returns: {session id, ...} (unordered, may repeat)
+  ARGV[1] cursor ('' or absent: from the start; else the `next` of the previous call)
+  Returns: {next, session id, ...} (unordered, may repeat; next: '' when the listing is complete)
   Errors:  NOTFOUND
 ]]
 --@include partition
 --@include sessions
 if redis.call('EXISTS', K_CFG) == 0 then return fail('NOTFOUND') end
-local out = {}
-local from = '-'
-while true do
-  local r = redis.call('ZRANGEBYLEX', SES.sr, from, '+', 'LIMIT', 0, 1)
-  if #r == 0 then break end
-  local sid = sess_id(r[1])
-  out[#out + 1] = sid
-  from = '[' .. sid .. '\1'
+local LIST_PAGE, LIST_US = 1000, 5000
+local function clock_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local held = redis.call('HKEYS', SES.sl)
-for i = 1, #held do out[#out + 1] = held[i] end
-local stated = redis.call('HKEYS', SES.ss)
-for i = 1, #stated do out[#out + 1] = stated[i] end
+local cursor = ARGV[1] or ''
+if cursor == '' then cursor = 'r-' end
+-- the cursor: 'r' and the ZRANGEBYLEX start in SES.sr, 'l' or 's' and the HSCAN cursor of SES.sl
+-- or SES.ss
+local phase, pos = string.sub(cursor, 1, 1), string.sub(cursor, 2)
+local out = {''}
+local work = 0
+if phase == 'r' then
+  local start = clock_us()
+  while true do
+    if work >= LIST_PAGE or (work % 100 == 99 and clock_us() - start >= LIST_US) then
+      out[1] = 'r' .. pos
+      return out
+    end
+    local r = redis.call('ZRANGEBYLEX', SES.sr, pos, '+', 'LIMIT', 0, 1)
+    work = work + 1
+    if #r == 0 then break end
+    local sid = sess_id(r[1])
+    out[#out + 1] = sid
+    pos = '[' .. sid .. '\1'
+  end
+  phase, pos = 'l', '0'
+end
+if phase == 'l' then
+  local r = redis.call('HSCAN', SES.sl, pos, 'COUNT', LIST_PAGE)
+  for i = 1, #r[2], 2 do out[#out + 1] = r[2][i] end
+  if r[1] ~= '0' then
+    out[1] = 'l' .. r[1]
+    return out
+  end
+  phase, pos = 's', '0'
+end
+local r = redis.call('HSCAN', SES.ss, pos, 'COUNT', LIST_PAGE)
+for i = 1, #r[2], 2 do out[#out + 1] = r[2][i] end
+if r[1] ~= '0' then out[1] = 's' .. r[1] end
 return out

@@ -5,8 +5,10 @@
   KEYS: the partition's 23 keys (includes/partition.lua)
   ARGV[1] session id   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete   ARGV[3] count
   ARGV[4] the session lock's nonce   ARGV[5] sweep limit
-  Returns: {now_ms, locked_until_ms, then per message: seq, delivery_count, blob, enqueued_ms,
-           expires_ms} (delivery_count and expires_ms as integer replies)
+  Returns: {now_ms, locked_until_ms, more, then per message: seq, delivery_count, blob,
+           enqueued_ms, expires_ms} (delivery_count and expires_ms as integer replies)
+           more: 1 when the sweep stopped on its expiry budget with expired messages left (call
+           again at once), else 0
   Errors:  NOTFOUND  DISABLED  NOTSESSIONFUL (the entity does not require sessions)
            LOST (the caller does not hold the session lock: elapsed, or taken by another)
 ]]
@@ -26,10 +28,11 @@ local now = now_ms()
 local lost = sess_check(sid, nonce, now)
 if lost then return lost end
 local _, untl = sess_lock_of(SES, sid)
-sweep(MAIN, cfg, now, limit)
+local more = sweep(MAIN, cfg, now, limit)
 
 local got = {}
 local budget = want + limit
+if more then budget = want end  -- the sweep left expired messages: the next call's work
 while #got < want and budget > 0 do
   local members = sess_members(SES, false, sid, math.min(want - #got, budget))
   if #members == 0 then break end
@@ -52,7 +55,7 @@ while #got < want and budget > 0 do
   end
 end
 
-local out = {now, untl}
+local out = {now, untl, more and 1 or 0}
 touch(now)
 if #got == 0 then return out end
 local seqs = {}

@@ -91,7 +91,7 @@ def test_a_due_schedule_the_sweep_has_not_reached_is_handed_out_once(client: Any
     time.sleep(0.2)
     t = client._transport
     reply = t.run(ops.call("receive", q, 0, "m", "L", 10, ops.new_nonce(), 0), q)
-    assert len(reply) == 2 + 5 and codec.body_of(reply[4]) == b"due"
+    assert len(reply) == 3 + 5 and codec.body_of(reply[5]) == b"due"
     with client.get_queue_receiver(q) as r:
         assert r.receive_messages(10, max_wait_time=0.3) == []  # it is locked, not in ready twice
 

@@ -749,7 +749,7 @@ def _samples(entity: str = "q", p: int = 2) -> dict[str, tuple[Any, dict[str, An
             (),
             0,
         ),
-        "session_list": (P.session_list.call(entity, p), {}, (), 0),
+        "session_list": (P.session_list.call(entity, p, "r[s1\x01"), {"cursor": "r[s1\x01"}, (), 0),
         "dashboard_counts": (P.dashboard_counts.calls([(entity, p)], per_partition=True)[0], {}, (), 0),
     }
 

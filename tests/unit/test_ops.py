@@ -311,9 +311,9 @@ def _fields(m: ServiceBusMessage, enq: int = 1000, exp: int = 0, extra: tuple[by
 def test_parse_received_builds_messages() -> None:
     m = ServiceBusMessage("hello", application_properties={"k": 1}, subject="s")
     blob = m.encoded()
-    # receive.lua's reply: now, locked-until, then seq, delivery count, blob, enqueued, expires
+    # receive.lua's reply: now, locked-until, more, then seq, delivery count, blob, enqueued, expires
     # (delivery count and expires as integer replies)
-    reply = [5000, 65000, b"3", 2, blob, b"4000", 9000, b"4", 1, blob, b"4100", 0]
+    reply = [5000, 65000, 0, b"3", 2, blob, b"4000", 9000, b"4", 1, blob, b"4100", 0]
     now, msgs = ops.parse_received(reply, "q", 2, "m", "ab" * 8, ServiceBusReceiveMode.PEEK_LOCK)
     assert now == 5000
     first, second = msgs
@@ -333,7 +333,7 @@ def test_parse_received_builds_messages() -> None:
 
 def test_parse_received_dead_letter_group_reads_reason() -> None:
     blob = ServiceBusMessage("x").encoded()
-    reply = [5000, 65000, b"1", 3, blob, b"4000", 0, b"why", b"details", b"2", 1, blob, b"4000", 0, b"", b""]
+    reply = [5000, 65000, 0, b"1", 3, blob, b"4000", 0, b"why", b"details", b"2", 1, blob, b"4000", 0, b"", b""]
     _, (first, second) = ops.parse_received(reply, "q", 0, "d", "ab" * 8, ServiceBusReceiveMode.PEEK_LOCK)
     assert (first.dead_letter_reason, first.dead_letter_error_description) == ("why", "details")
     assert (second.dead_letter_reason, second.dead_letter_error_description) == (None, None)
@@ -341,7 +341,7 @@ def test_parse_received_dead_letter_group_reads_reason() -> None:
 
 def test_parse_peeked_messages_cannot_be_settled() -> None:
     blob = ServiceBusMessage("x").encoded()
-    reply = [5000, b"7", 0, 1, blob, 4000, 0]  # seq, delivery count, state, blob, enqueued, expires
+    reply = [5000, 0, b"7", 0, 1, blob, 4000, 0]  # now, resume, then seq, delivery count, state, blob, ...
     (p,) = ops.parse_peeked(reply, "q", 0, "m")
     assert p.state is ServiceBusMessageState.DEFERRED
     assert p.sequence_number == 7

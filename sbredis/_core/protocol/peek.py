@@ -17,6 +17,12 @@ def call(entity: str, partition: int, group: Group, first: int, count: int, sess
     return partition_call(NAME, entity, partition, (group, first, count, session_id))
 
 
+def resume(reply: list[Any]) -> int:
+    """Where a session-filtered peek that stopped on its scan cap goes on (partition-local seq;
+    0: it did not stop there)."""
+    return int(reply[1])
+
+
 def parse(reply: list[Any], entity: str, partition: int, group: str) -> list[ServiceBusReceivedMessage]:
     """The peeked messages (they hold no lock and cannot be settled)."""
     dlq = group == Group.DEAD_LETTER
@@ -24,7 +30,7 @@ def parse(reply: list[Any], entity: str, partition: int, group: str) -> list[Ser
     ref = LockRef(entity, partition, group, "", None)
     cls = ServiceBusReceivedMessage
     out = []
-    for i in range(1, len(reply), stride):
+    for i in range(2, len(reply), stride):
         m = cls.__new__(cls)
         m.fill(  # settled from the start: peeked messages hold no lock and cannot be settled
             reply[i + 3],
@@ -74,15 +80,15 @@ def parse_fields(reply: list[Any], group: str) -> Fields:
     """The reply of `call` as columns (`parse` builds message objects instead)."""
     dlq = group == Group.DEAD_LETTER
     stride = 8 if dlq else 6
-    n = (len(reply) - 1) // stride
+    n = (len(reply) - 2) // stride
     none: list[str | None] = [None] * n
     return Fields(
-        [int(v) for v in reply[1::stride]],
         [int(v) for v in reply[2::stride]],
         [int(v) for v in reply[3::stride]],
-        reply[4::stride],
-        [int(v) for v in reply[5::stride]],
+        [int(v) for v in reply[4::stride]],
+        reply[5::stride],
         [int(v) for v in reply[6::stride]],
-        [text_or_none(v) for v in reply[7::stride]] if dlq else none,
+        [int(v) for v in reply[7::stride]],
         [text_or_none(v) for v in reply[8::stride]] if dlq else none,
+        [text_or_none(v) for v in reply[9::stride]] if dlq else none,
     )

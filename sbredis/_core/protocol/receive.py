@@ -16,6 +16,12 @@ def call(entity: str, partition: int, group: Group, mode: Mode, count: int, nonc
     return partition_call(NAME, entity, partition, (group, mode, count, nonce, SWEEP_LIMIT))
 
 
+def more(reply: list[Any]) -> bool:
+    """Whether the call stopped on its expiry budget with expired messages left: another call at
+    once may find a live message behind them (a receive, session_receive reply)."""
+    return int(reply[2]) == 1
+
+
 def parse(
     reply: list[Any],
     entity: str,
@@ -37,7 +43,7 @@ def parse(
     new, fill = cls.__new__, cls.fill  # no constructor call frame: this runs per message
     out = []
     fields = iter(reply)
-    next(fields), next(fields)
+    next(fields), next(fields), next(fields)
     if group != Group.DEAD_LETTER:
         for seq, dc, blob, enq, exp in zip(fields, fields, fields, fields, fields, strict=True):
             m = new(cls)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .base import Call, Group, Mode, partition_call
-from .receive import parse
+from .receive import more, parse
 
 NAME = "receive_deferred"
 ARGV = ("group", "mode", "lock nonce", "n")
-__all__ = ["ARGV", "NAME", "call", "parse"]
+__all__ = ["ARGV", "NAME", "call", "more", "parse"]
 
 
 def call(

@@ -1,24 +1,30 @@
-"""session_list.lua: the sessions of a partition with messages, a lock holder or state."""
+"""session_list.lua: the sessions of a partition with messages, a lock holder or state, a page at a time."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from .base import Call, partition_call
+from .base import Call, partition_call, text
 
 NAME = "session_list"
-ARGV: tuple[str, ...] = ()
+ARGV = ("cursor",)
 
 
-def call(entity: str, partition: int) -> Call:
-    return partition_call(NAME, entity, partition, ())
+def call(entity: str, partition: int, cursor: str = "") -> Call:
+    """`cursor`: '' for the first page, else the previous page's next_cursor."""
+    return partition_call(NAME, entity, partition, (cursor,))
+
+
+def next_cursor(reply: list[Any]) -> str:
+    """Where the partition's listing goes on ('' when this page completed it)."""
+    return text(reply[0])
 
 
 def parse(replies: Iterable[Any]) -> list[str]:
-    """Session ids from every partition's reply, each once, sorted."""
+    """Session ids from every page of every partition, each once, sorted."""
     out: set[str] = set()
     for reply in replies:
-        for sid in reply:
+        for sid in reply[1:]:
             out.add(sid.decode() if isinstance(sid, bytes) else str(sid))
     return sorted(out)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from .base import SWEEP_LIMIT, Call, Mode, partition_call
-from .receive import parse
+from .receive import more, parse
 
 NAME = "session_receive"
 ARGV = ("session id", "mode", "count", "the session lock's nonce", "sweep limit")
-__all__ = ["ARGV", "NAME", "call", "parse"]
+__all__ = ["ARGV", "NAME", "call", "more", "parse"]
 
 
 def call(entity: str, partition: int, session_id: str, mode: Mode, count: int, nonce: str) -> Call:

@@ -79,6 +79,32 @@ local function parse_lock(v)
   return nonce, home, tonumber(x), tonumber(size), tonumber(dc), sid
 end
 
+-- Remove the log entries of k messages `done` (completed, expired). Completing in receive order
+-- (the usual case) removes the log's oldest entries: consecutive seqs with nothing older in the log, which
+-- one XTRIM MINID drops (XDEL seeks each id: several times the work). `done` holds seqs as the lock
+-- records name them (decimal, no leading zeros), so for them string order by (length, bytes) is
+-- numeric order; tonumber (a strtod) runs on the ends only.
+local function remove_entries(G, done, k)
+  if k > 1 then
+    local prev, rising = done[1], true
+    for i = 2, k do
+      local s = done[i]
+      if not (#s > #prev or (#s == #prev and s > prev)) then
+        rising = false
+        break
+      end
+      prev = s
+    end
+    local last = tonumber(done[k])
+    if rising and last - tonumber(done[1]) == k - 1
+       and #redis.call('XRANGE', G.log, '-', '(' .. done[1] .. '-0', 'COUNT', 1) == 0 then
+      redis.call('XTRIM', G.log, 'MINID', last + 1)
+      return
+    end
+  end
+  call_many('XDEL', G.log, done)
+end
+
 -- Remove a message from its group for good.
 local function drop(G, seq, size)
   redis.call('XDEL', G.log, seq)
@@ -152,7 +178,143 @@ local function release(G, cfg, seq, rec, now, undo, due)
   end
 end
 
--- Bounded housekeeping before handing messages out: due schedules, elapsed locks, expiries.
+-- The per-call expiry budget: a call expires (dead-letters or drops, as expire() does one) at
+-- most EXPIRE_BUDGET messages, EXPIRE_CHUNK at a time, and starts no further chunk once it has run
+-- EXPIRE_US microseconds. That keeps a call that meets a large expired backlog well under 50 ms of
+-- server time even on a busy server; the caller reports that it stopped with expired messages
+-- left and the client calls again at once (docs/keyspace.md, "Per-call caps").
+-- (EXPIRE_CHUNK stays under call_many's slice of 4000: a chunk is unpacked into one call.)
+local EXPIRE_BUDGET, EXPIRE_CHUNK, EXPIRE_US = 5000, 250, 5000
+
+local function clock_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- Expire the messages `old`, the first members of the expiry index (K_EXP, read by score: their
+-- TTL has passed) that are available or deferred (a locked one has no index entry: its lock's
+-- end expires it). Their per-message writes are batched: a few calls for the chunk rather than a
+-- few per message.
+local function expire_chunk(cfg, old)
+  local k = #old
+  redis.call('ZREMRANGEBYRANK', K_EXP, 0, k - 1)
+  -- The index orders messages that expire in the same ms (a whole send batch) by the seq as a
+  -- string: '1', '10', '100', '1000', '1001', ..., so a chunk is a few runs of consecutive seqs,
+  -- each read with one XRANGE (a read per entry seeks and scans its stream node every time).
+  local nums = {}
+  for i = 1, k do nums[i] = tonumber(old[i]) end
+  table.sort(nums)
+  local seqs, fs = {}, {}
+  local lo = 1
+  for i = 1, k do
+    seqs[i] = string.format('%d', nums[i])
+    if i == k or nums[i + 1] > nums[i] + 8 then  -- a run ends (a short gap is read over)
+      local r = redis.call('XRANGE', MAIN.log, nums[lo], nums[i])
+      for j = 1, #r do
+        local id = r[j][1]
+        fs[string.sub(id, 1, #id - 2)] = r[j][2]
+      end
+      lo = i + 1
+    end
+  end
+  local cur = cursor_of(MAIN, cfg)
+  local sids, in_sr = {}, {}
+  if cfg.sess then
+    -- A run of consecutive seqs of one session whose members are all in SES.sr leaves it with one
+    -- ZREMRANGEBYLEX: its members are adjacent there ('<sid> NUL <seq>'). The range is read first:
+    -- it holds the whole run when it has that many members of the run's length (a longer one is of
+    -- a session '<sid> NUL ...', which must stay).
+    for i = 1, k do
+      local f = fs[seqs[i]]
+      sids[i] = f and sess_of(f)
+    end
+    local i = 1
+    while i <= k do
+      local j, sid = i, sids[i]
+      while sid and j < k and sids[j + 1] == sid and nums[j + 1] == nums[j] + 1 do j = j + 1 end
+      if sid and j > i then
+        local a, b = '[' .. skey(sid, nums[i]), '[' .. skey(sid, nums[j])
+        local got = redis.call('ZRANGEBYLEX', SES.sr, a, b, 'LIMIT', 0, j - i + 2)
+        local whole = #got == j - i + 1
+        local len = #sid + 14
+        for m = 1, #got do
+          if #got[m] ~= len then whole = false end
+        end
+        if whole then
+          redis.call('ZREMRANGEBYLEX', SES.sr, a, b)
+          for m = i, j do in_sr[m] = true end
+        end
+      end
+      i = j + 1
+    end
+  end
+  local gone, dfs, n, size = {}, {}, 0, 0
+  for i = 1, k do
+    local seq = seqs[i]
+    local f = fs[seq]
+    local available = false
+    if not f then
+      available = false
+    elseif cfg.sess then
+      local sid = sids[i]
+      available = in_sr[i] or (sid and redis.call('ZREM', SES.sr, skey(sid, seq)) == 1)
+                  or redis.call('ZREM', MAIN.ready, seq) == 1 or redis.call('ZREM', MAIN.deferred, seq) == 1
+    else  -- past the cursor: never read, so neither locked nor deferred
+      available = (cur and nums[i] > cur) or redis.call('ZREM', MAIN.ready, seq) == 1
+                  or redis.call('ZREM', MAIN.deferred, seq) == 1
+    end
+    if available then
+      n = n + 1
+      gone[n], dfs[n] = seq, f
+      size = size + #f[2]
+    end
+  end
+  if n == 0 then return end
+  local counted = redis.call('HLEN', MAIN.dc) > 0
+  if cfg.dl_exp then  -- dead_letter() of each
+    local dcs = counted and redis.call('HMGET', MAIN.dc, unpack(gone)) or {}
+    local dseq = redis.call('HINCRBY', K_ST, 'dseq', n) - n
+    local ready, counts, nc = {}, {}, 0
+    local reason, description = 'TTLExpiredException', 'The message expired and was dead lettered.'
+    for i = 1, n do
+      local f, d = dfs[i], dseq + i
+      redis.call('XADD', DLQ.log, d .. '-0', 'b', f[2], 'e', f[4], 'x', '0', 'r', reason,
+                 'rd', description, 'os', gone[i])
+      ready[2 * i - 1], ready[2 * i] = d, d
+      local dc = dcs[i]
+      if dc and dc ~= '0' then
+        counts[nc + 1], counts[nc + 2] = d, dc
+        nc = nc + 2
+      end
+    end
+    call_many('ZADD', DLQ.ready, ready)
+    if nc > 0 then call_many('HSET', DLQ.dc, counts) end
+  else  -- drop() of each
+    redis.call('HINCRBY', K_ST, 'size', -size)
+  end
+  remove_entries(MAIN, gone, n)
+  if counted then call_many('HDEL', MAIN.dc, gone) end
+end
+
+-- Expire the messages whose TTL passed by `now`, within the per-call expiry budget. Returns true
+-- when it stopped on the budget with expired messages left in the index.
+local function sweep_expired(cfg, now)
+  local start = clock_us()
+  local done = 0
+  while true do
+    local c = math.min(EXPIRE_CHUNK, EXPIRE_BUDGET - done)
+    local old = redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, c + 1)
+    local left = #old > c  -- one more than the chunk is read to know whether any are left
+    if left then old[c + 1] = nil end
+    if #old > 0 then expire_chunk(cfg, old) end
+    if not left then return false end
+    done = done + c
+    if done >= EXPIRE_BUDGET or clock_us() - start >= EXPIRE_US then return true end
+  end
+end
+
+-- Bounded housekeeping before handing messages out: due schedules, elapsed locks (up to `limit`
+-- each), expiries (sweep_expired). Returns true when expired messages are left for another call.
 local function sweep(G, cfg, now, limit)
   if G.main then
     local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', now, 'LIMIT', 0, limit)
@@ -189,26 +351,8 @@ local function sweep(G, cfg, now, limit)
       redis.call('ZREM', G.locked, gone[i])
     end
   end
-  if G.main then
-    local old = redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, limit)
-    local cur = #old > 0 and cursor_of(G, cfg)
-    for i = 1, #old do
-      local seq = old[i]
-      redis.call('ZREM', K_EXP, seq)
-      if cfg.sess then
-        local f = entry(G, seq)
-        local sid = f and sess_of(f)
-        if f and ((sid and redis.call('ZREM', SES.sr, skey(sid, seq)) == 1)
-                  or redis.call('ZREM', G.ready, seq) == 1 or redis.call('ZREM', G.deferred, seq) == 1) then
-          expire(cfg, seq, f)
-        end
-      elseif (cur and tonumber(seq) > cur) or redis.call('ZREM', G.ready, seq) == 1
-             or redis.call('ZREM', G.deferred, seq) == 1 then  -- available or deferred, not locked
-        local f = entry(G, seq)
-        if f then expire(cfg, seq, f) end
-      end
-    end
-  end
+  if G.main then return sweep_expired(cfg, now) end
+  return false
 end
 
 -- Up to `want` available messages of G, oldest first: ready, then the main log past the cursor

@@ -7,7 +7,8 @@
 ]]
 
 -- End the lock of session sid: its locked messages go back to the session (counted as a
--- delivery unless `undo`), and the session is available again when it has messages.
+-- delivery unless `undo`), and the session is available again when it has messages. Returns how
+-- many locked messages it released.
 local function sess_free(cfg, sid, now, undo)
   local held = sess_members(SES, true, sid, 100000)
   for i = 1, #held do
@@ -23,12 +24,23 @@ local function sess_free(cfg, sid, now, undo)
   redis.call('ZREM', SES.sx, sid)
   local first = sess_members(SES, false, sid, 1)
   if #first > 0 then redis.call('ZADD', SES.sa, 'NX', tonumber(sess_seq(first[1])), sid) end
+  return #held
 end
 
--- Free the sessions whose lock elapsed before `now` (at most `limit`).
+-- Locked messages a sweep of elapsed session locks releases before it leaves the next elapsed
+-- session for the next call (each release is several writes: 200 stay near 2 ms). One session is
+-- always freed whole, so a sweep makes progress (docs/keyspace.md, "Per-call caps").
+local SESS_FREE_BUDGET = 200
+
+-- Free the sessions whose lock elapsed before `now` (at most `limit`, and no further one once
+-- SESS_FREE_BUDGET locked messages were released).
 local function sess_sweep(cfg, now, limit)
   local gone = redis.call('ZRANGEBYSCORE', SES.sx, '-inf', '(' .. now, 'LIMIT', 0, limit)
-  for i = 1, #gone do sess_free(cfg, gone[i], now, false) end
+  local freed = 0
+  for i = 1, #gone do
+    if freed >= SESS_FREE_BUDGET then break end
+    freed = freed + sess_free(cfg, gone[i], now, false)
+  end
 end
 
 -- Lock session sid for `nonce` until `untl`.

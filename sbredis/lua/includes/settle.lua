@@ -6,32 +6,6 @@
   lock check is held()'s, since a session message's lock is the session lock (includes/sessions.lua).
 ]]
 
--- Remove the log entries of k completed messages `done`. Completing in receive order (the usual
--- case) removes the log's oldest entries: consecutive seqs with nothing older in the log, which
--- one XTRIM MINID drops (XDEL seeks each id: several times the work). `done` holds seqs as the lock
--- records name them (decimal, no leading zeros), so for them string order by (length, bytes) is
--- numeric order; tonumber (a strtod) runs on the ends only.
-local function remove_entries(G, done, k)
-  if k > 1 then
-    local prev, rising = done[1], true
-    for i = 2, k do
-      local s = done[i]
-      if not (#s > #prev or (#s == #prev and s > prev)) then
-        rising = false
-        break
-      end
-      prev = s
-    end
-    local last = tonumber(done[k])
-    if rising and last - tonumber(done[1]) == k - 1
-       and #redis.call('XRANGE', G.log, '-', '(' .. done[1] .. '-0', 'COUNT', 1) == 0 then
-      redis.call('XTRIM', G.log, 'MINID', last + 1)
-      return
-    end
-  end
-  call_many('XDEL', G.log, done)
-end
-
 -- Remove completed messages: seqs with their lock records recs (false entries are skipped). Only
 -- the size, the delivery count and the session id of a record are read. The dc hash holds a count
 -- for a message only after a lock on it ended without completion (release, defer_held), and the

@@ -1,0 +1,234 @@
+"""Expiry never hides a live message (issue 23, item 5): a receive that meets a large backlog of
+expired messages sweeps them within the per-call expiry budget (docs/keyspace.md, "Per-call
+caps") and the client calls again at once while the script reports expired messages left, so the
+one live message behind them is received within a 1 s wait, and the server's SLOWLOG shows no
+script call over 50 ms.
+
+CI: 20,000 expired messages ahead of the live one; SBREDIS_BATTERY_SCALE=full: 100,000 (50,000
+for a session, whose sweep also takes each message out of its session: about 1.5 times the server
+time a message).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import redis
+
+from sbredis import ServiceBusClient, ServiceBusMessage, ServiceBusReceiveMode, ServiceBusSubQueue
+from sbredis.management import ServiceBusAdministrationClient
+from tests.redis_server import RedisServer
+from tests.reliability.conftest import scaled
+
+pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.standalone]
+
+SLOW_US = 50_000  # a script call slower than this is a failure
+TTL = timedelta(seconds=1)
+BATCH = 2_500  # messages a send carries (under the 256 KiB batch limit at this size)
+EXPIRED = scaled(20_000, 100_000)
+SESSION_EXPIRED = scaled(20_000, 50_000)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RedisServer]:
+    srv = RedisServer().start()
+    raw = redis.Redis.from_url(srv.url)
+    raw.config_set("slowlog-max-len", 1024)
+    raw.close()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def raw(server: RedisServer) -> Iterator[redis.Redis]:
+    r = redis.Redis.from_url(server.url)
+    yield r
+    r.close()
+
+
+@pytest.fixture(scope="module")
+def admin(server: RedisServer) -> Iterator[ServiceBusAdministrationClient]:
+    with ServiceBusAdministrationClient.from_connection_string(server.url) as a:
+        yield a
+
+
+@pytest.fixture(scope="module")
+def client(server: RedisServer) -> Iterator[ServiceBusClient]:
+    with ServiceBusClient.from_connection_string(server.url) as c:
+        yield c
+
+
+def server_ms(raw: redis.Redis) -> int:
+    s, us = raw.time()
+    return s * 1000 + us // 1000
+
+
+def load_expired(client: ServiceBusClient, raw: redis.Redis, queue: str, n: int, **kw: Any) -> None:
+    """Send n messages with a 1 s TTL in large batches, then wait until the last has expired."""
+    with client.get_queue_sender(queue) as s:
+        for i in range(0, n, BATCH):
+            s.send_messages([ServiceBusMessage(b"e" * 16, time_to_live=TTL, **kw) for _ in range(min(BATCH, n - i))])
+    gone = server_ms(raw) + int(TTL.total_seconds() * 1000)
+    deadline = time.monotonic() + 10
+    while server_ms(raw) <= gone:
+        assert time.monotonic() < deadline, "the server clock did not pass the TTL"
+        time.sleep(0.05)
+
+
+def start_slowlog(raw: redis.Redis) -> None:
+    """From here on, log every command slower than SLOW_US (the loading sends are not measured)."""
+    raw.config_set("slowlog-log-slower-than", SLOW_US)
+    raw.slowlog_reset()
+
+
+def slow_scripts(raw: redis.Redis) -> list[tuple[int, bytes]]:
+    """The script calls over SLOW_US since start_slowlog, as the server measured them."""
+    return [
+        (e["duration"], e["command"][:60])
+        for e in raw.slowlog_get(1024)
+        if e["command"].split(b" ", 1)[0].upper() in (b"EVALSHA", b"EVAL")
+    ]
+
+
+@pytest.mark.parametrize("how", ["iterate", "receive_messages"])
+def test_a_live_message_behind_expired_ones_is_received_within_a_short_wait(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis, how: str
+) -> None:
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q)
+    load_expired(client, raw, q, EXPIRED)
+    assert admin.get_queue_runtime_properties(q).active_message_count == EXPIRED  # not swept yet
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("live"))
+    start_slowlog(raw)
+    with client.get_queue_receiver(q, max_wait_time=1) as r:
+        if how == "iterate":
+            got = next(iter(r), None)
+        else:
+            got = (r.receive_messages(max_message_count=1, max_wait_time=1) or [None])[0]
+        assert got is not None, f"the live message behind {EXPIRED} expired ones was not received in 1 s"
+        assert str(got) == "live"
+        r.complete_message(got)
+    assert slow_scripts(raw) == []
+    props = admin.get_queue_runtime_properties(q)
+    assert (props.active_message_count, props.dead_letter_message_count) == (0, 0)  # dropped, not dead-lettered
+    admin.delete_queue(q)
+
+
+def test_a_live_message_behind_expired_ones_in_other_partitions_is_received(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis
+) -> None:
+    """The expired backlog spread over 4 partitions, the live message in one of them: the receive
+    goes on over the partitions without waiting while any reports expired messages left."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, enable_partitioning=True, partition_count=4)
+    load_expired(client, raw, q, EXPIRED)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("live"))
+    start_slowlog(raw)
+    with client.get_queue_receiver(q, max_wait_time=1) as r:
+        got = r.receive_messages(max_message_count=1, max_wait_time=1)
+        assert [str(m) for m in got] == ["live"]
+        r.complete_messages(got)
+    assert slow_scripts(raw) == []
+    admin.delete_queue(q)
+
+
+def test_expired_messages_are_still_dead_lettered_when_the_queue_says_so(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis
+) -> None:
+    """The bulk sweep dead-letters each expired message as a single expiry does: reason, body,
+    delivery count; none lost, none twice."""
+    n = scaled(12_000, 40_000)  # several calls' budgets
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, dead_lettering_on_message_expiration=True)
+    with client.get_queue_sender(q) as s:  # one expired message that was delivered once before
+        s.send_messages(ServiceBusMessage("delivered", time_to_live=timedelta(seconds=3)))
+    with client.get_queue_receiver(q, max_wait_time=1) as r:
+        (first,) = r.receive_messages()
+        r.abandon_message(first)
+    load_expired(client, raw, q, n)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("live"))
+    deadline = time.monotonic() + 10
+    while server_ms(raw) <= first.enqueued_time_utc.timestamp() * 1000 + 3000:  # type: ignore[union-attr]
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    start_slowlog(raw)
+    with client.get_queue_receiver(q, max_wait_time=1) as r:
+        got = r.receive_messages(max_wait_time=1)
+        assert [str(m) for m in got] == ["live"]
+        r.complete_messages(got)
+    assert slow_scripts(raw) == []
+    props = admin.get_queue_runtime_properties(q)
+    assert (props.active_message_count, props.dead_letter_message_count) == (0, n + 1)
+    with client.get_queue_receiver(
+        q, sub_queue=ServiceBusSubQueue.DEAD_LETTER, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
+    ) as d:
+        dead: list[Any] = []
+        while batch := d.receive_messages(max_message_count=1000, max_wait_time=0.5):
+            dead += batch
+    assert len(dead) == n + 1
+    assert {m.dead_letter_reason for m in dead} == {"TTLExpiredException"}
+    assert len({m.sequence_number for m in dead}) == n + 1
+    rest = [m for m in dead if str(m) == "e" * 16]
+    assert len(rest) == n
+    (delivered,) = (m for m in dead if str(m) == "delivered")
+    assert delivered.delivery_count == rest[0].delivery_count + 1  # its earlier delivery still counts
+    admin.delete_queue(q)
+
+
+def test_a_live_session_message_behind_expired_ones_is_received_within_a_short_wait(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis
+) -> None:
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, requires_session=True)
+    load_expired(client, raw, q, SESSION_EXPIRED, session_id="s")
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("live", session_id="s"))
+    start_slowlog(raw)
+    with client.get_queue_receiver(q, session_id="s", max_wait_time=1) as r:
+        got = next(iter(r), None)
+        assert got is not None and str(got) == "live"
+        r.complete_message(got)
+    assert slow_scripts(raw) == []
+    assert admin.get_queue_runtime_properties(q).active_message_count == 0
+    admin.delete_queue(q)
+
+
+def test_the_session_sweep_leaves_a_session_whose_id_extends_another_alone(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis
+) -> None:
+    """Session 's' messages 1-10 expire, 5 of them deferred (in the expiry index, not available);
+    session 's NUL 0000000000005' has a live message whose member in the sessions' index sorts
+    between those of 's' 1 and 10. Taking the run 1-10 out of that index in one range must not
+    take the other session's member with it."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, requires_session=True)
+    other = "s\x000000000000005"
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"s{i}", session_id="s", time_to_live=TTL) for i in range(1, 11)])
+        s.send_messages(ServiceBusMessage("other", session_id=other))
+    with client.get_queue_receiver(q, session_id="s") as r:
+        got = r.receive_messages(max_message_count=5, max_wait_time=1)
+        assert [str(m) for m in got] == ["s1", "s2", "s3", "s4", "s5"]
+        r.defer_message(got[4])
+        r.abandon_messages(got[:4])
+    gone = server_ms(raw) + int(TTL.total_seconds() * 1000)
+    deadline = time.monotonic() + 10
+    while server_ms(raw) <= gone:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    with client.get_queue_receiver(q, session_id=other, max_wait_time=1) as r:
+        got = r.receive_messages(max_wait_time=1)
+        assert [str(m) for m in got] == ["other"]
+        r.complete_messages(got)
+    with client.get_queue_receiver(q, session_id="s", max_wait_time=0.5) as r:
+        assert r.receive_messages(max_wait_time=0.5) == []
+        assert r.peek_messages(10) == []  # the deferred one expired with the rest
+    admin.delete_queue(q)
