@@ -25,6 +25,8 @@ import pytest
 from tests.redis_cluster import RedisCluster
 from tests.redis_server import RedisServer
 
+pytest_plugins = ["tests.coverage_floors"]  # per-module coverage floors, checked when the whole suite runs
+
 MEMORY_URL = "memory://conformance"  # the in-process backend (fakeredis running the same Lua scripts)
 
 

@@ -60,7 +60,9 @@ def test_the_pages_table_lists_the_conformance_tests_left_out_on_memory() -> Non
 
     from tests.docs.samples import ROOT
 
-    args = ["--collect-only", "-q", "-m", "conformance", "-p", "no:cacheprovider", "tests/integration"]
+    # -o addopts=: without it the inner pytest's coverage would erase the outer run's data files
+    args = ["--collect-only", "-q", "-m", "conformance", "-p", "no:cacheprovider", "-o", "addopts="]
+    args.append("tests/integration")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *args],
         cwd=ROOT,

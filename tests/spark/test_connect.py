@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(find_spec("grpc") is None, reason="Spark Connect needs pyspark[connect] (grpcio)")
+@pytest.mark.timeout(600)  # the subprocess's own limit: a Connect server and every job, slower under coverage
 def test_jobs_and_samples_run_over_spark_connect(redis_server: Any, tmp_path: Path) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
