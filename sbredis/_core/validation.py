@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusMessageBatch
+from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusMessageBatch, as_message
+from ..amqp import AmqpAnnotatedMessage
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 
 LOCAL_MASK = (1 << PARTITION_SHIFT) - 1
@@ -13,16 +14,16 @@ MAX_RECEIVE_COUNT = 5000
 
 
 def as_messages(message: Any) -> list[ServiceBusMessage]:
-    """One message, a list of them or a batch, as a list; raises InvalidArgumentError otherwise."""
+    """One message, a list of them or a batch, as a list; raises InvalidArgumentError otherwise.
+    A message may be an AmqpAnnotatedMessage or a dict of ServiceBusMessage's arguments."""
     if isinstance(message, ServiceBusMessage):
         return [message]
     if isinstance(message, ServiceBusMessageBatch):
         return list(message)
     if isinstance(message, (list, tuple)):
-        for m in message:
-            if not isinstance(m, ServiceBusMessage):
-                raise InvalidArgumentError(f"expected ServiceBusMessage items, got {type(m).__name__}")
-        return list(message)
+        return [m if isinstance(m, ServiceBusMessage) else as_message(m) for m in message]
+    if isinstance(message, (AmqpAnnotatedMessage, Mapping)) or hasattr(message, "keys"):
+        return [as_message(message)]
     raise InvalidArgumentError(
         f"send_messages takes a ServiceBusMessage, a list of them or a batch, not {type(message).__name__}"
     )
