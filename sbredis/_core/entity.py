@@ -144,13 +144,41 @@ def _ms(value: timedelta) -> int:
     return max(1, round(value / timedelta(milliseconds=1)))
 
 
+_ISO_DURATION = re.compile(
+    r"(-)?P(?:(\d+(?:\.\d+)?)Y)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)W)?(?:(\d+(?:\.\d+)?)D)?"
+    r"(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?"
+)
+_ISO_UNITS = (365 * 86400, 30 * 86400, 7 * 86400, 86400, 3600, 60, 1)  # a year 365 days, a month 30, as .NET
+
+
+def iso_duration(name: str, text: str) -> timedelta:
+    """An ISO 8601 duration ("PT30S", "P1DT2H", "P10675199DT2H48M5.4775807S"), as the Service Bus
+    REST API writes them and the Azure SDK accepts them.
+
+    Raises:
+        InvalidArgumentError: not such a duration.
+    """
+    match = _ISO_DURATION.fullmatch(text.strip()) if len(text) <= 64 else None
+    if match is None or not any(match.groups()[1:]) or text.rstrip().endswith("T"):
+        raise InvalidArgumentError(f"{name} must be a timedelta or an ISO 8601 duration, not {text[:64]!r}")
+    seconds = sum(float(v) * unit for v, unit in zip(match.groups()[1:], _ISO_UNITS, strict=True) if v)
+    if match.group(1):
+        seconds = -seconds
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        return TIMESPAN_MAX
+
+
 def _duration(name: str, value: Any, upper: timedelta | None = None) -> timedelta:
+    if isinstance(value, str):
+        value = iso_duration(name, value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if not math.isfinite(value):
             raise InvalidArgumentError(f"{name} must be a finite duration")
         value = timedelta(seconds=value)
     if not isinstance(value, timedelta):
-        raise InvalidArgumentError(f"{name} must be a timedelta, not {type(value).__name__}")
+        raise InvalidArgumentError(f"{name} must be a timedelta or an ISO 8601 duration, not {type(value).__name__}")
     if value <= timedelta(0) or value < timedelta(milliseconds=1):
         raise InvalidArgumentError(f"{name} must be at least 1 ms")
     if upper is not None and value > upper:
