@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import timedelta
 from enum import Enum
@@ -66,18 +67,68 @@ def check_auto_delete(value: timedelta) -> timedelta:
     return value
 
 
+_SB_URL = re.compile(r"sb://[^/]+/(.+)")
+
+
 def check_forward(name: str, field_: str, value: Any) -> str | None:
-    """A forward_to / forward_dead_lettered_messages_to value: None or a queue or topic name."""
+    """A forward_to / forward_dead_lettered_messages_to value: None or a queue or topic name, also
+    as the Service Bus address ``sb://<namespace>/<name>`` (the SDK's form; the namespace is this
+    connection's, so only the name is kept)."""
     if value is None or value == "":
         return None
+    if isinstance(value, str) and (url := _SB_URL.fullmatch(value)):
+        value = url.group(1).rstrip("/")
     target = check_name(value, "forwarding destination")
     if target == name:
         raise InvalidOperationError(f"{field_} cannot name the entity itself")
     return target
 
 
+class DictLike:
+    """Properties readable as a mapping of their fields (``dict(props)``, ``props["name"]``), as
+    the SDK's models are."""
+
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self)]  # type: ignore[arg-type]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in self.keys() else default
+
+    def items(self) -> list[tuple[str, Any]]:
+        return [(k, getattr(self, k)) for k in self.keys()]
+
+    def values(self) -> list[Any]:
+        return [getattr(self, k) for k in self.keys()]
+
+
+def from_mapping(cls: type[Any], value: Any, what: str) -> Any:
+    """`value` as `cls` (a properties dataclass): itself, or a mapping of its fields (as
+    ``dict(props)`` gives), as the SDK's update_* methods take.
+
+    Raises:
+        InvalidArgumentError: neither, or a mapping with unknown keys or without a name.
+    """
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(f"{what} takes the {cls.__name__} from get_*, or a dict of its fields")
+    known = {f.name for f in fields(cls)}
+    unknown = set(value) - known
+    if unknown or "name" not in value:
+        raise InvalidArgumentError(f"{what}: unknown or missing {cls.__name__} fields: {sorted(unknown) or ['name']}")
+    return cls(**value)
+
+
 @dataclass
-class QueueProperties:
+class QueueProperties(DictLike):
     """A queue's settings, as ``azure.servicebus.management.QueueProperties`` (plus partition_count)."""
 
     name: str
