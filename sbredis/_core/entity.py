@@ -114,16 +114,16 @@ def from_mapping(cls: type[Any], value: Any, what: str) -> Any:
     ``dict(props)`` gives), as the SDK's update_* methods take.
 
     Raises:
-        InvalidArgumentError: neither, or a mapping with unknown keys or without a name.
+        InvalidArgumentError: neither, or a mapping with unknown or missing fields.
     """
     if isinstance(value, cls):
         return value
     if not isinstance(value, Mapping):
         raise InvalidArgumentError(f"{what} takes the {cls.__name__} from get_*, or a dict of its fields")
     known = {f.name for f in fields(cls)}
-    unknown = set(value) - known
-    if unknown or "name" not in value:
-        raise InvalidArgumentError(f"{what}: unknown or missing {cls.__name__} fields: {sorted(unknown) or ['name']}")
+    wrong = sorted(set(value) ^ known)  # every field, as the SDK's models are built with all of them
+    if wrong:
+        raise InvalidArgumentError(f"{what}: a dict of every {cls.__name__} field, not these: {wrong}")
     return cls(**value)
 
 

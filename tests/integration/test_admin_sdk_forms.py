@@ -33,6 +33,8 @@ def test_models_read_as_dicts_and_update_from_dicts(admin: Any, queue_name: str)
         admin.update_queue({**as_dict, "not_a_field": 1})
     with pytest.raises(TypeError):
         admin.update_queue(None)
+    with pytest.raises(TypeError):  # every field or none, as the SDK's
+        admin.update_queue({"name": queue_name})
 
 
 def test_topic_and_subscription_dicts(admin: Any, queue_name: str) -> None:
