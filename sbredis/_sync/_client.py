@@ -219,7 +219,7 @@ class ServiceBusClient:
             check_count("prefetch_count", prefetch_count)
         if auto_lock_renewer is not None and not hasattr(auto_lock_renewer, "register"):
             raise InvalidArgumentError("auto_lock_renewer must be an AutoLockRenewer")
-        if auto_lock_renewer is not None and mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE:
+        if auto_lock_renewer is not None and mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE and session_id is None:
             raise InvalidOperationError("messages received in RECEIVE_AND_DELETE mode hold no lock to renew")
         if session_id is not None:
             session_id = check_session_id(session_id)
