@@ -20,6 +20,8 @@ class TopicRuntimeProperties(DictLike):
     size_in_bytes: int
     subscription_count: int
     scheduled_message_count: int
+    sql_filter_count: int = 0  # rules with SQL (true and false included) filters, over the subscriptions
+    correlation_filter_count: int = 0
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from .._core.keys import (
     subscriptions_index,
 )
 from .._core.protocol import idle, stats
-from .._core.rules import TrueRuleFilter
+from .._core.rules import CorrelationRuleFilter, TrueRuleFilter
 from .._core.topic_entity import (
     DEFAULT_RULE,
     RuleProperties,
@@ -207,7 +207,21 @@ class TopicAdministration:
             size_in_bytes=size,
             subscription_count=len(subs),
             scheduled_message_count=scheduled,
+            **self._filter_counts(p.name, subs),
         )
+
+    def _filter_counts(self, topic: str, subs: list[str]) -> dict[str, int]:
+        """The topic's rules by kind of filter, over its subscriptions (true and false filters
+        are SQL filters, as on Service Bus)."""
+        paths = []
+        for sub in subs:
+            paths += [rule_path(topic, sub, n) for n in self._names(rules_index(subscription_path(topic, sub)))]
+        correlation = total = 0
+        for rec in self._registry.get_many(paths) if paths else []:
+            if rec is not None:
+                total += 1
+                correlation += isinstance(rule_from_record(rec).filter, CorrelationRuleFilter)
+        return {"sql_filter_count": total - correlation, "correlation_filter_count": correlation}
 
     def list_topics_runtime_properties(self) -> Iterator[TopicRuntimeProperties]:
         for t in self.list_topics():
