@@ -111,7 +111,7 @@ class ServiceBusMessage:
         *,
         application_properties: Mapping[str | bytes, Any] | None = None,
         session_id: str | None = None,
-        message_id: str | None = None,
+        message_id: str | uuid.UUID | None = None,
         scheduled_enqueue_time_utc: datetime | None = None,
         time_to_live: timedelta | float | None = None,
         content_type: str | None = None,
@@ -203,12 +203,23 @@ class ServiceBusMessage:
         self._blob = None
 
     @property
-    def message_id(self) -> str | None:
-        return self._hdr().get("id")
+    def message_id(self) -> str | uuid.UUID | None:
+        """A str, or the uuid.UUID it was set to (as the SDK keeps an AMQP uuid message id)."""
+        h = self._hdr()
+        mid = h.get("id")
+        return uuid.UUID(mid) if mid is not None and h.get("idu") else mid
 
     @message_id.setter
-    def message_id(self, value: str | None) -> None:
-        self._set("id", _check_str("message_id", value))
+    def message_id(self, value: str | uuid.UUID | None) -> None:
+        is_uuid = isinstance(value, uuid.UUID)
+        self._set("idu", True if is_uuid else None)
+        self._set("id", str(value) if is_uuid else _check_str("message_id", value))
+
+    @property
+    def id_text(self) -> str | None:
+        """Internal (duplicate detection, partitioning): the message_id as a str."""
+        mid = self._hdr().get("id")
+        return None if mid is None else str(mid)
 
     @property
     def session_id(self) -> str | None:

@@ -242,3 +242,19 @@ def test_async_session_lists_await_or_iterate(redis_server: RedisServer) -> None
             return iterated, awaited
 
     assert asyncio.run(main()) == (["a", "b"], ["a", "b"])
+
+
+def test_uuid_message_ids_round_trip_and_deduplicate(client: Any, make_queue: Any) -> None:
+    q = make_queue(requires_duplicate_detection=True, enable_partitioning=True, partition_count=4)
+    mid = uuid.uuid4()
+    m = ServiceBusMessage("a", message_id=mid)
+    assert m.message_id == mid
+    with client.get_queue_sender(q) as s:
+        s.send_messages([m, ServiceBusMessage("dup", message_id=mid), ServiceBusMessage("b", message_id=str(mid))])
+        later = uuid.uuid4()
+        s.schedule_messages(ServiceBusMessage("later", message_id=later), datetime.now(UTC) - timedelta(minutes=1))
+    got = {str(x): x for x in _receive_all(client, q, 10)}
+    assert sorted(got) == ["a", "later"]  # the str form of an id is the same id to duplicate detection
+    assert got["a"].message_id == mid and got["later"].message_id == later
+    with pytest.raises(InvalidArgumentError):
+        ServiceBusMessage("x", message_id=5)  # type: ignore[arg-type]
