@@ -73,3 +73,15 @@ def test_errors_are_also_azure_cores(admin: Any, queue_name: str) -> None:
     with pytest.raises(HttpResponseError) as caught:
         admin.create_queue("")
     assert isinstance(caught.value, InvalidArgumentError) and caught.value.message.startswith("invalid queue name")
+
+
+def test_topic_filter_counts(admin: Any, queue_name: str) -> None:
+    from sbredis.management import CorrelationRuleFilter, SqlRuleFilter
+
+    admin.create_topic(queue_name)
+    admin.create_subscription(queue_name, "a")  # its $Default rule: a true filter, an SQL filter
+    admin.create_subscription(queue_name, "b")
+    admin.create_rule(queue_name, "b", "sql", filter=SqlRuleFilter("n > 1"))
+    admin.create_rule(queue_name, "b", "corr", filter=CorrelationRuleFilter(label="s"))
+    counts = admin.get_topic_runtime_properties(queue_name)
+    assert (counts.sql_filter_count, counts.correlation_filter_count) == (3, 1)

@@ -258,3 +258,18 @@ def test_uuid_message_ids_round_trip_and_deduplicate(client: Any, make_queue: An
     assert got["a"].message_id == mid and got["later"].message_id == later
     with pytest.raises(InvalidArgumentError):
         ServiceBusMessage("x", message_id=5)  # type: ignore[arg-type]
+
+
+def test_a_session_receiver_in_receive_and_delete_mode_may_renew_its_session(client: Any, admin: Any) -> None:
+    q = "s-" + uuid.uuid4().hex[:8]
+    admin.create_queue(q, requires_session=True)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("m", session_id="s1"))
+    renewer = AutoLockRenewer()
+    with (
+        renewer,
+        client.get_queue_receiver(
+            q, session_id="s1", receive_mode="receiveanddelete", auto_lock_renewer=renewer, max_wait_time=1
+        ) as r,
+    ):
+        assert [str(m) for m in r.receive_messages(1, max_wait_time=1)] == ["m"]
