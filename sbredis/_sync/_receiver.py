@@ -457,7 +457,8 @@ class ServiceBusReceiver:
 
         Raises:
             MessageLockLostError: the lock elapsed or is not ours; nothing changed.
-            MessageAlreadySettled: settled before, or received in RECEIVE_AND_DELETE mode.
+            MessageAlreadySettled: settled before.
+            InvalidOperationError: received in RECEIVE_AND_DELETE mode (a ValueError, as in the SDK).
             InvalidOperationError: the message is from another entity, or was peeked, or breaks a
                 rule of `transaction` (the settlement then waits for its commit).
         """
