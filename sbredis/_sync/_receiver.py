@@ -271,6 +271,14 @@ class ServiceBusReceiver:
             raise StopIteration
         return batch[0]
 
+    def next(self) -> ServiceBusReceivedMessage:
+        """The SDK's name for the iterator's next step (``receiver.next()``).
+
+        Raises:
+            StopIteration: max_wait_time passed with nothing.
+        """
+        return self.__next__()
+
     def receive_deferred_messages(
         self, sequence_numbers: int | Iterable[int], *, timeout: float | None = None
     ) -> list[ServiceBusReceivedMessage]:

@@ -271,6 +271,14 @@ class ServiceBusReceiver:
             raise StopAsyncIteration
         return batch[0]
 
+    async def next(self) -> ServiceBusReceivedMessage:
+        """The SDK's name for the iterator's next step (``receiver.next()``).
+
+        Raises:
+            StopAsyncIteration: max_wait_time passed with nothing.
+        """
+        return await self.__anext__()
+
     async def receive_deferred_messages(
         self, sequence_numbers: int | Iterable[int], *, timeout: float | None = None
     ) -> list[ServiceBusReceivedMessage]:
