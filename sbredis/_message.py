@@ -91,6 +91,34 @@ def _check_properties(props: Any) -> dict[str, Any] | None:
     return dict(props)
 
 
+class ApplicationProperties(dict[str, Any]):
+    """A received message's application properties: a dict whose keys are str, that also finds
+    them by their UTF-8 bytes (``props[b"key"]``), since the SDK's AMQP decoder hands keys out as
+    bytes and code written for it looks them up so."""
+
+    def __missing__(self, key: Any) -> Any:
+        if isinstance(key, bytes):
+            try:
+                return dict.__getitem__(self, key.decode())
+            except (UnicodeDecodeError, KeyError):
+                pass
+        raise KeyError(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, bytes):
+            try:
+                key = key.decode()
+            except UnicodeDecodeError:
+                return False
+        return dict.__contains__(self, key)
+
+
 class ServiceBusMessage:
     """A message to send. Properties are the Azure SDK's; ``message_id`` is generated when unset.
 
@@ -635,7 +663,7 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
             header = codec.header_of(self._raw)
             props = header.pop("ap", None)
             self._h = header
-            self._props = codec.decode_properties(props) if props else None
+            self._props = ApplicationProperties(codec.decode_properties(props)) if props else None
         return self._h
 
     @property

@@ -273,3 +273,20 @@ def test_a_session_receiver_in_receive_and_delete_mode_may_renew_its_session(cli
         ) as r,
     ):
         assert [str(m) for m in r.receive_messages(1, max_wait_time=1)] == ["m"]
+
+
+def test_received_properties_by_bytes_keys_and_receiver_next(client: Any, make_queue: Any) -> None:
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("m", application_properties={"index": 3, b"raw": "v"}))
+    with client.get_queue_receiver(q, max_wait_time=1) as r:
+        m = r.next()
+        r.complete_message(m)
+        with pytest.raises(StopIteration):
+            r.next()
+    props = m.application_properties
+    assert props == {"index": 3, "raw": "v"}  # str keys, as sent
+    assert props[b"index"] == props["index"] == 3 and b"raw" in props and props.get(b"raw") == "v"
+    assert props.get(b"missing") is None and b"\xff" not in props
+    with pytest.raises(KeyError):
+        props[b"missing"]
