@@ -3,10 +3,11 @@
     python -m tests.compat.regen                      # everything; rewrites both lists
     python -m tests.compat.regen --live test_queues.py --no-samples   # some live files only
 
-Each listed live file's lines in live_known_gaps.txt are replaced by its failures now (other files'
-lines are kept); known_gaps.txt is rewritten when the samples run. A line that stays keeps its
-hand-written reason; a new one gets the failure's message. not_applicable.txt is read, never
-written. Prints the counts (pass/applicable) and writes the full results as JSON with --json.
+Each listed live file's lines in live_known_gaps.txt are replaced by its failures now, with their
+messages (other files' lines are kept); known_gaps.txt is rewritten when the samples run, a sample
+that still fails keeping its hand-written reason. not_applicable.txt is read, never written.
+Prints the counts (pass/applicable); --json writes every outcome, --from-json rewrites the lists
+from such a file without running anything.
 """
 
 from __future__ import annotations
@@ -113,23 +114,24 @@ def main() -> None:
     parser.add_argument("--no-samples", action="store_true")
     parser.add_argument("--parallel", type=int, default=int(os.environ.get("SBREDIS_COMPAT_PARALLEL", "4")))
     parser.add_argument("--json", type=Path, help="write every outcome here")
+    parser.add_argument("--from-json", type=Path, help="rewrite the lists from a --json file of an earlier run")
     args = parser.parse_args()
     report: dict[str, Any] = {}
-    if not args.no_live:
+    saved = json.loads(args.from_json.read_text()) if args.from_json else None
+    if not args.no_live and (not saved or "live" in saved):
         files = args.live or FILES
         unknown = set(files) - set(FILES)
         if unknown:
             parser.error(f"not among tests/compat/test_live.py's FILES: {sorted(unknown)}")
-        results = run_live(files, args.parallel)
+        results = saved["live"] if saved else run_live(files, args.parallel)
+        files = list(results) if saved else files
         passed, applicable, failures, internals = live_counts(results)
-        old = listed("live_known_gaps.txt")
-        kept = {k: v for k, v in old.items() if k.split("::", 1)[0] not in files}
-        kept.update({k: old.get(k, v) for k, v in failures.items()})
-        _write("live_known_gaps.txt", LIVE_HEADER, kept)
+        kept = {k: v for k, v in listed("live_known_gaps.txt").items() if k.split("::", 1)[0] not in files}
+        _write("live_known_gaps.txt", LIVE_HEADER, {**kept, **failures})
         report["live"] = results
         print(f"live ({len(files)} files): {passed} of {applicable} applicable pass; {internals} read SDK internals")
-    if not args.no_samples:
-        outcomes = run_samples(args.parallel)
+    if not args.no_samples and (not saved or "samples" in saved):
+        outcomes = saved["samples"] if saved else run_samples(args.parallel)
         old = listed("known_gaps.txt")
         gaps = {k: old.get(k, v or "") for k, v in outcomes.items() if v is not None}
         _write("known_gaps.txt", SAMPLES_HEADER, gaps)
