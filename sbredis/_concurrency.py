@@ -24,20 +24,22 @@ import inspect
 import logging
 import threading
 from collections import deque
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Hashable
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ._core.renewal import FailureCallback, Registration, Schedule, describe
 from .exceptions import ServiceBusError
 
 log = logging.getLogger("sbredis")
+T = TypeVar("T")
 
 UNASYNC = {
     "AsyncCoalescer": "SyncCoalescer",
     "async_gather": "sync_gather",
     "async_log_failure": "sync_log_failure",
     "AsyncAutoLockRenewer": "SyncAutoLockRenewer",
+    "async_items": "sync_items",
 }
 
 # run(key, entries) -> one outcome per entry: a result, or an exception to raise in its submitter
@@ -390,3 +392,29 @@ class SyncAutoLockRenewer:
 
     def __repr__(self) -> str:
         return f"AutoLockRenewer(registered={len(self._schedule.regs)})"
+
+
+class AsyncItems(Generic[T]):
+    """A list still to be fetched that can be awaited (``await client.list_queue_sessions(q)``)
+    or iterated (``async for sid in client.list_queue_sessions(q)``), as the Azure SDK's async
+    pageable lists are."""
+
+    def __init__(self, fetch: Awaitable[list[T]]) -> None:
+        self._fetch = fetch
+
+    def __await__(self) -> Generator[Any, None, list[T]]:
+        return self._fetch.__await__()
+
+    async def __aiter__(self) -> AsyncIterator[T]:
+        for item in await self._fetch:
+            yield item
+
+
+def async_items(result: Awaitable[list[T]]) -> AsyncItems[T]:
+    """`result` (a coroutine's list) both awaitable and async-iterable."""
+    return AsyncItems(result)
+
+
+def sync_items(result: list[T]) -> list[T]:
+    """async_items' twin: the list itself."""
+    return result

@@ -7,15 +7,17 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from ._core import codec, instrument
 from ._enums import ServiceBusMessageState, ServiceBusReceiveMode
+from .amqp import AmqpAnnotatedMessage, AmqpMessageBodyType, AmqpMessageHeader, AmqpMessageProperties
 from .exceptions import InvalidArgumentError, InvalidOperationError, MessageSizeExceededError
 
 MAX_ID_LENGTH = 128
 _PROP_TYPES = (str, bytes, bytearray, memoryview, bool, int, float, datetime, timedelta, uuid.UUID)
+DEFAULT_BATCH_BYTES = 256 * 1024
 PARTITION_SHIFT = 40  # global sequence number = partition << 40 | partition-local number
 
 
@@ -120,6 +122,34 @@ def _check_properties(props: Any) -> dict[str, Any] | None:
     return dict(props)
 
 
+class ApplicationProperties(dict[str, Any]):
+    """A received message's application properties: a dict whose keys are str, that also finds
+    them by their UTF-8 bytes (``props[b"key"]``), since the SDK's AMQP decoder hands keys out as
+    bytes and code written for it looks them up so."""
+
+    def __missing__(self, key: Any) -> Any:
+        if isinstance(key, bytes):
+            try:
+                return dict.__getitem__(self, key.decode())
+            except (UnicodeDecodeError, KeyError):
+                pass
+        raise KeyError(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, bytes):
+            try:
+                key = key.decode()
+            except UnicodeDecodeError:
+                return False
+        return dict.__contains__(self, key)
+
+
 class ServiceBusMessage:
     """A message to send. Properties are the Azure SDK's; ``message_id`` is generated when unset.
 
@@ -132,7 +162,7 @@ class ServiceBusMessage:
         InvalidOperationError: session_id and partition_key are both set and differ.
     """
 
-    __slots__ = ("_blob", "_body", "_h", "_props", "sched_ms", "ttl_ms")
+    __slots__ = ("_amqp", "_blob", "_body", "_h", "_props", "sched_ms", "ttl_ms")
 
     def __init__(
         self,
@@ -140,7 +170,7 @@ class ServiceBusMessage:
         *,
         application_properties: Mapping[str | bytes, Any] | None = None,
         session_id: str | None = None,
-        message_id: str | None = None,
+        message_id: str | uuid.UUID | None = None,
         scheduled_enqueue_time_utc: datetime | None = None,
         time_to_live: timedelta | float | None = None,
         content_type: str | None = None,
@@ -152,6 +182,7 @@ class ServiceBusMessage:
         reply_to_session_id: str | None = None,
     ) -> None:
         self._body = body if type(body) is bytes else _body_bytes(body)
+        self._amqp: AmqpAnnotatedMessage | None = None
         self._props = None if application_properties is None else _check_properties(application_properties)
         self.ttl_ms = 0
         self.sched_ms = 0
@@ -188,6 +219,9 @@ class ServiceBusMessage:
         return self._h
 
     def _set(self, key: str, value: Any) -> None:
+        if self._amqp is not None:  # the view's changes first, so this one wins over it
+            view, self._amqp = self._amqp, None
+            self._absorb(view)
         h = self._hdr()
         if value is None:
             h.pop(key, None)
@@ -196,11 +230,30 @@ class ServiceBusMessage:
         self._blob = None
 
     @property
-    def body(self) -> bytes:
+    def body(self) -> Any:
+        """bytes; for a message sent as an AmqpAnnotatedMessage with a value or sequence body, that
+        body (the value, or an iterator of the sequence sections)."""
+        if not self._body and self._h and "am" in self._h:
+            return _amqp_body(self._h["am"], self._body)
         return self._body
 
     @property
+    def body_type(self) -> AmqpMessageBodyType:
+        am = self._hdr().get("am")
+        return _BODY_TYPES[am.get("bt", "d") if am else "d"]
+
+    @property
+    def raw_amqp_message(self) -> AmqpAnnotatedMessage:
+        """The message as AMQP sections (sbredis.amqp). Changes to it are sent with the message."""
+        if self._amqp is None:
+            self._amqp = self._amqp_view(received=False)
+            self._blob = None
+        return self._amqp
+
+    @property
     def application_properties(self) -> dict[str, Any] | None:
+        if self._amqp is not None:
+            return self._amqp.application_properties
         return self._props
 
     @application_properties.setter
@@ -209,12 +262,23 @@ class ServiceBusMessage:
         self._blob = None
 
     @property
-    def message_id(self) -> str | None:
-        return self._hdr().get("id")
+    def message_id(self) -> str | uuid.UUID | None:
+        """A str, or the uuid.UUID it was set to (as the SDK keeps an AMQP uuid message id)."""
+        h = self._hdr()
+        mid = h.get("id")
+        return uuid.UUID(mid) if mid is not None and h.get("idu") else mid
 
     @message_id.setter
-    def message_id(self, value: str | None) -> None:
-        self._set("id", _check_str("message_id", value))
+    def message_id(self, value: str | uuid.UUID | None) -> None:
+        is_uuid = isinstance(value, uuid.UUID)
+        self._set("idu", True if is_uuid else None)
+        self._set("id", str(value) if is_uuid else _check_str("message_id", value))
+
+    @property
+    def id_text(self) -> str | None:
+        """Internal (duplicate detection, partitioning): the message_id as a str."""
+        mid = self._hdr().get("id")
+        return None if mid is None else str(mid)
 
     @property
     def session_id(self) -> str | None:
@@ -287,6 +351,13 @@ class ServiceBusMessage:
         blob = self._blob
         if blob:
             return blob
+        if self._amqp is not None:  # a view the caller may still change: encoded at every send
+            self._absorb(self._amqp)
+            header = self._hdr()
+            if self._props:
+                header = dict(header)
+                header["ap"] = codec.encode_properties(self._props)
+            return codec.encode(header, self._body)
         if blob is not None:  # _ID_ONLY: the header is {"id": <32 hex digits>}, nothing else
             self._blob = blob = codec.encode_generated_id(self._hdr()["id"], self._body)
             return blob
@@ -306,11 +377,220 @@ class ServiceBusMessage:
             raise InvalidArgumentError(f"an application property has an unsupported type {e}") from None
         return self._blob
 
+    def _absorb(self, view: AmqpAnnotatedMessage) -> None:
+        """Write an AmqpAnnotatedMessage's sections into `m` (the fields with a ServiceBusMessage
+        counterpart become those properties; the others are stored under the header's "am")."""
+        h = self._hdr()
+        am: dict[str, Any] = {}
+        sections = view.sections()
+        if view.body_type is AmqpMessageBodyType.DATA:
+            for section in sections:
+                if not isinstance(section, (bytes, bytearray, memoryview)):
+                    raise InvalidArgumentError(f"a data section must be bytes or str, not {type(section).__name__}")
+            self._body = b"".join(bytes(s) for s in sections)
+            if len(sections) > 1:
+                am["ds"] = [len(s) for s in sections]
+        else:
+            self._body = b""
+            am["bt"] = "v" if view.body_type is AmqpMessageBodyType.VALUE else "s"
+            am["bv"] = _stored("body", view.body if am["bt"] == "v" else sections)
+        header = view.header
+        ttl = header.time_to_live if header is not None else None
+        self.ttl_ms = 0 if not ttl else duration_ms("time_to_live", ttl / 1000)
+        self.ttl_ms = 0 if self.ttl_ms >= NEVER_MS else self.ttl_ms
+        if header is not None:
+            extra = {k: header[k] for k in ("durable", "first_acquirer", "priority") if header.get(k) is not None}
+            if extra:
+                am["h"] = _stored("header", extra)
+        props = view.properties
+        for name, key in _PROPERTY_KEYS.items():
+            h.pop(key, None)
+            value = _text(name, props.get(name)) if props is not None else None
+            if value is not None:
+                h[key] = value
+        if props is not None:
+            extra = {k: v for k, v in props.items() if k not in _PROPERTY_KEYS and v is not None}
+            if extra:
+                am["p"] = _stored("properties", extra)
+        if h.get("sid") is not None and h.get("pk") is not None and h["pk"] != h["sid"]:
+            h.pop("pk")
+        annotations = dict(view.annotations or {})
+        self.sched_ms = 0
+        for key in list(annotations):
+            plain = _plain_key(key)
+            if plain == _SCHEDULED:
+                when = annotations.pop(key)
+                self.sched_ms = codec.to_ms(when) if isinstance(when, datetime) else int(when) if when else 0
+            elif plain == _PARTITION_KEY:
+                pk = _text("x-opt-partition-key", annotations.pop(key))
+                if pk is not None and h.get("sid") not in (None, pk):
+                    raise InvalidOperationError("partition_key and session_id must be equal when both are set")
+                h["pk"] = pk
+        for name, section in (("a", annotations), ("da", view.delivery_annotations), ("f", view.footer)):
+            if section:
+                am[name] = _stored(name, dict(section))
+        updates: dict[str, Any] = {"ttl": self.ttl_ms, "se": self.sched_ms, "am": am}
+        for key, value in updates.items():
+            if value:
+                h[key] = value
+            else:
+                h.pop(key, None)
+        if "id" not in h:
+            h["id"] = os.urandom(16).hex()
+        self._props = _check_properties(view.application_properties)
+        self._blob = None
+
+    def _amqp_view(self, received: bool) -> AmqpAnnotatedMessage:
+        """`m` as AMQP sections; `received`: as an AMQP receiver decodes them (strings as bytes)."""
+        h = self._hdr()
+        am: dict[str, Any] = h.get("am") or {}
+        conv = _as_bytes if received else (lambda v: v)
+        kind = am.get("bt")
+        body: dict[str, Any]
+        if kind == "v":
+            body = {"value_body": codec.decode_value(am.get("bv"))}
+        elif kind == "s":
+            body = {"sequence_body": codec.decode_value(am.get("bv"))}
+        else:
+            data = codec.body_of(self._blob) if received and self._blob else self._body
+            lengths = am.get("ds") or [len(data)]
+            sections, at = [], 0
+            for n in lengths:
+                sections.append(data[at : at + n])
+                at += n
+            body = {"data_body": sections}
+        ttl = self.time_to_live
+        ttl_ms = ttl // timedelta(milliseconds=1) if ttl else None
+        extra_h = codec.decode_value(am["h"]) if "h" in am else {}
+        header = AmqpMessageHeader(time_to_live=ttl_ms, **extra_h)
+        props = {name: conv(h.get(key)) for name, key in _PROPERTY_KEYS.items()}
+        props.update({k: conv(v) for k, v in (codec.decode_value(am["p"]) if "p" in am else {}).items()})
+        annotations: dict[Any, Any] = codec.decode_value(am["a"], received) if "a" in am else {}
+        if received:
+            assert isinstance(self, ServiceBusReceivedMessage)
+            header.delivery_count = max(0, self.delivery_count - 1)
+            enqueued = self.enqueued_time_utc
+            props.setdefault("creation_time", codec.to_ms(enqueued))
+            if self.expires_at_utc is not None:
+                props.setdefault("absolute_expiry_time", codec.to_ms(self.expires_at_utc))
+            annotations[b"x-opt-sequence-number"] = self.sequence_number
+            annotations[b"x-opt-enqueued-time"] = codec.to_ms(enqueued)
+            if self.locked_until_utc is not None:
+                annotations[b"x-opt-locked-until"] = self.locked_until_ms
+        elif ttl_ms:
+            props.setdefault("creation_time", codec.to_ms(datetime.now(UTC)))
+            props.setdefault("absolute_expiry_time", props["creation_time"] + ttl_ms)
+        if h.get("pk") is not None:
+            annotations[conv(_PARTITION_KEY)] = conv(h["pk"])
+        if h.get("se"):
+            annotations[conv(_SCHEDULED)] = codec.from_ms(h["se"])
+        app = self.application_properties
+        if received and app is not None:
+            app = {_as_bytes(k): _as_bytes(v) for k, v in app.items()}
+
+        def empty() -> dict[Any, Any] | None:  # an outgoing view's sections can be filled in place
+            return None if received else {}
+
+        return AmqpAnnotatedMessage(
+            header=header,
+            properties=AmqpMessageProperties(**props),
+            application_properties=app if app is not None else empty(),
+            annotations=annotations or empty(),
+            delivery_annotations=codec.decode_value(am["da"], received) if "da" in am else empty(),
+            footer=codec.decode_value(am["f"], received) if "f" in am else empty(),
+            **body,
+        )
+
+    @classmethod
+    def from_amqp_message(cls, message: AmqpAnnotatedMessage) -> ServiceBusMessage:
+        """A message to send with an AmqpAnnotatedMessage's sections (sbredis.amqp says how they map).
+
+        Raises:
+            InvalidArgumentError: a section holds a value sbredis cannot store.
+        """
+        m = cls(None)
+        m.load_amqp(message)
+        return m
+
+    def load_amqp(self, message: AmqpAnnotatedMessage) -> None:
+        """Internal (from_amqp_message): take `message`'s sections as this message's."""
+        self._absorb(message)
+
     def __str__(self) -> str:
-        return self.body.decode("utf-8", "replace")
+        body = self.body
+        return body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(message_id={self.message_id!r}, body_size={len(self.body)})"
+        return f"{type(self).__name__}(message_id={self.message_id!r}, body_size={len(self._body)})"
+
+
+_BODY_TYPES = {"d": AmqpMessageBodyType.DATA, "s": AmqpMessageBodyType.SEQUENCE, "v": AmqpMessageBodyType.VALUE}
+# AMQP properties with a ServiceBusMessage counterpart: header key of each
+_PROPERTY_KEYS = {
+    "message_id": "id",
+    "correlation_id": "ci",
+    "subject": "sj",
+    "to": "to",
+    "reply_to": "rt",
+    "content_type": "ct",
+    "group_id": "sid",
+    "reply_to_group_id": "rts",
+}
+_SCHEDULED = "x-opt-scheduled-enqueue-time"
+_PARTITION_KEY = "x-opt-partition-key"
+
+
+def _amqp_body(am: dict[str, Any], data: bytes) -> Any:
+    kind = am.get("bt")
+    if kind == "v":
+        return codec.decode_value(am.get("bv"))
+    if kind == "s":
+        return iter(codec.decode_value(am.get("bv")))
+    return data
+
+
+def _text(name: str, value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise InvalidArgumentError(f"AMQP property {name} must be str or bytes, not {type(value).__name__}")
+
+
+def _stored(name: str, value: Any) -> Any:
+    try:
+        return codec.encode_value(value)
+    except (TypeError, RecursionError):
+        raise InvalidArgumentError(f"AMQP {name} holds a value sbredis cannot store") from None
+
+
+def _plain_key(key: Any) -> Any:
+    return key.decode() if isinstance(key, (bytes, bytearray)) else key
+
+
+def _as_bytes(value: Any) -> Any:
+    return value.encode() if isinstance(value, str) else value
+
+
+def as_message(message: Any) -> ServiceBusMessage:
+    """A ServiceBusMessage for what send_messages and add_message take: a ServiceBusMessage, an
+    AmqpAnnotatedMessage, or a dict of ServiceBusMessage's keyword arguments (as the SDK takes).
+
+    Raises:
+        InvalidArgumentError: none of these, or an AMQP section sbredis cannot store.
+        TypeError: a dict with a key that is not a ServiceBusMessage argument.
+    """
+    if isinstance(message, ServiceBusMessage):
+        return message
+    if isinstance(message, AmqpAnnotatedMessage):
+        return ServiceBusMessage.from_amqp_message(message)
+    if isinstance(message, Mapping) or (hasattr(message, "keys") and hasattr(message, "__getitem__")):
+        return ServiceBusMessage(**message)
+    raise InvalidArgumentError(
+        f"expected a ServiceBusMessage, AmqpAnnotatedMessage or dict, not {type(message).__name__}"
+    )
 
 
 class LockRef(NamedTuple):
@@ -402,7 +682,7 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         """Internal: the reply parsers build received messages with ``cls.__new__`` and this,
         positional and without keyword parsing (it runs per message on the receive path)."""
         self._raw = self._blob = raw
-        self._h = self._props = None
+        self._h = self._props = self._amqp = None
         self.ttl_ms = self.sched_ms = 0
         self.entity_name = lock_ref.entity
         self.partition_id = lock_ref.partition
@@ -422,12 +702,22 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
             header = codec.header_of(self._raw)
             props = header.pop("ap", None)
             self._h = header
-            self._props = codec.decode_properties(props) if props else None
+            self._props = ApplicationProperties(codec.decode_properties(props)) if props else None
         return self._h
 
     @property
-    def body(self) -> bytes:
-        return codec.body_of(self._raw)
+    def body(self) -> Any:
+        body = codec.body_of(self._raw)
+        if not body and "am" in self._hdr():
+            return _amqp_body(self._hdr()["am"], body)
+        return body
+
+    @property
+    def raw_amqp_message(self) -> AmqpAnnotatedMessage:
+        """The message as an AMQP receiver sees it (strings as bytes, the broker's annotations)."""
+        if self._amqp is None:
+            self._amqp = self._amqp_view(received=True)
+        return self._amqp
 
     @property
     def application_properties(self) -> dict[str, Any] | None:
@@ -524,16 +814,19 @@ class ServiceBusMessageBatch:
     A batch that lands in one partition (no keys, or one key) is stored atomically.
     """
 
-    def __init__(self, max_size_in_bytes: int, *, entity_name: str = "") -> None:
-        """`entity_name`: the sender that makes the batch names its entity (for tracing)."""
-        self.max_size_in_bytes = max_size_in_bytes
+    def __init__(self, max_size_in_bytes: int | None = None, *, entity_name: str = "") -> None:
+        """`max_size_in_bytes`: 256 KiB when not given (an entity's default maximum message size;
+        a sender's create_message_batch() uses its entity's). `entity_name`: the sender that makes
+        the batch names its entity (for tracing)."""
+        self.max_size_in_bytes = DEFAULT_BATCH_BYTES if max_size_in_bytes is None else max_size_in_bytes
         self._messages: list[ServiceBusMessage] = []
         self._size = 0
         self._entity = entity_name
 
-    def add_message(self, message: ServiceBusMessage) -> None:
-        if not isinstance(message, ServiceBusMessage):
-            raise InvalidArgumentError("add_message takes a ServiceBusMessage")
+    def add_message(self, message: ServiceBusMessage | AmqpAnnotatedMessage | Mapping[str, Any]) -> None:
+        """Raises MessageSizeExceededError when full, InvalidArgumentError when not a message
+        (a ServiceBusMessage, an AmqpAnnotatedMessage or a dict of ServiceBusMessage's arguments)."""
+        message = as_message(message)
         if instrument.enabled:  # a tracer may add the message's creation context (before it is measured)
             instrument.created(message, self._entity)
         size = len(message.encoded())

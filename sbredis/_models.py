@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ._core.entity import EntityStatus, QueueProperties
+from ._core.entity import DictLike, EntityStatus, QueueProperties
 
 
 @dataclass(frozen=True)
-class PartitionRuntimeProperties:
+class PartitionRuntimeProperties(DictLike):
     """One partition's counts (beyond the Azure SDK: partitioning made visible)."""
 
     partition_id: int
@@ -23,7 +23,7 @@ class PartitionRuntimeProperties:
 
 
 @dataclass(frozen=True)
-class QueueRuntimeProperties:
+class QueueRuntimeProperties(DictLike):
     """A queue's counts summed over its partitions, as the Azure SDK's QueueRuntimeProperties.
 
     active_message_count includes locked and deferred messages; expired messages not yet removed

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from ._core.entity import DictLike
+
 
 @dataclass(frozen=True)
-class TopicRuntimeProperties:
+class TopicRuntimeProperties(DictLike):
     """A topic's counts. size_in_bytes sums what its subscriptions store; scheduled_message_count
     counts scheduled topic messages not yet enqueued (each may have a copy in several subscriptions)."""
 
@@ -18,10 +20,12 @@ class TopicRuntimeProperties:
     size_in_bytes: int
     subscription_count: int
     scheduled_message_count: int
+    sql_filter_count: int = 0  # rules with SQL (true and false included) filters, over the subscriptions
+    correlation_filter_count: int = 0
 
 
 @dataclass(frozen=True)
-class SubscriptionRuntimeProperties:
+class SubscriptionRuntimeProperties(DictLike):
     """A subscription's counts summed over its partitions (active includes locked and deferred;
     transfer_message_count: messages waiting in the outbox to be forwarded)."""
 

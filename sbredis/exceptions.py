@@ -11,6 +11,21 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+try:  # the azure extra: azure-core's errors, which code ported from the SDK catches
+    from azure.core.exceptions import HttpResponseError as _HttpResponseError
+    from azure.core.exceptions import ResourceExistsError as _ResourceExistsError
+    from azure.core.exceptions import ResourceNotFoundError as _ResourceNotFoundError
+except ImportError:  # pragma: no cover - the tests run with azure-core
+
+    class _HttpResponseError(Exception):  # type: ignore[no-redef]
+        """Stands in for azure-core's HttpResponseError when it is not installed."""
+
+    class _ResourceExistsError(_HttpResponseError):  # type: ignore[no-redef]
+        """Stands in for azure-core's ResourceExistsError when it is not installed."""
+
+    class _ResourceNotFoundError(_HttpResponseError):  # type: ignore[no-redef]
+        """Stands in for azure-core's ResourceNotFoundError when it is not installed."""
+
 
 class ServiceBusError(Exception):
     """Root of every sbredis error."""
@@ -18,12 +33,14 @@ class ServiceBusError(Exception):
     retryable_default = False
 
     def __init__(self, message: str, *, retryable: bool | None = None, **kwargs: Any) -> None:
+        tracking_id = kwargs.pop("tracking_id", None) or uuid.uuid4().hex
+        # first: azure-core's HttpResponseError, a base of some of these, sets message and error too
+        super().__init__(f"{message} TrackingId:{tracking_id}")
         self.message = message
         self.retryable = self.retryable_default if retryable is None else retryable
-        self.tracking_id = kwargs.pop("tracking_id", None) or uuid.uuid4().hex
+        self.tracking_id = tracking_id
         self.error = kwargs.pop("error", None)
         self.details = kwargs
-        super().__init__(f"{message} TrackingId:{self.tracking_id}")
 
 
 class ServiceBusConnectionError(ServiceBusError):
@@ -67,12 +84,14 @@ class ServiceBusQuotaExceededError(ServiceBusError):
     """The entity is full (max_size_in_megabytes) or Redis is out of memory."""
 
 
-class MessagingEntityNotFoundError(ServiceBusError):
-    """No queue (or other entity) of that name exists."""
+class MessagingEntityNotFoundError(ServiceBusError, _ResourceNotFoundError):
+    """No queue (or other entity) of that name exists. Also azure-core's ResourceNotFoundError
+    (when azure-core is installed), as the SDK's administration client raises."""
 
 
-class MessagingEntityAlreadyExistsError(ServiceBusError):
-    """An entity of that name exists already."""
+class MessagingEntityAlreadyExistsError(ServiceBusError, _ResourceExistsError):
+    """An entity of that name exists already. Also azure-core's ResourceExistsError (when
+    azure-core is installed), as the SDK's administration client raises."""
 
 
 class MessagingEntityDisabledError(ServiceBusError):
@@ -121,8 +140,10 @@ class MessageNotFoundError(ServiceBusError):
     """No message with that sequence number is in the expected state (deferred, scheduled)."""
 
 
-class InvalidOperationError(ServiceBusError, ValueError):
-    """The operation is not valid here (Service Bus's InvalidOperationException)."""
+class InvalidOperationError(ServiceBusError, ValueError, _HttpResponseError):
+    """The operation is not valid here (Service Bus's InvalidOperationException). Also azure-core's
+    HttpResponseError (when azure-core is installed): the SDK's administration client reports the
+    settings and names the service refuses as one."""
 
 
 class InvalidArgumentError(InvalidOperationError, TypeError):

@@ -55,6 +55,7 @@ SUBS = [
     (r"\b__anext__\b", "__next__"),
     (r"\bStopAsyncIteration\b", "StopIteration"),
     (r"\bAsyncIterator\b", "Iterator"),
+    (r"\b_concurrency\.AsyncItems\[(\w+)\]", r"list[\1]"),  # awaitable or async-iterable: a list
     (r"\baclose\(", "close("),
     (r"^import asyncio\n", ""),
     (r"\basyncio\.sleep\b", "time.sleep"),

@@ -161,3 +161,49 @@ def to_ms(when: datetime) -> int:
 
 def from_ms(ms: int) -> datetime:
     return _EPOCH + timedelta(milliseconds=ms)
+
+
+def encode_value(value: Any) -> Any:
+    """Any AMQP-like value (nested lists and maps with any keys) to JSON-safe form; the types JSON
+    lacks are tagged, a map is ``{"$m": [[key, value], ...]}``.
+
+    Raises:
+        TypeError: a value of a type sbredis cannot store.
+    """
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$b": base64.b64encode(bytes(value)).decode()}
+    if isinstance(value, datetime):
+        return {"$dt": to_ms(value)}
+    if isinstance(value, timedelta):
+        return {"$td": value // timedelta(microseconds=1)}
+    if isinstance(value, uuid.UUID):
+        return {"$u": str(value)}
+    if isinstance(value, (list, tuple)):
+        return [encode_value(v) for v in value]
+    if isinstance(value, dict):
+        return {"$m": [[encode_value(k), encode_value(v)] for k, v in value.items()]}
+    raise TypeError(type(value).__name__)
+
+
+def decode_value(value: Any, str_as_bytes: bool = False) -> Any:
+    """encode_value's inverse; with ``str_as_bytes`` strings come back as UTF-8 bytes (as an AMQP
+    decoder returns them)."""
+    if isinstance(value, str):
+        return value.encode() if str_as_bytes else value
+    if isinstance(value, list):
+        return [decode_value(v, str_as_bytes) for v in value]
+    if isinstance(value, dict):
+        tag, raw = next(iter(value.items()))
+        if tag == "$m":
+            return {decode_value(k, str_as_bytes): decode_value(v, str_as_bytes) for k, v in raw}
+        if tag == "$b":
+            return base64.b64decode(raw)
+        if tag == "$dt":
+            return from_ms(raw)
+        if tag == "$td":
+            return timedelta(microseconds=raw)
+        if tag == "$u":
+            return uuid.UUID(raw)
+    return value

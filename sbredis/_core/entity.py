@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import timedelta
 from enum import Enum
@@ -67,18 +68,68 @@ def check_auto_delete(value: timedelta) -> timedelta:
     return value
 
 
+_SB_URL = re.compile(r"sb://[^/]+/(.+)")
+
+
 def check_forward(name: str, field_: str, value: Any) -> str | None:
-    """A forward_to / forward_dead_lettered_messages_to value: None or a queue or topic name."""
+    """A forward_to / forward_dead_lettered_messages_to value: None or a queue or topic name, also
+    as the Service Bus address ``sb://<namespace>/<name>`` (the SDK's form; the namespace is this
+    connection's, so only the name is kept)."""
     if value is None or value == "":
         return None
+    if isinstance(value, str) and (url := _SB_URL.fullmatch(value)):
+        value = url.group(1).rstrip("/")
     target = check_name(value, "forwarding destination")
     if target == name:
         raise InvalidOperationError(f"{field_} cannot name the entity itself")
     return target
 
 
+class DictLike:
+    """Properties readable as a mapping of their fields (``dict(props)``, ``props["name"]``), as
+    the SDK's models are."""
+
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self)]  # type: ignore[arg-type]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in self.keys() else default
+
+    def items(self) -> list[tuple[str, Any]]:
+        return [(k, getattr(self, k)) for k in self.keys()]
+
+    def values(self) -> list[Any]:
+        return [getattr(self, k) for k in self.keys()]
+
+
+def from_mapping(cls: type[Any], value: Any, what: str) -> Any:
+    """`value` as `cls` (a properties dataclass): itself, or a mapping of its fields (as
+    ``dict(props)`` gives), as the SDK's update_* methods take.
+
+    Raises:
+        InvalidArgumentError: neither, or a mapping with unknown or missing fields.
+    """
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(f"{what} takes the {cls.__name__} from get_*, or a dict of its fields")
+    known = {f.name for f in fields(cls)}
+    wrong = sorted(set(value) ^ known)  # every field, as the SDK's models are built with all of them
+    if wrong:
+        raise InvalidArgumentError(f"{what}: a dict of every {cls.__name__} field, not these: {wrong}")
+    return cls(**value)
+
+
 @dataclass
-class QueueProperties:
+class QueueProperties(DictLike):
     """A queue's settings, as ``azure.servicebus.management.QueueProperties`` (plus partition_count)."""
 
     name: str
@@ -145,7 +196,35 @@ def _ms(value: timedelta) -> int:
     return max(1, round(value / timedelta(milliseconds=1)))
 
 
+_ISO_DURATION = re.compile(
+    r"(-)?P(?:(\d+(?:\.\d+)?)Y)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)W)?(?:(\d+(?:\.\d+)?)D)?"
+    r"(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?"
+)
+_ISO_UNITS = (365 * 86400, 30 * 86400, 7 * 86400, 86400, 3600, 60, 1)  # a year 365 days, a month 30, as .NET
+
+
+def iso_duration(name: str, text: str) -> timedelta:
+    """An ISO 8601 duration ("PT30S", "P1DT2H", "P10675199DT2H48M5.4775807S"), as the Service Bus
+    REST API writes them and the Azure SDK accepts them.
+
+    Raises:
+        InvalidArgumentError: not such a duration.
+    """
+    match = _ISO_DURATION.fullmatch(text.strip()) if len(text) <= 64 else None
+    if match is None or not any(match.groups()[1:]) or text.rstrip().endswith("T"):
+        raise InvalidArgumentError(f"{name} must be a timedelta or an ISO 8601 duration, not {text[:64]!r}")
+    seconds = sum(float(v) * unit for v, unit in zip(match.groups()[1:], _ISO_UNITS, strict=True) if v)
+    if match.group(1):
+        seconds = -seconds
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        return TIMESPAN_MAX
+
+
 def _duration(name: str, value: Any, upper: timedelta | None = None) -> timedelta:
+    if isinstance(value, str):
+        value = iso_duration(name, value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if not math.isfinite(value):
             raise InvalidArgumentError(f"{name} must be a finite duration")
@@ -154,7 +233,7 @@ def _duration(name: str, value: Any, upper: timedelta | None = None) -> timedelt
         except OverflowError:
             raise InvalidArgumentError(f"{name} must be at most {upper or timedelta.max}") from None
     if not isinstance(value, timedelta):
-        raise InvalidArgumentError(f"{name} must be a timedelta, not {type(value).__name__}")
+        raise InvalidArgumentError(f"{name} must be a timedelta or an ISO 8601 duration, not {type(value).__name__}")
     if value <= timedelta(0) or value < timedelta(milliseconds=1):
         raise InvalidArgumentError(f"{name} must be at least 1 ms")
     if upper is not None and value > upper:

@@ -95,7 +95,7 @@ def window_ms(raw: dict[str, Any]) -> int:
 # ---------------------------------------------------------------------------------- publish
 def message_args(m: ServiceBusMessage, meta: EntityMeta, sched_ms: int) -> list[Any]:
     """The 7 per-message arguments of publish (and forward_in) for a message being sent."""
-    return [m.message_id if meta.dedup else "", m.ttl_ms, sched_ms or m.sched_ms, 0, 0, 0, m.encoded()]
+    return [m.id_text if meta.dedup else "", m.ttl_ms, sched_ms or m.sched_ms, 0, 0, 0, m.encoded()]
 
 
 def plan_publish(

@@ -16,6 +16,8 @@ names it). What each one does here:
 ``ssl_context``             accepted, no meaning: TLS is configured with ``ssl_ca_certs``,
                             ``ssl_certfile`` and ``ssl_keyfile``
 ``api_version``             (administration client) accepted, no meaning
+``socket_timeout``,         (senders and receivers) accepted, no meaning: each Redis call is
+``client_identifier``       bounded by the client's ``socket_timeout``
 =========================== =========================================================================
 """
 
@@ -35,6 +37,9 @@ NO_OP = frozenset(
         "api_version",
     }
 )
+# get_*_sender / get_*_receiver keywords of the SDK: per-link AMQP settings, no meaning here
+# (each Redis call is bounded by the client's socket_timeout)
+HANDLER_NO_OP = frozenset({"socket_timeout", "client_identifier", "logging_enable"})
 RENAMED = {"try_timeout": "socket_timeout", "connection_verify": "ssl_ca_certs"}
 
 
@@ -48,3 +53,8 @@ def client_options(options: dict[str, Any], tls: bool) -> dict[str, Any]:
         if name == key or name not in options:  # an explicit Redis option wins over the SDK's
             out[name] = value
     return out
+
+
+def handler_options(options: dict[str, Any]) -> dict[str, Any]:
+    """A sender's or receiver's keywords without the SDK's per-link ones that mean nothing here."""
+    return {k: v for k, v in options.items() if k not in HANDLER_NO_OP}

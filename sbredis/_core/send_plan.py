@@ -29,7 +29,7 @@ def message_key(m: ServiceBusMessage, meta: EntityMeta) -> str | None:
     """Session id, else partition key, else message id when duplicate detection is on."""
     key = m.partition_key  # the partition key, or the session id when only that is set
     if key is None and meta.dedup:
-        key = m.message_id
+        key = m.id_text
     return key
 
 
@@ -94,7 +94,7 @@ def plan_send(
             fields: list[Any] = []
             for i in idx:
                 m = messages[i]
-                fields += (m.message_id if dedup else "", m.ttl_ms, sched_ms or m.sched_ms, blobs[i])
+                fields += (m.id_text if dedup else "", m.ttl_ms, sched_ms or m.sched_ms, blobs[i])
             calls.append(send.call(meta.name, p, len(b), send.FULL, fields))
         else:
             calls.append(send.call(meta.name, p, len(b), send.BLOB_ONLY, b))

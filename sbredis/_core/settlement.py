@@ -42,7 +42,8 @@ def settle_groups(
     Raises:
         InvalidArgumentError: not a received message.
         InvalidOperationError: the message came from another entity or subqueue, or was peeked.
-        MessageAlreadySettled: settled before, or received in RECEIVE_AND_DELETE mode.
+        MessageAlreadySettled: settled before.
+        InvalidOperationError: received in RECEIVE_AND_DELETE mode (a ValueError, as in the SDK).
     """
     out: dict[int, list[ServiceBusReceivedMessage]] = {}
     count = 0
@@ -95,7 +96,8 @@ def _refuse_settle(messages: Sequence[Any], entity: str, group: str, what: str) 
             )
         if m.settled:
             if ref.receive_mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE:
-                raise MessageAlreadySettled("The message was received in RECEIVE_AND_DELETE mode.")
+                # a ValueError, as the SDK raises: the mode settles every message on receipt
+                raise InvalidOperationError("The operation is not supported in RECEIVE_AND_DELETE receive mode.")
             if not ref.nonce:
                 raise InvalidOperationError("A peeked message holds no lock and cannot be settled.")
             raise MessageAlreadySettled("The message has been settled already.")

@@ -24,6 +24,7 @@ from .entity import (
     MAX_MESSAGE_KB,
     MAX_PARTITIONS,
     TIMESPAN_MAX,
+    DictLike,
     EntityStatus,
     QueueProperties,
     _bool,
@@ -77,7 +78,7 @@ def check_rule_name(name: Any) -> str:
 
 
 @dataclass
-class TopicProperties:
+class TopicProperties(DictLike):
     """A topic's settings, as ``azure.servicebus.management.TopicProperties`` (plus partition_count)."""
 
     name: str
@@ -101,7 +102,7 @@ class TopicProperties:
 
 
 @dataclass
-class SubscriptionProperties:
+class SubscriptionProperties(DictLike):
     """A subscription's settings, as ``azure.servicebus.management.SubscriptionProperties``."""
 
     name: str
@@ -121,7 +122,7 @@ class SubscriptionProperties:
 
 
 @dataclass
-class RuleProperties:
+class RuleProperties(DictLike):
     """A subscription rule, as ``azure.servicebus.management.RuleProperties``."""
 
     name: str

@@ -150,7 +150,7 @@ class TxBuffer:
                     f"A message of {len(blob)} bytes exceeds the maximum of {meta.max_message_bytes} bytes "
                     f"on '{meta.name}'."
                 )
-            mid = (m.message_id or "") if meta.dedup else ""
+            mid = (m.id_text or "") if meta.dedup else ""
             staged.append(TxSend(meta, p, mid, m.ttl_ms, m.sched_ms, blob))
         self.sends += staged
         self.key, self.session = key, session

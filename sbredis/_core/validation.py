@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusMessageBatch, check_properties
+from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusMessageBatch, as_message, check_properties
+from ..amqp import AmqpAnnotatedMessage
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 
 LOCAL_MASK = (1 << PARTITION_SHIFT) - 1
@@ -15,6 +16,7 @@ MAX_RECEIVE_COUNT = 5000
 
 def as_messages(message: Any) -> list[ServiceBusMessage]:
     """One message, a list of them or a batch, as a list; raises InvalidArgumentError otherwise.
+    A message may be an AmqpAnnotatedMessage or a dict of ServiceBusMessage's arguments.
 
     Application properties are checked again here, in the caller's own call: the caller may have
     changed a message's dict in place since it was set, and its error must stay its own (concurrent
@@ -24,10 +26,9 @@ def as_messages(message: Any) -> list[ServiceBusMessage]:
     elif isinstance(message, ServiceBusMessageBatch):
         messages = list(message)
     elif isinstance(message, (list, tuple)):
-        for m in message:
-            if not isinstance(m, ServiceBusMessage):
-                raise InvalidArgumentError(f"expected ServiceBusMessage items, got {type(m).__name__}")
-        messages = list(message)
+        messages = [m if isinstance(m, ServiceBusMessage) else as_message(m) for m in message]
+    elif isinstance(message, (AmqpAnnotatedMessage, Mapping)) or hasattr(message, "keys"):
+        messages = [as_message(message)]
     else:
         raise InvalidArgumentError(
             f"send_messages takes a ServiceBusMessage, a list of them or a batch, not {type(message).__name__}"

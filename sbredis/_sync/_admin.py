@@ -12,14 +12,13 @@ from typing import Any
 from .._admin_checks import check_forward_targets, forward_targets
 from .._core import admin_commands, codec
 from .._core import registry as registry_commands
-from .._core.entity import GENERATION, QueueProperties, build_queue, check_name, new_generation
+from .._core.entity import GENERATION, QueueProperties, build_queue, check_name, from_mapping, new_generation
 from .._core.keys import FORWARDERS, IDLE, partition_keys
 from .._core.protocol import stats
 from .._core.retry import RetryPolicy
 from .._core.topic_entity import forwarder_commands, idle_commands, kind_of, touch_commands
 from .._models import PartitionRuntimeProperties, QueueRuntimeProperties
 from ..exceptions import (
-    InvalidArgumentError,
     InvalidOperationError,
     MessagingEntityAlreadyExistsError,
     MessagingEntityNotFoundError,
@@ -98,8 +97,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
             InvalidOperationError: enable_partitioning, partition_count or requires_session would change.
             MessagingEntityNotFoundError: no such queue.
         """
-        if not isinstance(queue, QueueProperties):
-            raise InvalidArgumentError("update_queue takes the QueueProperties from get_queue")
+        queue = from_mapping(QueueProperties, queue, "update_queue")
         current, raw = self._read(queue.name)
         wanted = replace(queue, **{k: v for k, v in kwargs.items() if k in ("enable_partitioning", "partition_count")})
         if wanted.enable_partitioning != current.enable_partitioning or (
@@ -189,7 +187,8 @@ class ServiceBusAdministrationClient(TopicAdministration):
             name=p.name,
             created_at_utc=codec.from_ms(raw["_c"]) if "_c" in raw else None,
             updated_at_utc=codec.from_ms(raw["_u"]) if "_u" in raw else None,
-            accessed_at_utc=codec.from_ms(accessed) if accessed else None,
+            # not used since its creation: the creation time, as Service Bus reports it
+            accessed_at_utc=codec.from_ms(accessed or raw["_c"]) if accessed or "_c" in raw else None,
             size_in_bytes=sum(x.size_in_bytes for x in parts),
             total_message_count=active + dead + sched_total,
             active_message_count=active,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .._admin_checks import check_forward_targets, forward_targets
 from .._core import admin_commands, codec, fanout
 from .._core import registry as registry_commands
-from .._core.entity import GENERATION, check_name, new_generation
+from .._core.entity import GENERATION, check_name, from_mapping, new_generation
 from .._core.keys import (
     FORWARDERS,
     IDLE,
@@ -31,7 +31,7 @@ from .._core.keys import (
     subscriptions_index,
 )
 from .._core.protocol import idle, stats
-from .._core.rules import TrueRuleFilter
+from .._core.rules import CorrelationRuleFilter, TrueRuleFilter
 from .._core.topic_entity import (
     DEFAULT_RULE,
     RuleProperties,
@@ -141,8 +141,7 @@ class TopicAdministration:
             InvalidOperationError: enable_partitioning or partition_count would change.
             MessagingEntityNotFoundError: no such topic.
         """
-        if not isinstance(topic, TopicProperties):
-            raise InvalidArgumentError("update_topic takes the TopicProperties from get_topic")
+        topic = from_mapping(TopicProperties, topic, "update_topic")
         current, rec = self._topic_entry(topic.name)
         wanted = replace(topic, **{k: v for k, v in kwargs.items() if k in ("enable_partitioning", "partition_count")})
         if wanted.enable_partitioning != current.enable_partitioning or (
@@ -206,11 +205,26 @@ class TopicAdministration:
             name=p.name,
             created_at_utc=codec.from_ms(rec["_c"]) if "_c" in rec else None,
             updated_at_utc=codec.from_ms(rec["_u"]) if "_u" in rec else None,
-            accessed_at_utc=codec.from_ms(accessed) if accessed else None,
+            # not used since its creation: the creation time, as Service Bus reports it
+            accessed_at_utc=codec.from_ms(accessed or rec["_c"]) if accessed or "_c" in rec else None,
             size_in_bytes=size,
             subscription_count=len(subs),
             scheduled_message_count=scheduled,
+            **self._filter_counts(p.name, subs),
         )
+
+    def _filter_counts(self, topic: str, subs: list[str]) -> dict[str, int]:
+        """The topic's rules by kind of filter, over its subscriptions (true and false filters
+        are SQL filters, as on Service Bus)."""
+        paths = []
+        for sub in subs:
+            paths += [rule_path(topic, sub, n) for n in self._names(rules_index(subscription_path(topic, sub)))]
+        correlation = total = 0
+        for rec in self._registry.get_many(paths) if paths else []:
+            if rec is not None:
+                total += 1
+                correlation += isinstance(rule_from_record(rec).filter, CorrelationRuleFilter)
+        return {"sql_filter_count": total - correlation, "correlation_filter_count": correlation}
 
     def list_topics_runtime_properties(self) -> Iterator[TopicRuntimeProperties]:
         for t in self.list_topics():
@@ -278,8 +292,7 @@ class TopicAdministration:
             MessagingEntityNotFoundError: no such topic or subscription.
             InvalidOperationError: requires_session would change.
         """
-        if not isinstance(subscription, SubscriptionProperties):
-            raise InvalidArgumentError("update_subscription takes the SubscriptionProperties from get_subscription")
+        subscription = from_mapping(SubscriptionProperties, subscription, "update_subscription")
         t, _ = self._topic_entry(topic_name)
         _, rec = self._subscription_entry(t.name, subscription.name)
         if bool(kwargs.get("requires_session", subscription.requires_session)) != bool(rec.get("requires_session")):
@@ -336,7 +349,8 @@ class TopicAdministration:
             name=s.name,
             created_at_utc=codec.from_ms(rec["_c"]) if "_c" in rec else None,
             updated_at_utc=codec.from_ms(rec["_u"]) if "_u" in rec else None,
-            accessed_at_utc=codec.from_ms(accessed) if accessed else None,
+            # not used since its creation: the creation time, as Service Bus reports it
+            accessed_at_utc=codec.from_ms(accessed or rec["_c"]) if accessed or "_c" in rec else None,
             total_message_count=active + dead + transfer + transfer_dead,
             active_message_count=active,
             dead_letter_message_count=dead,
@@ -428,8 +442,7 @@ class TopicAdministration:
         Raises:
             As create_rule; MessagingEntityNotFoundError when there is no such rule.
         """
-        if not isinstance(rule, RuleProperties):
-            raise InvalidArgumentError("update_rule takes the RuleProperties from get_rule")
+        rule = from_mapping(RuleProperties, rule, "update_rule")
         unknown = set(kwargs) - {"filter", "action"}
         if unknown:
             raise InvalidArgumentError(f"unknown rule options: {', '.join(sorted(unknown))}")

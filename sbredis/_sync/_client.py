@@ -8,11 +8,13 @@ import weakref
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .. import _concurrency
 from .._core.entity import check_name
 from .._core.keys import TRANSFER, subscription_path
 from .._core.meta import EntityMeta
 from .._core.protocol import session_list
 from .._core.retry import RetryPolicy
+from .._core.sdk_keywords import handler_options
 from .._core.session import check_session_id, list_calls, refuse_session_receiver
 from .._core.topic_entity import check_subscription_name
 from .._core.transaction import DEFAULT_TIMEOUT
@@ -107,8 +109,8 @@ class ServiceBusClient:
             InvalidArgumentError: a bad name or an unknown option.
         """
         check_name(queue_name)
-        if kwargs:
-            raise InvalidArgumentError(f"unknown sender options: {', '.join(sorted(kwargs))}")
+        if handler_options(kwargs):
+            raise InvalidArgumentError(f"unknown sender options: {', '.join(sorted(handler_options(kwargs)))}")
         check_count("max_pending_sends", max_pending_sends, 1_000_000)
         sender = ServiceBusSender(self._context, queue_name, max_pending_sends)
         self._handlers.add(sender)
@@ -124,8 +126,8 @@ class ServiceBusClient:
             InvalidArgumentError: a bad name or an unknown option.
         """
         check_name(topic_name, "topic")
-        if kwargs:
-            raise InvalidArgumentError(f"unknown sender options: {', '.join(sorted(kwargs))}")
+        if handler_options(kwargs):
+            raise InvalidArgumentError(f"unknown sender options: {', '.join(sorted(handler_options(kwargs)))}")
         check_count("max_pending_sends", max_pending_sends, 1_000_000)
         sender = ServiceBusTopicSender(self._context, topic_name, max_pending_sends)
         self._handlers.add(sender)
@@ -198,8 +200,8 @@ class ServiceBusClient:
         kwargs: dict[str, Any],
         session_id: Any = None,
     ) -> ServiceBusReceiver:
-        if kwargs:
-            raise InvalidArgumentError(f"unknown receiver options: {', '.join(sorted(kwargs))}")
+        if handler_options(kwargs):
+            raise InvalidArgumentError(f"unknown receiver options: {', '.join(sorted(handler_options(kwargs)))}")
         try:
             mode = ServiceBusReceiveMode(receive_mode)
         except ValueError:
@@ -217,6 +219,8 @@ class ServiceBusClient:
             check_count("prefetch_count", prefetch_count)
         if auto_lock_renewer is not None and not hasattr(auto_lock_renewer, "register"):
             raise InvalidArgumentError("auto_lock_renewer must be an AutoLockRenewer")
+        if auto_lock_renewer is not None and mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE and session_id is None:
+            raise InvalidOperationError("messages received in RECEIVE_AND_DELETE mode hold no lock to renew")
         if session_id is not None:
             session_id = check_session_id(session_id)
             if sub is not None:
@@ -242,7 +246,8 @@ class ServiceBusClient:
 
     def list_queue_sessions(self, queue_name: str) -> list[str]:
         """The ids of the queue's sessions that have available messages, a lock holder or state
-        (sessions with only deferred or scheduled messages are not listed), sorted.
+        (sessions with only deferred or scheduled messages are not listed), sorted. The aio client's may be
+        awaited, or iterated asynchronously as the Azure SDK's.
 
         Raises:
             InvalidArgumentError: a bad name.
@@ -250,13 +255,13 @@ class ServiceBusClient:
             MessagingEntityNotFoundError.
         """
         check_name(queue_name)
-        return self._list_sessions(queue_name)
+        return _concurrency.sync_items(self._list_sessions(queue_name))
 
     def list_subscription_sessions(self, topic_name: str, subscription_name: str) -> list[str]:
         """As list_queue_sessions, for a subscription that requires sessions."""
         check_name(topic_name, "topic")
         check_subscription_name(subscription_name)
-        return self._list_sessions(subscription_path(topic_name, subscription_name))
+        return _concurrency.sync_items(self._list_sessions(subscription_path(topic_name, subscription_name)))
 
     def _list_sessions(self, path: str) -> list[str]:
         meta = self._entity(path, refresh=True)

@@ -290,6 +290,14 @@ class ServiceBusReceiver:
             raise StopAsyncIteration
         return batch[0]
 
+    async def next(self) -> ServiceBusReceivedMessage:
+        """The SDK's name for the iterator's next step (``receiver.next()``).
+
+        Raises:
+            StopAsyncIteration: max_wait_time passed with nothing.
+        """
+        return await self.__anext__()
+
     async def receive_deferred_messages(
         self, sequence_numbers: int | Iterable[int], *, timeout: float | None = None
     ) -> list[ServiceBusReceivedMessage]:
@@ -516,7 +524,8 @@ class ServiceBusReceiver:
 
         Raises:
             MessageLockLostError: the lock elapsed or is not ours; nothing changed.
-            MessageAlreadySettled: settled before, or received in RECEIVE_AND_DELETE mode.
+            MessageAlreadySettled: settled before.
+            InvalidOperationError: received in RECEIVE_AND_DELETE mode (a ValueError, as in the SDK).
             InvalidOperationError: the message is from another entity, or was peeked, or breaks a
                 rule of `transaction` (the settlement then waits for its commit).
         """

@@ -87,7 +87,7 @@ def message_dict(m: ServiceBusReceivedMessage, full: bool = True) -> dict[str, A
         text, encoding = base64.b64encode(body).decode(), "base64"
     d: dict[str, Any] = {
         "sequence_number": m.sequence_number,
-        "message_id": m.message_id,
+        "message_id": m.id_text,
         "enqueued_time_utc": m.enqueued_time_utc,
         "delivery_count": m.delivery_count,
         "size": len(body),

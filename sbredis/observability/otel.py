@@ -136,7 +136,7 @@ class OpenTelemetrySink(instrument.Sink):
         if op.count == 1:
             m = op.messages[0]
             if m.message_id is not None:
-                span.set_attribute("messaging.message.id", m.message_id)
+                span.set_attribute("messaging.message.id", m.id_text or "")
             deliveries = getattr(m, "delivery_count", None)
             if op.type in ("receive", "process") and isinstance(deliveries, int) and deliveries > 0:
                 span.set_attribute("messaging.servicebus.message.delivery_count", deliveries)
@@ -212,7 +212,7 @@ class OpenTelemetrySink(instrument.Sink):
         if entity:
             attrs.update(destination(entity))
         if message.message_id is not None:
-            attrs["messaging.message.id"] = message.message_id
+            attrs["messaging.message.id"] = message.id_text or ""
         span = self.tracer.start_span(f"create {name}".strip(), kind=SpanKind.PRODUCER, attributes=attrs)
         _inject(message, span)
         span.end()

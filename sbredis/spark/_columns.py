@@ -84,7 +84,7 @@ def to_row(m: ServiceBusReceivedMessage) -> tuple[Any, ...]:
         m.local_seq,
         m.sequence_number,
         m.body,
-        m.message_id,
+        m.id_text,
         m.enqueued_time_utc,
         m.expires_at_utc,
         m.session_id,

@@ -28,6 +28,10 @@ class _InternalBase:
     def __init__(self, *_: Any, **__: Any) -> None:
         raise ReadsSdkInternalsError(f"a subclass of an azure-servicebus internal: {type(self).__name__}")
 
+    def __getattr__(self, name: str) -> Any:
+        # what the internal base class would have supplied (DictMixin's keys(), ...)
+        raise ReadsSdkInternalsError(f"{type(self).__name__}.{name}, from a subclassed azure-servicebus internal")
+
 
 class _Internal:
     def __init__(self, name: str) -> None:

@@ -388,7 +388,7 @@ def test_settle_groups_and_lock_args() -> None:
     [
         (_received(0, 1, entity="other"), InvalidOperationError),
         (_received(0, 1, group="d"), InvalidOperationError),
-        (_received(0, 1, mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE), MessageAlreadySettled),
+        (_received(0, 1, mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE), InvalidOperationError),
         (ServiceBusMessage("not received"), InvalidArgumentError),
     ],
     ids=["other entity", "dead-letter message on main receiver", "receive-and-delete", "not received"],

@@ -7,6 +7,7 @@ they hand the tests the test server's address and ACL user (tests/compat/live.py
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import os
@@ -17,7 +18,16 @@ from tests.compat.identity import DefaultAzureCredential
 
 
 class AzureRecordedTestCase:
-    pass
+    @staticmethod
+    def await_prepared_test(fn: Callable[..., Any]) -> Callable[..., Any]:
+        """An async test run to completion from a sync one (the tooling's decorator for tests that
+        take no fixtures)."""
+
+        @functools.wraps(fn)
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return asyncio.run(fn(self, *args, **kwargs))
+
+        return run
 
 
 class AzureMgmtRecordedTestCase(AzureRecordedTestCase):
