@@ -11,6 +11,8 @@ import pytest
 
 import sbredis
 import sbredis.aio
+import sbredis.aio.management
+import sbredis.management
 from sbredis import ServiceBusClient, ServiceBusMessage
 from sbredis.exceptions import (
     AutoLockRenewFailed,
@@ -135,20 +137,81 @@ def test_async_renewer(url: str, make_queue: Any) -> None:
     asyncio.run(main())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an aio receiver takes a sync AutoLockRenewer without a word; its thread then dies on "
-    "`receiver.renew_each` (a coroutine: TypeError) and the lock elapses with no callback or auto_renew_error",
-)
 def test_an_async_receiver_refuses_a_sync_renewer(url: str, make_queue: Any) -> None:
     q = make_queue(lock_duration=LOCK)
+    sq = q + "-s"
 
     async def main() -> None:
-        async with sbredis.aio.ServiceBusClient.from_connection_string(url) as c:
+        async with (
+            sbredis.aio.management.ServiceBusAdministrationClient.from_connection_string(url) as admin,
+            sbredis.aio.ServiceBusClient.from_connection_string(url) as c,
+        ):
+            await admin.create_queue(sq, requires_session=True)
+            await admin.create_topic(q + "-t")
+            await admin.create_subscription(q + "-t", "s")
+            renewer = sbredis.AutoLockRenewer()
+            with pytest.raises(InvalidArgumentError, match=r"sbredis\.aio\.AutoLockRenewer"):
+                c.get_queue_receiver(q, auto_lock_renewer=renewer)
             with pytest.raises(InvalidArgumentError):
-                c.get_queue_receiver(q, auto_lock_renewer=sbredis.AutoLockRenewer())
+                c.get_subscription_receiver(q + "-t", "s", auto_lock_renewer=renewer)
+            with pytest.raises(InvalidArgumentError):
+                c.get_queue_receiver(sq, session_id="a", auto_lock_renewer=renewer)
+            # the refused receiver took nothing: the message is there for the next one, no renewer thread
+            await c.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
+            async with c.get_queue_receiver(q, auto_lock_renewer=sbredis.aio.AutoLockRenewer()) as r:
+                assert [str(m) for m in await r.receive_messages(1, max_wait_time=2)] == ["x"]
+            assert repr(renewer) == "AutoLockRenewer(registered=0)"
 
     asyncio.run(main())
+
+
+def test_a_sync_receiver_refuses_an_async_renewer(url: str, make_queue: Any) -> None:
+    q = make_queue(lock_duration=LOCK)
+    with sbredis.management.ServiceBusAdministrationClient.from_connection_string(url) as admin:
+        admin.create_queue(q + "-s", requires_session=True)
+    renewer = sbredis.aio.AutoLockRenewer()
+    with ServiceBusClient.from_connection_string(url) as c:
+        with pytest.raises(InvalidArgumentError, match=r"sbredis\.AutoLockRenewer"):
+            c.get_queue_receiver(q, auto_lock_renewer=renewer)
+        with pytest.raises(InvalidArgumentError):
+            c.get_queue_receiver(q + "-s", session_id="a", auto_lock_renewer=renewer)
+        with pytest.raises(InvalidArgumentError):
+            c.get_queue_receiver(q, auto_lock_renewer=object())
+
+
+def test_register_refuses_a_receiver_of_the_other_api(url: str, make_queue: Any) -> None:
+    q = make_queue(lock_duration=LOCK)
+    with ServiceBusClient.from_connection_string(url) as c:
+        c.get_queue_sender(q).send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+
+    async def main() -> None:
+        async with (
+            sbredis.aio.ServiceBusClient.from_connection_string(url) as ac,
+            sbredis.aio.AutoLockRenewer() as renewer,
+            ac.get_queue_receiver(q) as r,
+        ):
+            (m,) = await r.receive_messages(1, max_wait_time=2)
+            with sbredis.AutoLockRenewer() as sync_renewer:
+                with pytest.raises(InvalidArgumentError, match=r"sbredis\.aio\.AutoLockRenewer"):
+                    sync_renewer.register(r, m)
+                assert repr(sync_renewer) == "AutoLockRenewer(registered=0)"
+            renewer.register(r, m)  # the matching one takes it
+            assert repr(renewer) == "AutoLockRenewer(registered=1)"
+            await r.complete_message(m)
+
+    asyncio.run(main())
+    with ServiceBusClient.from_connection_string(url) as c, c.get_queue_receiver(q) as r:
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        assert str(m) == "b"
+
+        async def register_in_a_loop() -> None:
+            async with sbredis.aio.AutoLockRenewer() as renewer:
+                with pytest.raises(InvalidArgumentError, match=r"sbredis\.AutoLockRenewer"):
+                    renewer.register(r, m)
+                assert repr(renewer) == "AutoLockRenewer(registered=0)"
+
+        asyncio.run(register_in_a_loop())
+        r.complete_message(m)
 
 
 def test_prefetch_keeps_messages_locked_ahead_and_close_releases_them(
