@@ -234,3 +234,25 @@ def test_prefetch_keeps_messages_locked_ahead_and_close_releases_them(
         # 3 and 4 were released uncounted on close: this is their first delivery
         assert counts == {3: 1, 4: 1, 5: 2, 6: 2, 7: 2, 8: 2, 9: 2}
     assert admin.get_queue_runtime_properties(q).active_message_count == 7
+
+
+def test_a_message_locked_ahead_is_not_dead_lettered_on_close(
+    client: ServiceBusClient, make_queue: Any, admin: Any
+) -> None:
+    q = make_queue(max_delivery_count=5)
+    client.get_queue_sender(q).send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+    with client.get_queue_receiver(q) as r:
+        for _ in range(3):
+            got = r.receive_messages(2, max_wait_time=2)
+            assert len(got) == 2
+            r.abandon_messages(got)
+    admin.update_queue(admin.get_queue(q), max_delivery_count=2)  # both are now past it
+    with client.get_queue_receiver(q, prefetch_count=1) as r:
+        (a,) = r.receive_messages(1, max_wait_time=2)  # "b" is locked ahead, never handed out
+        r.complete_message(a)
+    # released uncounted on close: its count stays 3, and an uncounted release dead-letters nothing
+    assert admin.get_queue_runtime_properties(q).dead_letter_message_count == 0
+    with client.get_queue_receiver(q) as r:
+        (b,) = r.receive_messages(1, max_wait_time=2)
+        assert (str(b), b.delivery_count) == ("b", 4)
+        r.complete_message(b)
