@@ -109,6 +109,9 @@ def test_register_rejects_what_holds_no_lock(client: ServiceBusClient, make_queu
         with pytest.raises(InvalidArgumentError):
             sb_api.AutoLockRenewer(max_lock_renewal_duration=0)
         (m,) = r.receive_messages(1, max_wait_time=2)
+        r.complete_message(m)
+        with pytest.raises(InvalidOperationError):  # settled: its lock is gone
+            renewer.register(r, m)
         renewer.close()
         with pytest.raises(InvalidOperationError):
             renewer.register(r, m)

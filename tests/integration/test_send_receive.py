@@ -11,6 +11,7 @@ import pytest
 
 from sbredis import ServiceBusMessage, ServiceBusReceiveMode, ServiceBusSubQueue
 from sbredis.exceptions import (
+    InvalidArgumentError,
     InvalidOperationError,
     MessageAlreadySettled,
     MessageLockLostError,
@@ -298,6 +299,21 @@ def test_settle_twice_and_foreign_messages(client: Any, make_queue: Any, admin: 
             r.complete_message(m)
         peeked = r.peek_messages(1, sequence_number=1)
         assert peeked == []
+
+
+def test_a_batch_with_a_bad_message_names_that_message_and_settles_none(client: Any, make_queue: Any) -> None:
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+    with client.get_queue_receiver(q) as r:
+        a, b = r.receive_messages(2, max_wait_time=1)
+        r.complete_message(b)
+        with pytest.raises(MessageAlreadySettled):  # b's error, not one about the good message before it
+            r.complete_messages([a, b])
+        with pytest.raises(InvalidArgumentError, match="twice"):
+            r.complete_messages([a, a])
+        assert not a.settled
+        r.complete_message(a)  # the refused batches settled nothing
 
 
 def test_unknown_lock_token_is_lock_lost(client: Any, make_queue: Any) -> None:
