@@ -43,6 +43,21 @@ def test_renewer_keeps_a_lock_for_three_lock_durations(client: ServiceBusClient,
         assert m.auto_renew_error is None
 
 
+def test_a_lock_is_renewed_when_a_third_of_it_is_left_not_before(
+    client: ServiceBusClient, make_queue: Any, sb_api: Any
+) -> None:
+    q = make_queue(lock_duration=timedelta(seconds=3))
+    client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
+    with sb_api.AutoLockRenewer() as renewer, client.get_queue_receiver(q) as r:
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        first = m.locked_until_utc
+        renewer.register(r, m)
+        time.sleep(1)
+        assert m.locked_until_utc == first  # 2 s of 3 left: no renewal yet
+        eventually(lambda: m.locked_until_utc > first, timeout=5)  # renewed with 1 s left
+        r.complete_message(m)
+
+
 def test_receiver_option_registers_every_message(client: ServiceBusClient, make_queue: Any, sb_api: Any) -> None:
     q = make_queue(lock_duration=LOCK)
     client.get_queue_sender(q).send_messages([ServiceBusMessage(str(i)) for i in range(5)])

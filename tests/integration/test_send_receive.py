@@ -290,7 +290,7 @@ def test_settle_twice_and_foreign_messages(client: Any, make_queue: Any, admin: 
         s.send_messages(ServiceBusMessage("x"))
     with client.get_queue_receiver(q) as r, client.get_queue_receiver(q + "-other") as other:
         [m] = r.receive_messages(1, max_wait_time=1)
-        with pytest.raises(InvalidOperationError):
+        with pytest.raises(InvalidOperationError, match=r"received from '.*' \(main queue\)"):
             other.complete_message(m)
         with pytest.raises(ValueError):  # wrong type: a typed error that is also ValueError/TypeError
             r.complete_message("not a message")  # type: ignore[arg-type]
