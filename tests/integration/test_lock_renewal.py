@@ -111,6 +111,22 @@ def test_max_renewal_duration_lets_the_lock_elapse(client: ServiceBusClient, mak
     assert failures == []  # a timeout is not a failure (as in the Azure SDK)
 
 
+def test_max_renewal_duration_ends_on_time_between_renewals(
+    client: ServiceBusClient, make_queue: Any, sb_api: Any
+) -> None:
+    q = make_queue(lock_duration=timedelta(seconds=3))  # the first renewal would be 2 s in
+    client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
+    with sb_api.AutoLockRenewer(max_lock_renewal_duration=0.1) as renewer, client.get_queue_receiver(q) as r:
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        first = m.locked_until_utc
+        renewer.register(r, m)
+        # at 0.1 s, not when the renewer next wakes for the lock (at most 1 s: IDLE_WAIT)
+        eventually(lambda: m.auto_renew_error is not None, timeout=0.7)
+        assert isinstance(m.auto_renew_error, AutoLockRenewTimeout)
+        assert m.locked_until_utc == first
+        r.complete_message(m)  # the lock itself is still held
+
+
 def test_register_rejects_what_holds_no_lock(client: ServiceBusClient, make_queue: Any, sb_api: Any) -> None:
     q = make_queue()
     client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
@@ -124,6 +140,9 @@ def test_register_rejects_what_holds_no_lock(client: ServiceBusClient, make_queu
         with pytest.raises(InvalidArgumentError):
             sb_api.AutoLockRenewer(max_lock_renewal_duration=0)
         (m,) = r.receive_messages(1, max_wait_time=2)
+        with pytest.raises(InvalidArgumentError):
+            renewer.register(r, m, on_lock_renew_failure="not callable")
+        renewer.register(r, m, on_lock_renew_failure=lambda msg, e: None, max_lock_renewal_duration=5)
         r.complete_message(m)
         with pytest.raises(InvalidOperationError):  # settled: its lock is gone
             renewer.register(r, m)
