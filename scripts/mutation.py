@@ -5,6 +5,8 @@ python scripts/mutation.py --lua                # the hand-made Lua mutants only
 python scripts/mutation.py --python --max 40    # at most 40 Python mutants per target (spread evenly)
 python scripts/mutation.py --only L-held-nonce,P-validation-7   # chosen mutants (ids from a table)
 python scripts/mutation.py --list               # print the mutants, run nothing
+python scripts/mutation.py --only P-send_plan-7 --tests "tests/integration/test_cluster.py -k killed"
+                                                # a mutant against another selection
 
 Not run by CI (a full run is a long series of pytest runs; run it with nothing else busy). The
 tree is copied once to a temporary directory; each mutant is written into the copy (the aio shell's
@@ -29,6 +31,7 @@ import ast
 import copy
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -43,7 +46,7 @@ SKIP_COPY = {".git", ".venv", "node_modules", "__pycache__", ".mypy_cache", ".ru
 
 # Focused test selections (pytest arguments). Conformance tests run on the standalone backend
 # through the sync API: the sync shell is generated from the aio one, so it carries the mutant too.
-ONE = ["-k", "standalone and not async"]
+ONE = ["-k", "not cluster and not memory and not async"]
 IT = "tests/integration/"
 LUA_TESTS = [
     "tests/reliability/test_boundaries.py",  # the millisecond boundaries, on a server clock that stands still
@@ -67,10 +70,18 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_concurrency.py",
         IT + "test_lock_renewal.py",
         "tests/reliability/test_clock.py",
-        "-k",
-        "(standalone or clock) and not async",
+        *ONE,
     ],
-    "sbredis/_core/send_plan.py": [IT + "test_send_receive.py", IT + "test_batches.py", IT + "test_topics.py", *ONE],
+    "sbredis/_core/send_plan.py": [  # partition_of also places sessions and transactional sends
+        IT + "test_send_receive.py",
+        IT + "test_batches.py",
+        IT + "test_topics.py",
+        IT + "test_sessions.py",
+        IT + "test_transactions.py",
+        IT + "test_expiry_schedule_dedup.py",  # schedule_messages
+        IT + "test_pipelining.py",  # pack(): concurrent sends coalesced into one call
+        *ONE,
+    ],
     "sbredis/_core/validation.py": [
         "tests/unit/test_message.py",
         "tests/unit/test_entity.py",
@@ -683,6 +694,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", action="append", help="Python targets (default: all of TESTS)")
     ap.add_argument("--max", type=int, help="at most this many Python mutants per target")
     ap.add_argument("--only", help="comma-separated mutant ids")
+    ap.add_argument("--tests", help="pytest arguments that replace the mutants' test selections (one string)")
     ap.add_argument("--timeout", type=float, default=120, help="seconds per mutant run (default 120)")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument(
@@ -702,6 +714,9 @@ def main(argv: list[str] | None = None) -> int:
         mutants = [m for m in mutants if m.id in wanted]
         if missing := wanted - {m.id for m in mutants}:
             raise SystemExit(f"no such mutants: {', '.join(sorted(missing))}")
+    if args.tests:  # e.g. a slow test outside the focused selection that kills a survivor
+        for m in mutants:
+            m.tests = shlex.split(args.tests)
     if args.list:
         for m in mutants:
             print(f"{m.id:28} {m.file}:{m.line}  {m.what}")

@@ -77,6 +77,25 @@ def test_batch_is_bounded_by_entity_message_size(client: Any, make_queue: Any) -
         assert r.peek_messages(10) == []
 
 
+def test_a_message_of_exactly_the_maximum_size_is_accepted(client: Any, make_queue: Any) -> None:
+    q = make_queue(max_message_size_in_kilobytes=2)
+
+    # the body length whose stored form is exactly 2048 bytes (the limit applies to the stored form;
+    # a fixed message_id, as a generated one varies in length)
+    def message(n: int) -> ServiceBusMessage:
+        return ServiceBusMessage(b"x" * n, message_id="m")
+
+    n = next(n for n in range(1900, 2048) if len(message(n).encoded()) == 2048)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(message(n))
+        with pytest.raises(MessageSizeExceededError):
+            s.send_messages(message(n + 1))
+    with client.get_queue_receiver(q) as r:
+        (m,) = r.receive_messages(1, max_wait_time=1)
+        assert str(m) == "x" * n
+        r.complete_message(m)
+
+
 def test_large_and_small_messages_round_trip_in_one_batch(client: Any, make_queue: Any) -> None:
     # bodies over 64 KiB go to Redis unpacked, between the packed small ones (_core/packer.py)
     q = make_queue(max_message_size_in_kilobytes=1024)
