@@ -110,6 +110,20 @@ def test_a_deferred_message_expires_at_its_expires_at_ms(
         dlq.complete_message(dead)
 
 
+def test_receive_deferred_hands_out_no_message_at_its_expires_at_ms(
+    bus: tuple[Any, ServiceBusClient, ServerClock, str],
+) -> None:
+    admin, client, clock, q = bus
+    admin.create_queue(q, dead_lettering_on_message_expiration=True, lock_duration=timedelta(milliseconds=LOCK_MS))
+    client.get_queue_sender(q).send_messages(ServiceBusMessage("x", time_to_live=timedelta(milliseconds=5_000)))
+    with client.get_queue_receiver(q) as r:
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        r.defer_message(m)
+        clock.set(clock.now_ms + 5_000)
+        assert r.receive_deferred_messages([m.sequence_number]) == []  # no receive swept it first
+    assert admin.get_queue_runtime_properties(q).dead_letter_message_count == 1
+
+
 def test_a_receive_hands_out_no_message_at_its_expires_at_ms(
     bus: tuple[Any, ServiceBusClient, ServerClock, str],
 ) -> None:
