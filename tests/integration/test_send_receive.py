@@ -17,6 +17,7 @@ from sbredis.exceptions import (
     MessageLockLostError,
     MessageNotFoundError,
     MessageSizeExceededError,
+    MessagingEntityNotFoundError,
     ServiceBusError,
 )
 from tests.conftest import eventually
@@ -94,6 +95,34 @@ def test_a_message_of_exactly_the_maximum_size_is_accepted(client: Any, make_que
         (m,) = r.receive_messages(1, max_wait_time=1)
         assert str(m) == "x" * n
         r.complete_message(m)
+
+
+def test_receive_messages_takes_one_message_by_default(client: Any, make_queue: Any) -> None:
+    q = make_queue()
+    client.get_queue_sender(q).send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+    with client.get_queue_receiver(q) as r:
+        got = r.receive_messages(max_wait_time=1)
+        assert [str(m) for m in got] == ["a"]
+        r.complete_messages(got)
+
+
+def test_a_partitioned_receive_takes_no_more_than_asked(client: Any, make_queue: Any, admin: Any) -> None:
+    q = make_queue(enable_partitioning=True, partition_count=4)
+    with client.get_queue_sender(q) as s:
+        for i in range(8):  # one send each: round-robin over the partitions
+            s.send_messages(ServiceBusMessage(str(i)))
+    with client.get_queue_receiver(q) as r, client.get_queue_receiver(q) as other:
+        got = r.receive_messages(2, max_wait_time=1)
+        assert len(got) == 2
+        rest = other.receive_messages(8, max_wait_time=1)
+        while len(got) + len(rest) < 8 and (more := other.receive_messages(8, max_wait_time=0.2)):
+            rest += more
+        assert sorted(str(m) for m in got + rest) == [str(i) for i in range(8)]  # nothing held back
+        r.complete_messages(got)
+        other.complete_messages(rest)
+    admin.delete_queue(q)
+    with client.get_queue_receiver(q) as r, pytest.raises(MessagingEntityNotFoundError):
+        r.receive_messages(1, max_wait_time=0)
 
 
 def test_large_and_small_messages_round_trip_in_one_batch(client: Any, make_queue: Any) -> None:
