@@ -103,6 +103,17 @@ def test_receive_messages_takes_one_message_by_default(client: Any, make_queue: 
     with client.get_queue_receiver(q) as r:
         got = r.receive_messages(max_wait_time=1)
         assert [str(m) for m in got] == ["a"]
+        more = r.receive_messages(None, max_wait_time=1)  # None: the default too
+        assert [str(m) for m in more] == ["b"]
+        r.complete_messages(got + more)
+
+
+def test_a_partitioned_receive_gets_what_sits_in_one_partition(client: Any, make_queue: Any) -> None:
+    q = make_queue(enable_partitioning=True, partition_count=2)
+    client.get_queue_sender(q).send_messages([ServiceBusMessage(str(i), partition_key="k") for i in range(2)])
+    with client.get_queue_receiver(q) as r:
+        got = r.receive_messages(2, max_wait_time=1)  # split 1 + 1 over the partitions, then topped up
+        assert sorted(str(m) for m in got) == ["0", "1"]
         r.complete_messages(got)
 
 
