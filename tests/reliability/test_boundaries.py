@@ -46,14 +46,21 @@ def bus(clocked: tuple[RedisServer, ServerClock]) -> Iterator[tuple[Any, Service
 def test_a_lock_holds_through_its_locked_until_ms(bus: tuple[Any, ServiceBusClient, ServerClock, str]) -> None:
     admin, client, clock, q = bus
     admin.create_queue(q, lock_duration=timedelta(milliseconds=LOCK_MS))
-    client.get_queue_sender(q).send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+    client.get_queue_sender(q).send_messages([ServiceBusMessage("c"), ServiceBusMessage("a"), ServiceBusMessage("b")])
     with client.get_queue_receiver(q) as r, client.get_queue_receiver(q) as other:
+        (c,) = r.receive_messages(1, max_wait_time=2)
+        assert str(c) == "c"
+        clock.advance(1)
         a, b = r.receive_messages(2, max_wait_time=2)
         until = clock.now_ms + LOCK_MS
         assert a.locked_until_utc == b.locked_until_utc == utc(until)
         clock.set(until)
-        assert other.receive_messages(1, max_wait_time=0) == []  # not elapsed at its last ms
+        # held at its last ms, also while another lock of the queue (c's, a ms older) has elapsed:
+        # then a settlement compares each lock's locked-until with the server's now
         r.complete_message(a)
+        got = other.receive_messages(2, max_wait_time=0)
+        assert [str(m) for m in got] == ["c"]  # b is not elapsed at its last ms either
+        other.complete_messages(got)
         clock.set(until + 1)
         with pytest.raises(MessageLockLostError):
             r.complete_message(b)
