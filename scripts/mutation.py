@@ -5,6 +5,7 @@ python scripts/mutation.py --lua                # the hand-made Lua mutants only
 python scripts/mutation.py --python --max 40    # at most 40 Python mutants per target (spread evenly)
 python scripts/mutation.py --only L-held-nonce,P-validation-7   # chosen mutants (ids from a table)
 python scripts/mutation.py --list               # print the mutants, run nothing
+python scripts/mutation.py --doc                # the results table into docs/reliability.md
 python scripts/mutation.py --only P-send_plan-7 --tests "tests/integration/test_cluster.py -k killed"
                                                 # a mutant against another selection
 
@@ -40,9 +41,12 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "results" / "reliability" / "mutation.json"
+DOC = ROOT / "docs" / "reliability.md"
+DOC_START, DOC_END = "<!-- mutation-table -->", "<!-- /mutation-table -->"
 SKIP_COPY = {".git", ".venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", "site", ".pytest_cache"}
 
 # Focused test selections (pytest arguments). Conformance tests run on the standalone backend
@@ -683,17 +687,26 @@ def run(mutants: list[Mutant], timeout: float) -> None:
             print(f"{m.status:9} {m.seconds:5.1f} s  {m.id:28} {m.file}:{m.line}  {m.what}", flush=True)
 
 
-def table(mutants: list[Mutant]) -> str:
+def table(results: list[dict[str, Any]]) -> str:
+    """The markdown table of results (rows of the JSON), per target and in all."""
     rows = ["| target | mutants | killed | timeout | survived | score |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
-    by: dict[str, list[Mutant]] = {}
-    for m in mutants:
-        by.setdefault("Lua scripts" if m.id.startswith("L-") else m.file, []).append(m)
-    for name, ms in [*by.items(), ("all", mutants)]:
-        k = sum(m.status == "killed" for m in ms)
-        t = sum(m.status == "timeout" for m in ms)
-        s = sum(m.status == "survived" for m in ms)
-        rows.append(f"| {name} | {len(ms)} | {k} | {t} | {s} | {100 * (k + t) / max(1, len(ms)):.1f} % |")
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        by.setdefault("Lua scripts" if r["id"].startswith("L-") else f"`{r['file']}`", []).append(r)
+    for name, rs in [*by.items(), ("all", results)]:
+        k = sum(r["status"] == "killed" for r in rs)
+        t = sum(r["status"] == "timeout" for r in rs)
+        s = sum(r["status"] == "survived" for r in rs)
+        rows.append(f"| {name} | {len(rs)} | {k} | {t} | {s} | {100 * (k + t) / max(1, len(rs)):.1f} % |")
     return "\n".join(rows)
+
+
+def write_doc(results: list[dict[str, Any]]) -> None:
+    """Put the table between the markers of docs/reliability.md."""
+    text = DOC.read_text()
+    head, rest = text.split(DOC_START, 1)
+    _, tail = rest.split(DOC_END, 1)
+    DOC.write_text(f"{head}{DOC_START}\n{table(results)}\n{DOC_END}{tail}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -706,6 +719,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tests", help="pytest arguments that replace the mutants' test selections (one string)")
     ap.add_argument("--timeout", type=float, default=120, help="seconds per mutant run (default 120)")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--doc", action="store_true", help="write the results table into docs/reliability.md and exit")
     ap.add_argument(
         "--merge", action="store_true", help="update the results JSON: these mutants replace their earlier entries"
     )
@@ -726,13 +740,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.tests:  # e.g. a slow test outside the focused selection that kills a survivor
         for m in mutants:
             m.tests = shlex.split(args.tests)
+    if args.doc:
+        write_doc(json.loads(args.out.read_text())["results"])
+        return 0
     if args.list:
         for m in mutants:
             print(f"{m.id:28} {m.file}:{m.line}  {m.what}")
         print(f"{len(mutants)} mutants")
         return 0
     run(mutants, args.timeout)
-    print(table(mutants))
     survivors = [m for m in mutants if m.status == "survived"]
     for m in survivors:
         print(f"survived: {m.id} {m.file}:{m.line} {m.what}")
@@ -742,6 +758,7 @@ def main(argv: list[str] | None = None) -> int:
         fresh = {r["id"]: r for r in rows}
         earlier = json.loads(args.out.read_text())["results"]
         rows = [fresh.pop(r["id"], r) for r in earlier] + list(fresh.values())
+    print(table(rows))
     result = {
         "mutants": len(rows),
         "killed": sum(r["status"] == "killed" for r in rows),
