@@ -99,7 +99,7 @@ def test_a_message_of_exactly_the_maximum_size_is_accepted(client: Any, make_que
 
 def test_receive_messages_takes_one_message_by_default(client: Any, make_queue: Any) -> None:
     q = make_queue()
-    client.get_queue_sender(q).send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+    client.get_queue_sender(q).send_messages([ServiceBusMessage(x) for x in "abc"])
     with client.get_queue_receiver(q) as r:
         got = r.receive_messages(max_wait_time=1)
         assert [str(m) for m in got] == ["a"]
