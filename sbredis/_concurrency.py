@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from ._core.renewal import FailureCallback, Registration, Schedule, describe
-from .exceptions import ServiceBusError
+from .exceptions import InvalidArgumentError, ServiceBusError
 
 log = logging.getLogger("sbredis")
 T = TypeVar("T")
@@ -220,6 +220,8 @@ class AsyncAutoLockRenewer:
     be a function or a coroutine function. Must be used inside a running event loop.
     """
 
+    public_name = "sbredis.aio.AutoLockRenewer"  # how error messages name it
+
     def __init__(
         self, max_lock_renewal_duration: float = 300, on_lock_renew_failure: FailureCallback | None = None
     ) -> None:
@@ -240,6 +242,12 @@ class AsyncAutoLockRenewer:
             InvalidOperationError: the renewer is closed, or the message holds no lock.
             InvalidArgumentError: not a received message, or bad options.
         """
+        renew = getattr(receiver, "renew_each", None)  # none: Schedule.add says what register takes
+        if renew is not None and not inspect.iscoroutinefunction(renew):
+            raise InvalidArgumentError(
+                "sbredis.aio.AutoLockRenewer renews the locks of sbredis.aio receivers; "
+                "use sbredis.AutoLockRenewer with a sync receiver"
+            )
         wake = self._schedule.add(receiver, renewable, max_lock_renewal_duration, on_lock_renew_failure)
         if self._task is None or self._task.done():
             self._wake = asyncio.Event()
@@ -317,6 +325,8 @@ class SyncAutoLockRenewer:
     runs on that thread.
     """
 
+    public_name = "sbredis.AutoLockRenewer"  # how error messages name it
+
     def __init__(
         self, max_lock_renewal_duration: float = 300, on_lock_renew_failure: FailureCallback | None = None
     ) -> None:
@@ -338,6 +348,11 @@ class SyncAutoLockRenewer:
             InvalidOperationError: the renewer is closed, or the message holds no lock.
             InvalidArgumentError: not a received message, or bad options.
         """
+        if inspect.iscoroutinefunction(getattr(receiver, "renew_each", None)):
+            raise InvalidArgumentError(
+                "sbredis.AutoLockRenewer renews the locks of sync receivers; "
+                "use sbredis.aio.AutoLockRenewer with an sbredis.aio receiver"
+            )
         with self._lock:
             wake = self._schedule.add(receiver, renewable, max_lock_renewal_duration, on_lock_renew_failure)
             if self._thread is None:

@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .. import _concurrency
+from .._concurrency import SyncAutoLockRenewer
 from .._core.entity import check_name
 from .._core.keys import TRANSFER, subscription_path
 from .._core.meta import EntityMeta
@@ -217,8 +218,13 @@ class ServiceBusClient:
         check_wait("max_wait_time", max_wait_time)
         if prefetch_count != 0:
             check_count("prefetch_count", prefetch_count)
-        if auto_lock_renewer is not None and not hasattr(auto_lock_renewer, "register"):
-            raise InvalidArgumentError("auto_lock_renewer must be an AutoLockRenewer")
+        # the other API's renewer would call this receiver's renew_each wrongly (a thread calling
+        # a coroutine function, or a task blocking the loop): refused here, before anything runs
+        if auto_lock_renewer is not None and not isinstance(auto_lock_renewer, SyncAutoLockRenewer):
+            raise InvalidArgumentError(
+                f"auto_lock_renewer must be a {SyncAutoLockRenewer.public_name} (the renewer of this client's API), "
+                f"not {type(auto_lock_renewer).__name__}"
+            )
         if auto_lock_renewer is not None and mode is ServiceBusReceiveMode.RECEIVE_AND_DELETE and session_id is None:
             raise InvalidOperationError("messages received in RECEIVE_AND_DELETE mode hold no lock to renew")
         if session_id is not None:

@@ -11,6 +11,8 @@ import pytest
 
 import sbredis
 import sbredis.aio
+import sbredis.aio.management
+import sbredis.management
 from sbredis import ServiceBusClient, ServiceBusMessage
 from sbredis.exceptions import (
     AutoLockRenewFailed,
@@ -39,6 +41,21 @@ def test_renewer_keeps_a_lock_for_three_lock_durations(client: ServiceBusClient,
         assert m.locked_until_utc > first_until
         r.complete_message(m)
         assert m.auto_renew_error is None
+
+
+def test_a_lock_is_renewed_when_a_third_of_it_is_left_not_before(
+    client: ServiceBusClient, make_queue: Any, sb_api: Any
+) -> None:
+    q = make_queue(lock_duration=timedelta(seconds=3))
+    client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
+    with sb_api.AutoLockRenewer() as renewer, client.get_queue_receiver(q) as r:
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        first = m.locked_until_utc
+        renewer.register(r, m)
+        time.sleep(1)
+        assert m.locked_until_utc == first  # 2 s of 3 left: no renewal yet
+        eventually(lambda: m.locked_until_utc > first, timeout=5)  # renewed with 1 s left
+        r.complete_message(m)
 
 
 def test_receiver_option_registers_every_message(client: ServiceBusClient, make_queue: Any, sb_api: Any) -> None:
@@ -94,6 +111,22 @@ def test_max_renewal_duration_lets_the_lock_elapse(client: ServiceBusClient, mak
     assert failures == []  # a timeout is not a failure (as in the Azure SDK)
 
 
+def test_max_renewal_duration_ends_on_time_between_renewals(
+    client: ServiceBusClient, make_queue: Any, sb_api: Any
+) -> None:
+    q = make_queue(lock_duration=timedelta(seconds=3))  # the first renewal would be 2 s in
+    client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
+    with sb_api.AutoLockRenewer(max_lock_renewal_duration=0.1) as renewer, client.get_queue_receiver(q) as r:
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        first = m.locked_until_utc
+        renewer.register(r, m)
+        # at 0.1 s, not when the renewer next wakes for the lock (at most 1 s: IDLE_WAIT)
+        eventually(lambda: m.auto_renew_error is not None, timeout=0.7)
+        assert isinstance(m.auto_renew_error, AutoLockRenewTimeout)
+        assert m.locked_until_utc == first
+        r.complete_message(m)  # the lock itself is still held
+
+
 def test_register_rejects_what_holds_no_lock(client: ServiceBusClient, make_queue: Any, sb_api: Any) -> None:
     q = make_queue()
     client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
@@ -107,6 +140,12 @@ def test_register_rejects_what_holds_no_lock(client: ServiceBusClient, make_queu
         with pytest.raises(InvalidArgumentError):
             sb_api.AutoLockRenewer(max_lock_renewal_duration=0)
         (m,) = r.receive_messages(1, max_wait_time=2)
+        with pytest.raises(InvalidArgumentError):
+            renewer.register(r, m, on_lock_renew_failure="not callable")
+        renewer.register(r, m, on_lock_renew_failure=lambda msg, e: None, max_lock_renewal_duration=5)
+        r.complete_message(m)
+        with pytest.raises(InvalidOperationError):  # settled: its lock is gone
+            renewer.register(r, m)
         renewer.close()
         with pytest.raises(InvalidOperationError):
             renewer.register(r, m)
@@ -135,20 +174,81 @@ def test_async_renewer(url: str, make_queue: Any) -> None:
     asyncio.run(main())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an aio receiver takes a sync AutoLockRenewer without a word; its thread then dies on "
-    "`receiver.renew_each` (a coroutine: TypeError) and the lock elapses with no callback or auto_renew_error",
-)
 def test_an_async_receiver_refuses_a_sync_renewer(url: str, make_queue: Any) -> None:
     q = make_queue(lock_duration=LOCK)
+    sq = q + "-s"
 
     async def main() -> None:
-        async with sbredis.aio.ServiceBusClient.from_connection_string(url) as c:
+        async with (
+            sbredis.aio.management.ServiceBusAdministrationClient.from_connection_string(url) as admin,
+            sbredis.aio.ServiceBusClient.from_connection_string(url) as c,
+        ):
+            await admin.create_queue(sq, requires_session=True)
+            await admin.create_topic(q + "-t")
+            await admin.create_subscription(q + "-t", "s")
+            renewer = sbredis.AutoLockRenewer()
+            with pytest.raises(InvalidArgumentError, match=r"sbredis\.aio\.AutoLockRenewer"):
+                c.get_queue_receiver(q, auto_lock_renewer=renewer)
             with pytest.raises(InvalidArgumentError):
-                c.get_queue_receiver(q, auto_lock_renewer=sbredis.AutoLockRenewer())
+                c.get_subscription_receiver(q + "-t", "s", auto_lock_renewer=renewer)
+            with pytest.raises(InvalidArgumentError):
+                c.get_queue_receiver(sq, session_id="a", auto_lock_renewer=renewer)
+            # the refused receiver took nothing: the message is there for the next one, no renewer thread
+            await c.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
+            async with c.get_queue_receiver(q, auto_lock_renewer=sbredis.aio.AutoLockRenewer()) as r:
+                assert [str(m) for m in await r.receive_messages(1, max_wait_time=2)] == ["x"]
+            assert repr(renewer) == "AutoLockRenewer(registered=0)"
 
     asyncio.run(main())
+
+
+def test_a_sync_receiver_refuses_an_async_renewer(url: str, make_queue: Any) -> None:
+    q = make_queue(lock_duration=LOCK)
+    with sbredis.management.ServiceBusAdministrationClient.from_connection_string(url) as admin:
+        admin.create_queue(q + "-s", requires_session=True)
+    renewer = sbredis.aio.AutoLockRenewer()
+    with ServiceBusClient.from_connection_string(url) as c:
+        with pytest.raises(InvalidArgumentError, match=r"sbredis\.AutoLockRenewer"):
+            c.get_queue_receiver(q, auto_lock_renewer=renewer)
+        with pytest.raises(InvalidArgumentError):
+            c.get_queue_receiver(q + "-s", session_id="a", auto_lock_renewer=renewer)
+        with pytest.raises(InvalidArgumentError):
+            c.get_queue_receiver(q, auto_lock_renewer=object())
+
+
+def test_register_refuses_a_receiver_of_the_other_api(url: str, make_queue: Any) -> None:
+    q = make_queue(lock_duration=LOCK)
+    with ServiceBusClient.from_connection_string(url) as c:
+        c.get_queue_sender(q).send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+
+    async def main() -> None:
+        async with (
+            sbredis.aio.ServiceBusClient.from_connection_string(url) as ac,
+            sbredis.aio.AutoLockRenewer() as renewer,
+            ac.get_queue_receiver(q) as r,
+        ):
+            (m,) = await r.receive_messages(1, max_wait_time=2)
+            with sbredis.AutoLockRenewer() as sync_renewer:
+                with pytest.raises(InvalidArgumentError, match=r"sbredis\.aio\.AutoLockRenewer"):
+                    sync_renewer.register(r, m)
+                assert repr(sync_renewer) == "AutoLockRenewer(registered=0)"
+            renewer.register(r, m)  # the matching one takes it
+            assert repr(renewer) == "AutoLockRenewer(registered=1)"
+            await r.complete_message(m)
+
+    asyncio.run(main())
+    with ServiceBusClient.from_connection_string(url) as c, c.get_queue_receiver(q) as r:
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        assert str(m) == "b"
+
+        async def register_in_a_loop() -> None:
+            async with sbredis.aio.AutoLockRenewer() as renewer:
+                with pytest.raises(InvalidArgumentError, match=r"sbredis\.AutoLockRenewer"):
+                    renewer.register(r, m)
+                assert repr(renewer) == "AutoLockRenewer(registered=0)"
+
+        asyncio.run(register_in_a_loop())
+        r.complete_message(m)
 
 
 def test_prefetch_keeps_messages_locked_ahead_and_close_releases_them(
@@ -195,3 +295,25 @@ def test_a_lock_due_before_the_renewers_next_pass_wakes_it(
         rs.complete_message(b)  # MessageLockLostError had b waited for the planned pass
         rl.complete_message(a)
     admin.delete_queue(long_q)
+
+
+def test_a_message_locked_ahead_is_not_dead_lettered_on_close(
+    client: ServiceBusClient, make_queue: Any, admin: Any
+) -> None:
+    q = make_queue(max_delivery_count=5)
+    client.get_queue_sender(q).send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+    with client.get_queue_receiver(q) as r:
+        for _ in range(3):
+            got = r.receive_messages(2, max_wait_time=2)
+            assert len(got) == 2
+            r.abandon_messages(got)
+    admin.update_queue(admin.get_queue(q), max_delivery_count=2)  # both are now past it
+    with client.get_queue_receiver(q, prefetch_count=1) as r:
+        (a,) = r.receive_messages(1, max_wait_time=2)  # "b" is locked ahead, never handed out
+        r.complete_message(a)
+    # released uncounted on close: its count stays 3, and an uncounted release dead-letters nothing
+    assert admin.get_queue_runtime_properties(q).dead_letter_message_count == 0
+    with client.get_queue_receiver(q) as r:
+        (b,) = r.receive_messages(1, max_wait_time=2)
+        assert (str(b), b.delivery_count) == ("b", 4)
+        r.complete_message(b)

@@ -11,11 +11,13 @@ import pytest
 
 from sbredis import ServiceBusMessage, ServiceBusReceiveMode, ServiceBusSubQueue
 from sbredis.exceptions import (
+    InvalidArgumentError,
     InvalidOperationError,
     MessageAlreadySettled,
     MessageLockLostError,
     MessageNotFoundError,
     MessageSizeExceededError,
+    MessagingEntityNotFoundError,
     ServiceBusError,
 )
 from tests.conftest import eventually
@@ -74,6 +76,67 @@ def test_batch_is_bounded_by_entity_message_size(client: Any, make_queue: Any) -
             s.send_messages([ServiceBusMessage(b"x" * 900) for _ in range(3)])
     with client.get_queue_receiver(q) as r:
         assert r.peek_messages(10) == []
+
+
+def test_a_message_of_exactly_the_maximum_size_is_accepted(client: Any, make_queue: Any) -> None:
+    q = make_queue(max_message_size_in_kilobytes=2)
+
+    # the body length whose stored form is exactly 2048 bytes (the limit applies to the stored form;
+    # a fixed message_id, as a generated one varies in length)
+    def message(n: int) -> ServiceBusMessage:
+        return ServiceBusMessage(b"x" * n, message_id="m")
+
+    n = next(n for n in range(1900, 2048) if len(message(n).encoded()) == 2048)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(message(n))
+        with pytest.raises(MessageSizeExceededError):
+            s.send_messages(message(n + 1))
+    with client.get_queue_receiver(q) as r:
+        (m,) = r.receive_messages(1, max_wait_time=1)
+        assert str(m) == "x" * n
+        r.complete_message(m)
+
+
+def test_receive_messages_takes_one_message_by_default(client: Any, make_queue: Any) -> None:
+    q = make_queue()
+    client.get_queue_sender(q).send_messages([ServiceBusMessage(x) for x in "abc"])
+    with client.get_queue_receiver(q) as r:
+        got = r.receive_messages(max_wait_time=1)
+        assert [str(m) for m in got] == ["a"]
+        more = r.receive_messages(None, max_wait_time=1)  # None: the default too
+        assert [str(m) for m in more] == ["b"]
+        r.complete_messages(got + more)
+
+
+def test_a_partitioned_receive_tops_up_from_the_other_partitions(client: Any, make_queue: Any) -> None:
+    q = make_queue(enable_partitioning=True, partition_count=2)
+    with client.get_queue_sender(q) as s:
+        for i in range(2):  # one send each: one message in each partition
+            s.send_messages(ServiceBusMessage(str(i)))
+    with client.get_queue_receiver(q) as r:
+        # a small count is asked of one partition first; the other is asked for the rest
+        got = r.receive_messages(2, max_wait_time=1)
+        assert sorted(str(m) for m in got) == ["0", "1"]
+        r.complete_messages(got)
+
+
+def test_a_partitioned_receive_takes_no_more_than_asked(client: Any, make_queue: Any, admin: Any) -> None:
+    q = make_queue(enable_partitioning=True, partition_count=4)
+    with client.get_queue_sender(q) as s:
+        for i in range(8):  # one send each: round-robin over the partitions
+            s.send_messages(ServiceBusMessage(str(i)))
+    with client.get_queue_receiver(q) as r, client.get_queue_receiver(q) as other:
+        got = r.receive_messages(2, max_wait_time=1)
+        assert len(got) == 2
+        rest = other.receive_messages(8, max_wait_time=1)
+        while len(got) + len(rest) < 8 and (more := other.receive_messages(8, max_wait_time=0.2)):
+            rest += more
+        assert sorted(str(m) for m in got + rest) == [str(i) for i in range(8)]  # nothing held back
+        r.complete_messages(got)
+        other.complete_messages(rest)
+    admin.delete_queue(q)
+    with client.get_queue_receiver(q) as r, pytest.raises(MessagingEntityNotFoundError):
+        r.receive_messages(1, max_wait_time=0)
 
 
 def test_large_and_small_messages_round_trip_in_one_batch(client: Any, make_queue: Any) -> None:
@@ -289,7 +352,7 @@ def test_settle_twice_and_foreign_messages(client: Any, make_queue: Any, admin: 
         s.send_messages(ServiceBusMessage("x"))
     with client.get_queue_receiver(q) as r, client.get_queue_receiver(q + "-other") as other:
         [m] = r.receive_messages(1, max_wait_time=1)
-        with pytest.raises(InvalidOperationError):
+        with pytest.raises(InvalidOperationError, match=r"received from '.*' \(main queue\)"):
             other.complete_message(m)
         with pytest.raises(ValueError):  # wrong type: a typed error that is also ValueError/TypeError
             r.complete_message("not a message")  # type: ignore[arg-type]
@@ -298,6 +361,21 @@ def test_settle_twice_and_foreign_messages(client: Any, make_queue: Any, admin: 
             r.complete_message(m)
         peeked = r.peek_messages(1, sequence_number=1)
         assert peeked == []
+
+
+def test_a_batch_with_a_bad_message_names_that_message_and_settles_none(client: Any, make_queue: Any) -> None:
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+    with client.get_queue_receiver(q) as r:
+        a, b = r.receive_messages(2, max_wait_time=1)
+        r.complete_message(b)
+        with pytest.raises(MessageAlreadySettled):  # b's error, not one about the good message before it
+            r.complete_messages([a, b])
+        with pytest.raises(InvalidArgumentError, match="twice"):
+            r.complete_messages([a, a])
+        assert not a.settled
+        r.complete_message(a)  # the refused batches settled nothing
 
 
 def test_unknown_lock_token_is_lock_lost(client: Any, make_queue: Any) -> None:

@@ -189,6 +189,28 @@ def test_an_elapsed_session_lock_frees_the_session_and_settling_raises_session_l
     second.close()
 
 
+def test_an_elapsed_session_lock_is_lost_even_when_nobody_took_the_session(
+    client: ServiceBusClient, make_queue: Any
+) -> None:
+    q = make_queue(requires_session=True, lock_duration=LOCK)
+    send(client, q, msg("one", "a"), msg("two", "a"))
+    with client.get_queue_receiver(q, session_id="a") as r:
+        assert r.session is not None
+        (m,) = r.receive_messages(1, max_wait_time=1)
+        until = r.session.locked_until_utc
+        eventually(lambda: datetime.now(UTC) > until + timedelta(milliseconds=50), timeout=3)
+        with pytest.raises(SessionLockLostError):
+            r.session.renew_lock()
+        with pytest.raises(SessionLockLostError):
+            r.receive_messages(1, max_wait_time=0)
+        with pytest.raises(SessionLockLostError):
+            r.complete_message(m)
+    with client.get_queue_receiver(q, session_id="a") as again:  # both messages are still there
+        got = again.receive_messages(5, max_wait_time=1)
+        assert [str(g) for g in got] == ["one", "two"]
+        again.complete_messages(got)
+
+
 def test_renewing_the_session_renews_its_messages(client: ServiceBusClient, make_queue: Any) -> None:
     q = make_queue(requires_session=True, lock_duration=LOCK)
     send(client, q, msg("m", "a"))
