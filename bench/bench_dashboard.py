@@ -14,7 +14,7 @@ then times, median of --rounds:
                  waits for before it can draw the page
   * json         GET /api/overview (what the charts poll every two seconds)
 
-The issue's target: the overview renders in under 300 ms with 1,000 entities of 16 partitions.
+The target: the overview renders in under 300 ms with 1,000 entities of 16 partitions.
 Results: bench/results/dashboard.json, with the machine's load average (1, 5, 15 min) before the
 timed rounds and after them: the machine may be shared, and a loaded one reads slower.
 """

@@ -454,7 +454,7 @@ def dashboard(d: Json) -> Iterator[str]:
         )
     yield (
         f"`bench/bench_dashboard.py`: the overview of {d['entities']} entities of {d['partitions']} partitions "
-        f"each, ms over {d['rounds']} rounds; the page is {d['html_bytes'] / 1024:.0f} KiB of HTML. The issue's "
+        f"each, ms over {d['rounds']} rounds; the page is {d['html_bytes'] / 1024:.0f} KiB of HTML. The "
         f"target is under 300 ms for the page.{load}"
     )
     yield ""
