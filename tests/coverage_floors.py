@@ -59,7 +59,7 @@ def whole_suite(config: pytest.Config, deselected: int) -> tuple[bool, str]:
         return False, "tests deselected (-k, -m or --deselect)"
     if getattr(config.option, "lf", False) or getattr(config.option, "failedfirst", False):
         return False, "--lf/--ff"
-    if config.option.exitfirst or config.option.maxfail:
+    if getattr(config.option, "exitfirst", False) or getattr(config.option, "maxfail", 0):
         return False, "-x/--maxfail may stop the run early"
     return True, ""
 

@@ -373,8 +373,8 @@ class QueueModel(RuleBasedStateMachine):
     # -- rules: settling
     def _expect(self, name: str, g: Any) -> tuple[Msg, type[Exception] | None]:
         m = self.msgs[g.body.decode()]
-        if g.settled:
-            return m, MessageAlreadySettled
+        if g.settled:  # a RECEIVE_AND_DELETE message cannot be settled at all (the SDK's ValueError)
+            return m, InvalidOperationError if name == "rd" else MessageAlreadySettled
         if m.holder is g and m.until >= self.now and m.state in (LOCKED, DLQ_LOCKED):
             return m, None
         return m, MessageLockLostError
