@@ -697,6 +697,11 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         self.state = state
         self.dead_letter_reason = self.dead_letter_error_description = None
 
+    def _set(self, key: str, value: Any) -> None:
+        # a changed header is encoded again with the stored body (sending a received message on)
+        self._body = codec.body_of(self._raw)
+        super()._set(key, value)
+
     def _hdr(self) -> dict[str, Any]:
         if self._h is None:
             header = codec.header_of(self._raw)

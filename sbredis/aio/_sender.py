@@ -209,6 +209,8 @@ class ServiceBusSender:
         batch = validation.as_messages(messages)
         if not batch:
             return []
+        for m in batch:  # as the SDK does: the stored and the received message carry the time
+            m.scheduled_enqueue_time_utc = schedule_time_utc
         with instrument.operation("schedule", self.entity_name, batch) as op:
             seqs: list[int] = await self._pipe.submit(at, batch)
             op.done(seqs)

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tests.compat.live import port_tree, run_file
+from tests.compat.live import port_tree, run_all
 from tests.compat.samples import add_acl_user, run_sample
 from tests.compat.sdist import azure_servicebus_source
 from tests.compat.test_live import FILES, _key
@@ -43,16 +43,7 @@ SAMPLES_HEADER = """\
 def run_live(files: list[str], parallel: int) -> dict[str, dict[str, Any]]:
     work = Path(tempfile.mkdtemp(prefix="compat-regen-"))
     tree = port_tree(azure_servicebus_source(), work)
-
-    def one(relative: str) -> tuple[str, dict[str, Any]]:
-        run = Path(tempfile.mkdtemp(dir=work))
-        try:
-            return relative, run_file(tree, relative, run)
-        except AssertionError as e:
-            return relative, {relative: {"outcome": "error", "internals": False, "message": str(e)[:300]}}
-
-    with ThreadPoolExecutor(parallel) as pool:
-        return dict(pool.map(one, files))
+    return run_all(tree, files, work, parallel, listed("live_slow.txt"))
 
 
 def run_samples(parallel: int) -> dict[str, str | None]:

@@ -1,6 +1,8 @@
 """Microsoft's azure-servicebus 7.15.0 live tests, ported mechanically, each file run against its
 own redis-server (tests/compat/live.py), and compared with the lists:
 
+* live_slow.txt names the tests that wait on the clock for minutes: each runs in a process of its own;
+
 * a test that fails by reading the SDK's internals does not apply (counted, not run again);
 * not_applicable.txt names the rest that cannot apply, with the reason;
 * live_known_gaps.txt names the tests that apply and do not pass yet. A failure not listed there
@@ -16,14 +18,11 @@ import json
 import os
 import warnings
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.compat.live import port_tree, run_file
-from tests.compat.sdist import azure_servicebus_source
+from tests.compat.live import BACKGROUND
 from tests.compat.test_samples import listed
 
 pytestmark = pytest.mark.compat
@@ -51,23 +50,20 @@ FILES = [
 ]
 NOT_APPLICABLE = listed("not_applicable.txt")
 KNOWN_GAPS = listed("live_known_gaps.txt")
-PARALLEL = int(os.environ.get("SBREDIS_COMPAT_PARALLEL", "4"))
+SLOW = listed("live_slow.txt")
+# The run starts as soon as the suite is collected (tests/compat/conftest.py) and shares the machine
+# with the rest of the suite: few files at a time (the slow tests wait apart from these).
+PARALLEL = int(os.environ.get("SBREDIS_COMPAT_PARALLEL", "3"))
+
+
+def start_live_run() -> None:
+    BACKGROUND.start(FILES, PARALLEL, SLOW)
 
 
 @pytest.fixture(scope="module")
-def live_results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict[str, Any]]]:
-    """Every file's results (the files run side by side: most of their time is waiting)."""
-    work = tmp_path_factory.mktemp("compat-live")
-    tree = port_tree(azure_servicebus_source(), work)
-
-    def one(relative: str) -> tuple[str, dict[str, Any]]:
-        try:
-            return relative, run_file(tree, relative, Path(tmp_path_factory.mktemp("run")))
-        except AssertionError as e:
-            return relative, {relative: {"outcome": "error", "internals": False, "message": str(e)[:300]}}
-
-    with ThreadPoolExecutor(PARALLEL) as pool:
-        results = dict(pool.map(one, FILES))
+def live_results() -> Iterator[dict[str, dict[str, Any]]]:
+    """Every file's results."""
+    results, work = BACKGROUND.results(FILES, PARALLEL, SLOW)
     summary = _summary(results)
     (work / "summary.json").write_text(json.dumps(summary, indent=1))
     print("\nazure-servicebus live tests on sbredis:", json.dumps(summary["totals"]))
@@ -95,7 +91,7 @@ def _summary(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"totals": dict(totals)}
 
 
-@pytest.mark.timeout(3600)  # the first test waits for every file (about 6 minutes on 2 cores)
+@pytest.mark.timeout(3600)  # the first test waits for the whole run (started at collection)
 @pytest.mark.parametrize("relative", FILES)
 def test_live_file(relative: str, live_results: dict[str, dict[str, Any]]) -> None:
     tests = live_results[relative]
@@ -105,6 +101,8 @@ def test_live_file(relative: str, live_results: dict[str, dict[str, Any]]) -> No
         for nodeid, r in tests.items()
         if r["outcome"] in ("failed", "error") and not r["internals"] and _key(relative, nodeid) not in NOT_APPLICABLE
     }
+    unrun = [k for k in SLOW if k.split("::", 1)[0] == relative and k not in tests]
+    assert not unrun, f"live_slow.txt names tests that did not run: {unrun}"
     mine = {k for k in KNOWN_GAPS if k.split("::", 1)[0] == relative}
     new = {k: v for k, v in failing.items() if k not in KNOWN_GAPS}
     fixed = sorted(mine - set(failing))

@@ -200,6 +200,24 @@ def test_scheduled_message_materializes_at_its_time(client: Any, admin: Any, mak
         r.complete_message(m)
 
 
+def test_schedule_messages_sets_the_scheduled_time_a_receiver_reads(client: Any, make_queue: Any) -> None:
+    q = make_queue()
+    with client.get_queue_sender(q) as s, client.get_queue_receiver(q) as r:
+        s.send_messages(ServiceBusMessage("again"))
+        [received] = r.receive_messages(1, max_wait_time=5)
+        r.complete_message(received)
+        at = (datetime.now(UTC) + timedelta(milliseconds=300)).replace(microsecond=0) + timedelta(seconds=1)
+        fresh = ServiceBusMessage("fresh")
+        s.schedule_messages([received, fresh], at)
+        # the SDK sets it on the messages given, received ones included
+        assert fresh.scheduled_enqueue_time_utc == at
+        got = eventually(lambda: r.receive_messages(2, max_wait_time=0.2), timeout=10)
+        got += r.receive_messages(2, max_wait_time=0.5) if len(got) < 2 else []
+        assert sorted(str(m) for m in got) == ["again", "fresh"]
+        assert [m.scheduled_enqueue_time_utc for m in got] == [at, at]
+        assert all(m.enqueued_time_utc >= at for m in got)
+
+
 def test_scheduled_enqueue_time_on_message(client: Any, make_queue: Any) -> None:
     q = make_queue()
     at = datetime.now(UTC) + timedelta(milliseconds=300)
@@ -275,3 +293,15 @@ def test_resending_same_message_object_is_deduplicated(client: Any, make_queue: 
             s.send_messages(m)
     with client.get_queue_receiver(q) as r:
         assert [str(x) for x in r.receive_messages(10, max_wait_time=0.5)] == ["once"]
+
+
+def test_a_received_message_changed_and_sent_on_keeps_its_body(client: Any, make_queue: Any) -> None:
+    q = make_queue()
+    with client.get_queue_sender(q) as s, client.get_queue_receiver(q, max_wait_time=5) as r:
+        s.send_messages(ServiceBusMessage(b"\x00payload", subject="first", application_properties={"k": 1}))
+        [m] = r.receive_messages(1)
+        r.complete_message(m)
+        m.subject = "second"
+        s.send_messages(m)
+        [again] = r.receive_messages(1)
+        assert (again.body, again.subject, again.application_properties) == (b"\x00payload", "second", {"k": 1})
