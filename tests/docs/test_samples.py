@@ -104,7 +104,7 @@ SAMPLE_CHECKS = {
     "docs/paired-namespaces.md:10": _check_paired,
     "docs/rules.md:12": _check_rules,
     "docs/topics.md:4": _check_topics,
-    "README.md:33": _check_readme,
+    "README.md:35": _check_readme,
 }
 
 
