@@ -54,6 +54,7 @@ from ..management import (
 )
 from . import actions, html
 from .counts import Entity, Rates, Reader
+from .counts import totals as rate_totals
 
 STATIC = Path(__file__).with_name("static")
 CSRF_COOKIE, AUTH_COOKIE = "sbredis_csrf", "sbredis_auth"
@@ -293,9 +294,7 @@ def create_app(settings: Settings) -> Starlette:
             found, rates = d.entities(only or None)
         except ServiceBusError as err:
             return JSONResponse({"error": redact_text(err.message)}, status_code=502)
-        totals = {
-            k: round(sum(r.get(k, 0.0) for r in rates.values()), 1) for k in ("sent", "completed", "dead_lettered")
-        }
+        totals = rate_totals(found, rates)
         out = []
         for ent in found:
             row = {**ent.as_json(), "rates": rates.get(ent.name, {})}

@@ -29,7 +29,8 @@ for base = 0, #KEYS - 18, 18 do
   local K = function(i) return KEYS[base + i] end
   local row = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
   -- a partition never written to has none of its logs (a log outlives its last entry), hence no size
-  -- and no sequence numbers yet: one call settles it, for most partitions of an idle namespace
+  -- and no messages: one call settles it, for most partitions of an idle namespace (a second reads
+  -- its sequence counter, which only a topic's partition has without a log)
   if redis.call('EXISTS', K(3), K(8), K(13), K(15)) > 0 then
     local st = redis.call('HMGET', K(2), 'size', 'seq', 'dseq')
     row[7], row[8], row[9] = tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0')
@@ -48,6 +49,8 @@ for base = 0, #KEYS - 18, 18 do
     local transfer = redis.call('XLEN', K(13))
     if transfer > 0 then row[10] = transfer - redis.call('ZCARD', K(14)) end
     row[11] = group(K(15), K(16), K(17), K(18))
+  else  -- a topic's partition keeps no log (its copies go to its subscriptions) but counts what was sent
+    row[8] = tonumber(redis.call('HGET', K(2), 'seq') or '0')
   end
   for i = 1, 11 do out[#out + 1] = row[i] end
 end

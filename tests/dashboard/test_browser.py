@@ -32,6 +32,8 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
     assert (cell(page, "orders", "scheduled"), cell(page, "orders", "deferred")) == ("2", "1")
     assert cell(page, "events/Subscriptions/lost", "transfer_dead_letter") == "3"
     assert cell(page, "events/Subscriptions/audit", "active") == "3"
+    # a topic stores nothing itself: its row sums its subscriptions'
+    assert (cell(page, "events", "active"), cell(page, "events", "transfer_dead_letter")) == ("3", "3")
     # size against the quota (max_size_in_megabytes per partition): a meter, and both in its title
     quota = page.locator('#entities tr[data-entity="orders"] .quota')
     title = quota.get_attribute("title") or ""
