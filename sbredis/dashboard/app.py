@@ -422,7 +422,8 @@ def _question(verb: str, name: str, v: dict[str, Any], seqs: list[int], queue: s
 
 def _run(d: Dashboard, verb: str, name: str, v: dict[str, Any], seqs: list[int], queue: str) -> actions.Outcome:
     if verb == "purge":
-        return actions.purge(d.client, d.admin, name, queue)
+        found = d.reader.read(name)
+        return actions.purge(d.client, d.admin, name, queue, sessions=bool(found) and found[0].requires_session)
     if verb == "resubmit":
         selected = None if v.get("all") else seqs
         target = str(v.get("target") or "")

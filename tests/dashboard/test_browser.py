@@ -373,3 +373,27 @@ def test_settings_cancel_and_send(page: Any, dashboard: Any, admin: Any, client:
         assert str(m) == '{"ping": 1}' and m.application_properties == {"kind": "test", "n": 2}
     finally:
         admin.delete_queue("later")
+
+
+def test_purge_a_session_queue(page: Any, dashboard: Any, admin: Any, client: Any) -> None:
+    """A session-enabled queue's active messages are purged session by session; its dead letters too."""
+    admin.create_queue("baskets", requires_session=True, enable_partitioning=True, partition_count=2)
+    try:
+        with client.get_queue_sender("baskets") as s:
+            s.send_messages([ServiceBusMessage(f"b{i}", session_id=f"basket-{i % 3}") for i in range(9)])
+        with client.get_queue_receiver("baskets", session_id="basket-0") as r:
+            r.dead_letter_messages(r.receive_messages(3, max_wait_time=2), reason="Abandoned")
+        page.goto(dashboard.url + "/entity/baskets")
+        page.get_by_role("button", name="Purge…").click()
+        assert "Purge every active message of baskets" in page.locator("#question").inner_text()
+        page.get_by_role("button", name="Yes, purge").click()
+        assert page.locator(".notice").inner_text() == "Purged 6 message(s) of baskets."
+        props = admin.get_queue_runtime_properties("baskets")
+        assert (props.active_message_count, props.dead_letter_message_count) == (0, 3)
+        page.locator("form.purge").get_by_label("Messages").select_option("deadletter")
+        page.get_by_role("button", name="Purge…").click()
+        page.get_by_role("button", name="Yes, purge").click()
+        assert page.locator(".notice").inner_text() == "Purged 3 message(s) of baskets."
+        assert admin.get_queue_runtime_properties("baskets").dead_letter_message_count == 0
+    finally:
+        admin.delete_queue("baskets")
