@@ -233,7 +233,9 @@ class Dashboard:
         self.transport.close()
 
     def entities(self, only: str | list[str] | None = None) -> tuple[list[Entity], dict[str, dict[str, float]]]:
-        found = self.reader.read(only)
+        """The entities (all, or those named in `only`) and the rates; with `only`, the subscriptions
+        read for a topic's counts follow the entities named (the caller shows the first len(only))."""
+        found = self.reader.read(only, helpers=True)
         return found, self.rates.update(found)
 
     def entity(self, name: str) -> tuple[Entity, dict[str, dict[str, float]]]:
@@ -296,7 +298,7 @@ def create_app(settings: Settings) -> Starlette:
             return JSONResponse({"error": redact_text(err.message)}, status_code=502)
         totals = rate_totals(found, rates)
         out = []
-        for ent in found:
+        for ent in found[:1] if only else found:
             row = {**ent.as_json(), "rates": rates.get(ent.name, {})}
             if only:
                 row["partitions"] = ent.partitions_json()
@@ -320,6 +322,7 @@ def create_app(settings: Settings) -> Starlette:
                 props = d.admin.get_topic(name)
                 subs = [(s, list(d.admin.list_rules(name, s.name))) for s in d.admin.list_subscriptions(name)]
                 counted, _ = d.entities([f"{name}/Subscriptions/{s.name}" for s, _ in subs])
+                counted = counted[: len(subs)]
                 rules = html.subscriptions_table(counted) + html.rules_table(name, subs)
             else:
                 assert sub is not None

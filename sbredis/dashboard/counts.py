@@ -200,10 +200,12 @@ class Reader:
             records.update({n: json.loads(v) for n, v in zip(more, values, strict=True) if v is not None})
         return records
 
-    def read(self, only: str | Sequence[str] | None = None) -> list[Entity]:
-        """Every queue, topic and subscription (or only those named in `only`), sorted by name (a
-        subscription after its topic), with its counts. A partition whose node does not answer is
-        marked unreachable and left out of the sums.
+    def read(self, only: str | Sequence[str] | None = None, *, helpers: bool = False) -> list[Entity]:
+        """Every queue, topic and subscription (or only those named in `only`, in that order), sorted
+        by name (a subscription after its topic), with its counts. A partition whose node does not
+        answer is marked unreachable and left out of the sums. `helpers`: with `only`, the
+        subscriptions read for a topic's counts come after the entities named (their rates make
+        the topic's).
 
         Raises:
             ServiceBusError: the registry cannot be read.
@@ -250,7 +252,8 @@ class Reader:
         fold_topics(entities)
         if wanted is not None:
             order = {n: i for i, n in enumerate(dict.fromkeys(wanted))}
-            entities = sorted((e for e in entities if e.name in order), key=lambda e: order[e.name])
+            named = sorted((e for e in entities if e.name in order), key=lambda e: order[e.name])
+            entities = named + [e for e in entities if e.name not in order] if helpers else named
         return entities
 
 

@@ -59,6 +59,11 @@ def check(url: str, admin: Any, client: Any, backend: str, Transport: Any) -> No
                 # an entity page reads only its entity: the same counts (a topic's from its subscriptions,
                 # a subscription's quota from its topic)
                 alone = {n: Reader(transport).read(n)[0] for n in (t, f"{t}/Subscriptions/s", q)}
+                assert [e.name for e in Reader(transport).read(t)] == [t]
+                with_helpers = [e.name for e in Reader(transport).read(t, helpers=True)]  # for the topic's rates
+                assert with_helpers[0] == t and sorted(with_helpers[1:]) == [
+                    f"{t}/Subscriptions/{n}" for n in ("lost", "s")
+                ]
             finally:
                 transport.close()
             rates.update(list(found.values()), now=0.0)
