@@ -383,8 +383,9 @@ def messages_page(
         check = (
             f'<td><input type="checkbox" name="seq" value="{m.sequence_number}" form="selected" '
             f'aria-label="select message {m.sequence_number}"></td>'
-            if not read_only and queue in ("deadletter", "transferdeadletter", "scheduled")
-            else ""
+            if not read_only
+            and (queue in ("deadletter", "transferdeadletter") or (queue == "scheduled" and ent.kind == "queue"))
+            else ""  # a subscription's scheduled copies are cancelled through their topic's sequence numbers
         )
         preview = body_of(m.body, view)
         short = preview if len(preview) <= 80 else preview[:79] + "…"
