@@ -184,6 +184,13 @@ def subscription_keys(topic: str, subscription: str, partition: int) -> tuple[st
     return tuple(f"{prefix}:{name}" for name in PARTITION_KEY_NAMES)
 
 
+def session_times_key(owner: tuple[str, ...]) -> str:
+    """The zset of the partition whose keys are `owner`: session id -> when its state was last set
+    (server ms), for list_*_sessions(state_updated_after=). Passed only to the scripts that set
+    the state or list by it, after the partition's keys."""
+    return owner[0][: -len(":cfg")] + ":su"
+
+
 def transfer_keys(owner: tuple[str, ...]) -> tuple[str, ...]:
     """The transfer queue's keys of the partition whose keys are `owner`."""
     prefix = owner[0][: -len(":cfg")]
