@@ -314,7 +314,7 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
 
     Raises:
         InvalidArgumentError: an unknown keyword, a wrong type or a value out of range.
-        InvalidOperationError: a setting this version does not support yet.
+        InvalidOperationError: partition_count without enable_partitioning.
     """
     check_name(name)
     unknown = set(kwargs) - _SETTABLE
@@ -358,8 +358,6 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
     p.partition_count = _int("partition_count", p.partition_count or default_count, 1, MAX_PARTITIONS)
     if not p.enable_partitioning and p.partition_count != 1:
         raise InvalidOperationError("partition_count needs enable_partitioning=True")
-    if p.requires_session and p.forward_to:
-        raise InvalidOperationError("requires_session with forward_to is not supported by this sbredis version yet")
     return p
 
 

@@ -236,7 +236,6 @@ def build_subscription(
 
     Raises:
         InvalidArgumentError: an unknown keyword, a wrong type or a value out of range.
-        InvalidOperationError: a setting this version does not support (sessions with forward_to).
     """
     check_name(topic, "topic")
     check_subscription_name(name)
@@ -266,8 +265,6 @@ def build_subscription(
     p.forward_dead_lettered_messages_to = check_forward(
         path, "forward_dead_lettered_messages_to", p.forward_dead_lettered_messages_to
     )
-    if p.requires_session and p.forward_to:
-        raise InvalidOperationError("requires_session with forward_to is not supported by this sbredis version yet")
     return p
 
 

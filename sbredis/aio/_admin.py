@@ -72,7 +72,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
             MessagingEntityNotFoundError: forward_to or forward_dead_lettered_messages_to names no entity.
         """
         p = build_queue(queue_name, **kwargs)
-        targets = forward_targets(p)
+        targets = [t for t in forward_targets(p) if t != p.name]  # itself: it exists once created
         check_forward_targets(targets, await self._registry.get_many(targets))
         now = await self._now_ms()
         cmds = admin_commands.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete

@@ -113,7 +113,6 @@ def test_unknown_keywords_are_named() -> None:
     [
         {"partition_count": 4},
         {"enable_partitioning": False, "partition_count": 16},
-        {"requires_session": True, "forward_to": "other"},
     ],
     ids=repr,
 )

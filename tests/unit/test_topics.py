@@ -69,8 +69,8 @@ def test_subscription_defaults_and_validation() -> None:
     with pytest.raises(InvalidArgumentError):
         topic_entity.build_subscription("t", "s", forward_to="x/Subscriptions/y")
     assert topic_entity.build_subscription("t", "s", forward_to="q").forward_to == "q"
-    with pytest.raises(InvalidOperationError):
-        topic_entity.build_subscription("t", "s", requires_session=True, forward_to="q")
+    s = topic_entity.build_subscription("t", "s", requires_session=True, forward_to="q")  # sessions forward too
+    assert s.requires_session and s.forward_to == "q"
 
 
 def test_auto_delete_minimum_and_the_test_bound(monkeypatch: pytest.MonkeyPatch) -> None:
