@@ -367,7 +367,7 @@ def owner_config_commands(keys_: tuple[str, ...], cfg: dict[str, str | int]) -> 
 
 
 def owner_delete_keys(keys_: tuple[str, ...]) -> tuple[str, ...]:
-    return (*keys_, keys.session_times_key(keys_), *keys.transfer_keys(keys_))
+    return (*keys_, *keys.transfer_keys(keys_))
 
 
 def idle_commands(path: str, auto_delete: timedelta, now_ms: int) -> list[tuple[Any, ...]]:

@@ -7,7 +7,7 @@
   id travels in the message, so the destination keeps the session (fanout.destination_partition
   puts a session in one partition, and a destination that requires sessions files it there).
   A Disabled entity moves nothing (its outbox is still returned).
-  KEYS: the partition's 23 keys, then its transfer queue's 23 (includes/keysets.lua)
+  KEYS: the partition's 24 keys, then its transfer queue's 24 (includes/keysets.lua)
   ARGV[1] most messages to move   ARGV[2] most entries to return   ARGV[3] sweep limit
   Returns: {now_ms, incarnation, then 7 per entry: outbox seq, destination, hop count,
            expires_ms, blob, dead-letter reason, dead-letter description}

@@ -6,11 +6,10 @@
   microseconds) or one HSCAN of LIST_PAGE (the per-call cap) and returns where the next call
   goes on.
   With ARGV[2] (state_updated_after), only the sessions whose state was set after that time:
-  a page of LIST_PAGE from the session-times zset, by score.
-  KEYS: the partition's 23 keys (includes/partition.lua), then its session-times zset (sid -> ms
-        the state was last set; keys.session_times_key)
+  a page of LIST_PAGE from SES.su, by score.
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] cursor ('' or absent: from the start; else the `next` of the previous call)
-  ARGV[2] state updated after, ms ('' or absent: every session)
+  ARGV[2] state updated after (ms; '' or absent: every session)
   Returns: {next, session id, ...} (unordered, may repeat; next: '' when the listing is complete)
   Errors:  NOTFOUND
 ]]
@@ -28,7 +27,7 @@ if after ~= '' then
   -- the cursor: 'u' and the offset into the zset's members above `after`
   local offset = 0
   if cursor ~= '' then offset = tonumber(string.sub(cursor, 2)) or 0 end
-  local r = redis.call('ZRANGEBYSCORE', KEYS[24], '(' .. after, '+inf', 'LIMIT', offset, LIST_PAGE)
+  local r = redis.call('ZRANGEBYSCORE', SES.su, '(' .. after, '+inf', 'LIMIT', offset, LIST_PAGE)
   local out = {''}
   for i = 1, #r do out[#out + 1] = r[i] end
   if #r == LIST_PAGE then out[1] = 'u' .. (offset + LIST_PAGE) end

@@ -141,7 +141,8 @@ def test_stale_reply_rebuilds_the_call() -> None:
     assert subs == fanout.TopicSubs("3", ("a", "b"), ("a",))
     again = fanout.rebuild(call, "t", subs)
     assert again.args[:4] == ("3", 2, "a", "b") and again.args[4:] == call.args[2:]
-    assert again.keys[23:46] == keys.subscription_keys("t", "a", 2)
+    n = keys.NUM_PARTITION_KEYS
+    assert again.keys[n : 2 * n] == keys.subscription_keys("t", "a", 2)
     assert fanout.stale_subs([1234, 5]) is None
 
 

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any
 
-from ..keys import session_times_key
 from .base import Call, partition_call, text
 
 NAME = "session_list"
-ARGV = ("cursor", "state updated after (ms; '' for every session)")
+ARGV = ("cursor", "state updated after")
 
 
 def call(entity: str, partition: int, cursor: str = "", after_ms: int | None = None) -> Call:
     """`cursor`: '' for the first page, else the previous page's next_cursor. `after_ms`: only
     the sessions whose state was set after this server time (and still is)."""
-    c = partition_call(NAME, entity, partition, (cursor, "" if after_ms is None else str(after_ms)))
-    return replace(c, keys=(*c.keys, session_times_key(c.keys)))
+    return partition_call(NAME, entity, partition, (cursor, "" if after_ms is None else str(after_ms)))
 
 
 def next_cursor(reply: list[Any]) -> str:

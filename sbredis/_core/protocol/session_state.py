@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from ..keys import session_times_key
 from .base import Call, partition_call
 
 NAME = "session_state"
 ARGV = ("op", "session id", "the session lock's nonce", "the state")
-
-
-def _with_times(c: Call) -> Call:
-    """The call with the partition's session-times key after its keys (KEYS[24])."""
-    return replace(c, keys=(*c.keys, session_times_key(c.keys)))
 
 
 def get_call(entity: str, partition: int, session_id: str, nonce: str) -> Call:
@@ -28,8 +21,8 @@ def count_call(entity: str, partition: int, session_id: str, nonce: str) -> Call
 def set_call(entity: str, partition: int, session_id: str, nonce: str, state: bytes | None) -> Call:
     """Set the state; None deletes it."""
     if state is None:
-        return _with_times(partition_call(NAME, entity, partition, ("del", session_id, nonce)))
-    return _with_times(partition_call(NAME, entity, partition, ("set", session_id, nonce, state)))
+        return partition_call(NAME, entity, partition, ("del", session_id, nonce))
+    return partition_call(NAME, entity, partition, ("set", session_id, nonce, state))
 
 
 def parse_state(reply: Any) -> bytes | None:
