@@ -87,3 +87,19 @@ def test_an_entity_may_forward_to_itself() -> None:
     assert (q.forward_to, q.forward_dead_lettered_messages_to) == ("q", "q")
     s = build_subscription("t", "s", forward_to="t")
     assert s.forward_to == "t"
+
+
+@pytest.mark.parametrize(
+    ("url", "namespace"),
+    [
+        ("redis://user:secret@127.0.0.1:6380/0", "127.0.0.1:6380"),
+        ("rediss+cluster://a:b@h1:7000,h2:7001/", "h1:7000"),
+        ("redis://cache", "cache"),
+        ("unix:///tmp/redis.sock", "localhost"),
+        ("memory://x", "localhost"),
+    ],
+)
+def test_the_namespace_of_forwarding_addresses(url: str, namespace: str) -> None:
+    from sbredis._core.connection import namespace_of
+
+    assert namespace_of(url) == namespace  # never the credentials
