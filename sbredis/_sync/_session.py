@@ -153,6 +153,8 @@ class ServiceBusSession:
                 if self._locked(p, nonce, reply, meta.generation):
                     self._cursor = p + 1
                     return
+            if self._context.forwarder.pull(entity):
+                continue  # sessions forwarded here were waiting in an outbox upstream (see _forwarder.py)
             now = time.monotonic()
             if now >= deadline:
                 raise OperationTimeoutError(

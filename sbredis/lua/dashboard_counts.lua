@@ -3,15 +3,15 @@
   overview. stats.lua reads one queue per call; this reads a partition and its transfer queue
   together and skips the sorted sets of a group whose log is empty (most of them, on an idle
   namespace), so a thousand 16-partition entities cost 16,000 short calls.
-  KEYS: per partition, 18 of the 23 keys of includes/partition.lua, under its hash tag:
+  KEYS: per partition, 18 of the 24 keys of includes/partition.lua, under its hash tag:
     [1] cfg  [2] st  [3] log  [4] ready  [5] locked  [6] deferred  [7] sched
     [8] dlq log  [9] dlq ready  [10] dlq locked  [11] dlq deferred  [12] sessions' ready index (SES.sr)
     [13] transfer log  [14] transfer sched
     [15] transfer dlq log  [16] transfer dlq ready  [17] transfer dlq locked  [18] transfer dlq deferred
     then 18 more per further partition (on a standalone server the dashboard passes many partitions
     in one call, sparing the per-call cost; a cluster needs one call per partition: one hash tag
-    per call). Only the 18 keys read are passed: the whole 23 of a partition and of its transfer
-    queue would be 46 keys a partition, and the overview passes every partition's at every read.
+    per call). Only the 18 keys read are passed: the whole 24 of a partition and of its transfer
+    queue would be 48 keys a partition, and the overview passes every partition's at every read.
   ARGV: none
   Returns: per partition {found, active, locked, deferred, scheduled, dead_letter, size_bytes, last_seq,
             last_dlq_seq, transfer, transfer_dead_letter}, flattened (found is always 1: a partition
