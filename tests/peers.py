@@ -3,7 +3,7 @@
 Some tests run a peer's test suite against sbredis (kombu's transport integration tests against
 ``sbredis://``). That code is not copied into this repository: the pinned sdist is downloaded with
 pip into a cache folder, extracted there once, and imported from the extracted tree. Later runs
-reuse the cache.
+reuse the cache; concurrent ones (pytest-xdist workers) wait on a lock file while one downloads.
 
 Cache folder: ``$SBREDIS_TEST_CACHE``, default ``~/.cache/sbredis-tests``. A failed download raises
 `PeerSourceError` with pip's output; the tests that need the code turn it into a failure, not
