@@ -81,29 +81,34 @@ class RedisServer:
         """
         deadline = time.monotonic() + START_TIMEOUT
         attempts = 0
+        output = ""  # of the last attempt that wrote any
         while True:
             attempts += 1
             failure = self._launch(deadline)
             if failure is None:
                 self._started = True
                 return self
+            output = failure or output
             if time.monotonic() >= deadline:
                 raise RuntimeError(
                     f"redis-server ({self.binary or server_binary()}) did not start on port {self.port} within "
-                    f"{START_TIMEOUT:g} s ({attempts} attempts); the end of its output:\n{failure}"
+                    f"{START_TIMEOUT:g} s ({attempts} attempts); the end of its output:\n{output or '(none)'}"
                 )
             if not self._started:
                 self.port = self._fresh_port()
+            else:
+                time.sleep(0.1)  # the same port: give whoever holds it a moment
 
     def _fresh_port(self) -> int:
         return free_port()
 
     def _launch(self, deadline: float) -> str | None:
-        """One attempt: None once the server is ready, else the tail of its output (it exited or the
-        deadline passed; it is not left running)."""
+        """One attempt: None once the server is ready, else the tail of what it wrote this time,
+        possibly empty (it exited or the deadline passed; it is not left running)."""
         log = Path(self.dir) / "redis.log"
         out = Path(self.dir) / "redis.out"  # what redis-server prints before it opens the log file
         offset = log.stat().st_size if log.exists() else 0
+        out_offset = out.stat().st_size if out.exists() else 0
         args = [
             self.binary or server_binary(),
             "--port",
@@ -135,8 +140,8 @@ class RedisServer:
             if exited or time.monotonic() >= deadline:
                 if not exited:
                     self.kill()
-                tail = (_log_since(out, 0) + _log_since(log, offset))[-3000:]
-                return tail.decode(errors="replace") or "(no output)"
+                tail = (_log_since(out, out_offset) + _log_since(log, offset))[-3000:]
+                return tail.decode(errors="replace").strip()
             time.sleep(0.02)
 
     def kill(self) -> None:
