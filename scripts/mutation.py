@@ -632,7 +632,8 @@ def copy_tree(dst: Path) -> None:
 
 def pytest(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--no-header", *tests]
+    # -n0: one process (a mutant's few target tests finish sooner than xdist's workers start)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-n0", "-p", "no:cacheprovider", "--no-header", *tests]
     t0 = time.monotonic()
     # its own process group: a run past the timeout is killed with the redis-servers it started
     proc = subprocess.Popen(

@@ -21,11 +21,18 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.redis_cluster import RedisCluster
 from tests.redis_server import RedisServer
 
-pytest_plugins = ["tests.coverage_floors"]  # per-module coverage floors, checked when the whole suite runs
+# per-module coverage floors, checked when the whole suite runs; the suite's xdist scheduling
+pytest_plugins = ["tests.coverage_floors", "tests.parallel"]
+
+# The suite shares the machine with its other workers and servers: a per-example deadline would fail
+# on load, not on a slow implementation. Tests that set their own settings keep them.
+settings.register_profile("sbredis", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("sbredis")  # --hypothesis-profile still chooses another
 
 MEMORY_URL = "memory://conformance"  # the in-process backend (fakeredis running the same Lua scripts)
 

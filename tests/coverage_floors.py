@@ -4,6 +4,9 @@ pytest-cov measures ``sbredis/`` on every run (``addopts`` in pyproject.toml) an
 this plugin then reads the combined data and fails the run if a module's line coverage is under its
 floor: 90 % unless ``tests/coverage_floors.txt`` names a lower ratchet for it.
 
+Under pytest-xdist the check runs in the controller only, after pytest-cov has combined the
+workers' data.
+
 A floor only means something for the whole suite, so the check runs when pytest was given no test
 arguments (or only the ``tests`` folder) and selected everything it collected: running one file, a
 ``-k``/``-m`` expression or ``--lf`` prints the report but never fails on a floor.
@@ -55,7 +58,8 @@ def whole_suite(config: pytest.Config, deselected: int) -> tuple[bool, str]:
     for arg in config.args:
         if "::" in arg or Path(arg).resolve() not in (tests_root, ROOT):
             return False, f"a subset of the suite ({arg})"
-    if config.option.keyword or config.option.markexpr or deselected:
+    # under xdist the workers deselect, so the controller sees the options, not pytest_deselected
+    if config.option.keyword or config.option.markexpr or deselected or getattr(config.option, "deselect", None):
         return False, "tests deselected (-k, -m or --deselect)"
     if getattr(config.option, "lf", False) or getattr(config.option, "failedfirst", False):
         return False, "--lf/--ff"
@@ -89,6 +93,8 @@ class FloorsPlugin:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         result = yield
+        if hasattr(session.config, "workerinput"):
+            return result  # an xdist worker: its data is a part; the controller checks the combined data
         cov_plugin = session.config.pluginmanager.getplugin("_cov")
         controller = getattr(cov_plugin, "cov_controller", None)
         if controller is None or session.config.option.collectonly:

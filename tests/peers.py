@@ -3,7 +3,7 @@
 Some tests run a peer's test suite against sbredis (kombu's transport integration tests against
 ``sbredis://``). That code is not copied into this repository: the pinned sdist is downloaded with
 pip into a cache folder, extracted there once, and imported from the extracted tree. Later runs
-reuse the cache.
+reuse the cache; concurrent ones (pytest-xdist workers) wait on a lock file while one downloads.
 
 Cache folder: ``$SBREDIS_TEST_CACHE``, default ``~/.cache/sbredis-tests``. A failed download raises
 `PeerSourceError` with pip's output; the tests that need the code turn it into a failure, not
@@ -12,6 +12,7 @@ a skip, so a run without the peer's tests never passes silently.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import importlib.util
 import os
@@ -59,6 +60,16 @@ def fetch_sdist(name: str, version: str) -> Path:
     if target.is_dir():
         return target
     root.mkdir(parents=True, exist_ok=True)
+    # parallel test workers (pytest-xdist) and concurrent runs: one downloads, the others wait for it
+    with (root / f".{name}-{version}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.is_dir():
+            return target
+        _download(name, version, root, target)
+    return target
+
+
+def _download(name: str, version: str, root: Path, target: Path) -> None:
     with tempfile.TemporaryDirectory(prefix=f".{name}-{version}-", dir=root) as tmp:
         download = Path(tmp, "download")
         cmd = [sys.executable, "-m", "pip", "download", f"{name}=={version}", "--no-deps", "--no-binary", ":all:"]
@@ -92,7 +103,6 @@ def fetch_sdist(name: str, version: str) -> Path:
         except OSError:
             if not target.is_dir():
                 raise
-    return target
 
 
 def load_module(path: Path, module_name: str) -> ModuleType:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 
 import redis
 
@@ -47,6 +48,11 @@ class ClusterNode(RedisServer):
         self.port = _cluster_port()
         self.extra += ["--cluster-config-file", f"{self.dir}/nodes.conf"]
         self.password: str | None = None
+
+    def _fresh_port(self) -> int:
+        # a failed first start may have written the old port into the node's cluster config
+        Path(self.dir, "nodes.conf").unlink(missing_ok=True)
+        return _cluster_port()
 
     def client(self) -> redis.Redis:
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5, password=self.password)

@@ -20,6 +20,17 @@ import time
 from pathlib import Path
 
 MULTI, EXEC = b"*1\r\n$5\r\nMULTI\r\n", b"*1\r\n$4\r\nEXEC\r\n"
+READY = b"Ready to accept connections"  # redis-server's log line once it serves clients (6.2 to 8.x)
+START_TIMEOUT = 30.0  # seconds; generous because parallel test workers load the machine
+
+
+def _log_since(path: Path, offset: int) -> bytes:
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            return f.read()
+    except FileNotFoundError:
+        return b""
 
 
 def server_binary() -> str:
@@ -43,7 +54,8 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """One redis-server on 127.0.0.1; `restart()` keeps its data directory and port."""
+    """One redis-server on 127.0.0.1; `restart()` keeps its data directory and port. Its log is
+    ``redis.log`` in its data directory."""
 
     def __init__(self, *extra: str, binary: str | None = None, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
@@ -52,12 +64,51 @@ class RedisServer:
         self.binary = binary  # default: server_binary()
         self.env = env  # extra environment variables for the server process (e.g. LD_PRELOAD)
         self.proc: subprocess.Popen[bytes] | None = None
+        self._started = False  # once started, the port stays (restarts, clients holding the URL)
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
+        """Start the server and wait until its log says it is ready (a PING could be answered by
+        another worker's server that took the port first).
+
+        A first start that fails (the port taken between `free_port()` and the bind, by a parallel
+        test worker) tries again on a fresh port; a restart keeps the port, which clients and the
+        data directory's cluster config name. Raises RuntimeError with the log's tail after
+        START_TIMEOUT seconds.
+        """
+        deadline = time.monotonic() + START_TIMEOUT
+        attempts = 0
+        output = ""  # of the last attempt that wrote any
+        while True:
+            attempts += 1
+            failure = self._launch(deadline)
+            if failure is None:
+                self._started = True
+                return self
+            output = failure or output
+            if time.monotonic() >= deadline:
+                raise RuntimeError(
+                    f"redis-server ({self.binary or server_binary()}) did not start on port {self.port} within "
+                    f"{START_TIMEOUT:g} s ({attempts} attempts); the end of its output:\n{output or '(none)'}"
+                )
+            if not self._started:
+                self.port = self._fresh_port()
+            else:
+                time.sleep(0.1)  # the same port: give whoever holds it a moment
+
+    def _fresh_port(self) -> int:
+        return free_port()
+
+    def _launch(self, deadline: float) -> str | None:
+        """One attempt: None once the server is ready, else the tail of what it wrote this time,
+        possibly empty (it exited or the deadline passed; it is not left running)."""
+        log = Path(self.dir) / "redis.log"
+        out = Path(self.dir) / "redis.out"  # what redis-server prints before it opens the log file
+        offset = log.stat().st_size if log.exists() else 0
+        out_offset = out.stat().st_size if out.exists() else 0
         args = [
             self.binary or server_binary(),
             "--port",
@@ -73,19 +124,25 @@ class RedisServer:
             "--protected-mode",
             "no",
             *self.extra,
+            # last, so that the readiness line is always written where start() looks for it
+            "--logfile",
+            str(log),
+            "--loglevel",
+            "notice",
         ]
         env = {**os.environ, **self.env} if self.env else None
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(64).startswith((b"+PONG", b"-NOAUTH")):  # up (with or without a password)
-                        return self
-            except OSError:
-                time.sleep(0.02)
-        raise RuntimeError(f"redis-server did not start on port {self.port}")
+        with out.open("ab") as sink:
+            self.proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, env=env)
+        while True:
+            if _log_since(log, offset).find(READY) >= 0:
+                return None
+            exited = self.proc.poll() is not None
+            if exited or time.monotonic() >= deadline:
+                if not exited:
+                    self.kill()
+                tail = (_log_since(out, out_offset) + _log_since(log, offset))[-3000:]
+                return tail.decode(errors="replace").strip()
+            time.sleep(0.02)
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:

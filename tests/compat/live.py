@@ -111,9 +111,11 @@ def run_all(tree: Path, files: Sequence[str], workdir: Path, parallel: int, slow
             if only:
                 return run_file(tree, relative, run, only=only, timeout=SLOW_TIMEOUT)
             return run_file(tree, relative, run, skip=slow_of[relative])
-        except AssertionError as e:
+        except Exception as e:  # one file's failure (a server that did not start, bad results) is its own
             key = only[0] if len(only) == 1 else relative
-            return {key: {"outcome": "error", "internals": False, "message": str(e)[:300]}}
+            message = str(e) if isinstance(e, AssertionError) else f"{type(e).__name__}: {e}"
+            limit = 300 if isinstance(e, AssertionError) else 1500  # keep a server's log tail readable
+            return {key: {"outcome": "error", "internals": False, "message": message[:limit]}}
 
     singles = [(relative, nodeid) for relative in files for nodeid in slow_of[relative]]
     with ThreadPoolExecutor(max(1, len(singles))) as waiting, ThreadPoolExecutor(parallel) as pool:

@@ -21,10 +21,11 @@ from sbredis._core.rules import MAX_ACTION_STATEMENTS, MAX_NESTING, SqlRuleActio
 from sbredis.exceptions import MessageSizeExceededError
 from sbredis.management import ServiceBusAdministrationClient
 from tests.redis_server import RedisServer
+from tests.reliability.conftest import SLOW_SCRIPT_US
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.standalone]
 
-SLOW_US = 50_000  # a script call slower than this is a failure
+SLOW_US = SLOW_SCRIPT_US  # a script call slower than this is a failure (50 ms; more under xdist)
 
 
 @pytest.fixture(scope="module")
