@@ -271,6 +271,8 @@ class ServiceBusMessage:
     @message_id.setter
     def message_id(self, value: str | uuid.UUID | None) -> None:
         is_uuid = isinstance(value, uuid.UUID)
+        if value == "":  # Service Bus refuses an empty id; duplicate detection could not tell messages apart
+            raise InvalidArgumentError("message_id must not be empty")
         self._set("idu", True if is_uuid else None)
         self._set("id", str(value) if is_uuid else _check_str("message_id", value))
 

@@ -586,6 +586,8 @@ class ServiceBusReceiver:
 
         Raises:
             InvalidOperationError: on a dead-letter receiver (the message is dead-lettered already).
+            InvalidArgumentError: `reason` or `error_description` is not a str, holds a lone
+                surrogate, or is longer than 4096 characters (nothing is settled).
             As complete_message otherwise.
         """
         self.dead_letter_messages([message], reason, error_description, transaction=transaction)
@@ -600,10 +602,11 @@ class ServiceBusReceiver:
     ) -> None:
         if self._group is not Group.MAIN:
             raise InvalidOperationError("messages in the dead-letter subqueue cannot be dead-lettered again")
-        for name, value in (("reason", reason), ("error_description", error_description)):
-            if value is not None and not isinstance(value, str):
-                raise InvalidArgumentError(f"{name} must be a str")
-        self._settle("dead_letter", list(messages), (reason or "", error_description or ""), transaction)
+        texts = (
+            validation.dead_letter_text("reason", reason),
+            validation.dead_letter_text("error_description", error_description),
+        )
+        self._settle("dead_letter", list(messages), texts, transaction)
 
     def renew_message_lock(
         self, message: ServiceBusReceivedMessage, *, timeout: float | None = None, transaction: Any = None

@@ -145,7 +145,44 @@ def test_lone_surrogates_in_session_ids_and_state(env: Any) -> None:
 
 
 @BOTH_APIS
-@pytest.mark.parametrize("value", [f"a{LONE}", 12, b"bytes"])
+@pytest.mark.parametrize("reason", [f"a{LONE}", "r" * 4097, 12])
+def test_dead_letter_reason_and_description(env: Any, reason: Any) -> None:
+    """A lone surrogate reached Redis's encoder (an untyped "Redis error"); long text was stored
+    and shown by every peek: now both are refused before the message is settled."""
+    _, client, raw = env
+    client.get_queue_sender("q").send_messages(ServiceBusMessage("x"))
+    with client.get_queue_receiver("q") as r:
+        (m,) = r.receive_messages(1, max_wait_time=5)
+        refused(raw, lambda: r.dead_letter_message(m, reason=reason))
+        refused(raw, lambda: r.dead_letter_message(m, error_description=reason))
+        r.dead_letter_message(m, reason="r" * 4096, error_description="d" * 4096)
+    with client.get_queue_receiver("q", sub_queue="deadletter") as d:
+        (m,) = d.receive_messages(1, max_wait_time=5)
+    assert (m.dead_letter_reason, m.dead_letter_error_description) == ("r" * 4096, "d" * 4096)
+
+
+@BOTH_APIS
+def test_empty_message_id(env: Any) -> None:
+    """An empty id was stored as is: duplicate detection cannot tell such messages apart."""
+    refused(env[2], lambda: ServiceBusMessage("x", message_id=""))
+    message = ServiceBusMessage("x")
+    refused(env[2], lambda: setattr(message, "message_id", ""))
+
+
+@BOTH_APIS
+def test_many_sequence_numbers(env: Any) -> None:
+    """Each partition's numbers are one atomic script call: a call with 100,000 of them ran over
+    50 ms of server time (cap: 1,000 a call)."""
+    _, client, raw = env
+    many = list(range(1, 1002))
+    refused(raw, lambda: client.get_queue_sender("q").cancel_scheduled_messages(many))
+    refused(raw, lambda: client.get_topic_sender("t").cancel_scheduled_messages(many))
+    with client.get_queue_receiver("q") as r:
+        refused(raw, lambda: r.receive_deferred_messages(many))
+
+
+@BOTH_APIS
+@pytest.mark.parametrize("value", [f"a{LONE}", 12, b"bytes", "m" * 1025])
 def test_user_metadata(env: Any, value: Any) -> None:
     admin, _, raw = env
     refused(raw, lambda: admin.create_queue("new", user_metadata=value))
