@@ -421,8 +421,7 @@ class ServiceBusMessage:
         for key in list(annotations):
             plain = _plain_key(key)
             if plain == _SCHEDULED:
-                when = annotations.pop(key)
-                self.sched_ms = codec.to_ms(when) if isinstance(when, datetime) else int(when) if when else 0
+                self.sched_ms = _scheduled_ms(annotations.pop(key))
             elif plain == _PARTITION_KEY:
                 pk = _text("x-opt-partition-key", annotations.pop(key))
                 if pk is not None and h.get("sid") not in (None, pk):
@@ -551,14 +550,39 @@ def _amqp_body(am: dict[str, Any], data: bytes) -> Any:
     return data
 
 
+# AMQP properties held to ServiceBusMessage's length limit (the others have none)
+_ID_PROPERTIES = {"message_id", "group_id", "x-opt-partition-key"}
+
+
 def _text(name: str, value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
+    """An AMQP property with a ServiceBusMessage counterpart, checked as its setter checks it."""
+    if value is None:
+        return None
     if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode()
-    if isinstance(value, uuid.UUID):
+        try:
+            value = bytes(value).decode()
+        except UnicodeDecodeError:
+            raise InvalidArgumentError(f"AMQP property {name} is not UTF-8") from None
+    elif isinstance(value, uuid.UUID):
         return str(value)
-    raise InvalidArgumentError(f"AMQP property {name} must be str or bytes, not {type(value).__name__}")
+    elif not isinstance(value, str):
+        raise InvalidArgumentError(f"AMQP property {name} must be str or bytes, not {type(value).__name__}")
+    if name == "message_id" and not value:
+        raise InvalidArgumentError("message_id must not be empty")
+    return _check_str(f"AMQP property {name}", value, MAX_ID_LENGTH if name in _ID_PROPERTIES else None)
+
+
+def _scheduled_ms(when: Any) -> int:
+    """The x-opt-scheduled-enqueue-time annotation (a datetime or Unix ms; 0 or None: not
+    scheduled) as Unix ms, checked as scheduled_enqueue_time_utc is: a stored time past what the
+    scripts can hold would break every receive of the partition."""
+    if when is None or isinstance(when, datetime):
+        return 0 if when is None else schedule_ms(_SCHEDULED, when)
+    if isinstance(when, bool) or not isinstance(when, (int, float)) or not math.isfinite(when) or when < 0:
+        raise InvalidArgumentError(f"{_SCHEDULED} must be a datetime or Unix milliseconds")
+    if when >= LAST_SCHEDULE_MS:
+        raise InvalidArgumentError(f"{_SCHEDULED} must be before the year 3000")
+    return int(when)
 
 
 def _stored(name: str, value: Any) -> Any:
@@ -569,7 +593,12 @@ def _stored(name: str, value: Any) -> Any:
 
 
 def _plain_key(key: Any) -> Any:
-    return key.decode() if isinstance(key, (bytes, bytearray)) else key
+    if not isinstance(key, (bytes, bytearray)):
+        return key
+    try:
+        return bytes(key).decode()
+    except UnicodeDecodeError:
+        raise InvalidArgumentError(f"AMQP annotation key {bytes(key)!r} is not UTF-8") from None
 
 
 def _as_bytes(value: Any) -> Any:

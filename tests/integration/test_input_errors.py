@@ -161,6 +161,41 @@ def test_dead_letter_reason_and_description(env: Any, reason: Any) -> None:
     assert (m.dead_letter_reason, m.dead_letter_error_description) == ("r" * 4096, "d" * 4096)
 
 
+AMQP_CASES = [
+    {"properties": {"subject": b"\xff"}},
+    {"properties": {"message_id": b"\xff"}},
+    {"properties": {"message_id": ""}},
+    {"properties": {"message_id": "m" * 129}},
+    {"properties": {"group_id": LONE}},
+    {"properties": {"to": LONE}},
+    {"annotations": {b"\xff": 1}},
+    {"annotations": {"x-opt-partition-key": b"\xff"}},
+    {"annotations": {"x-opt-scheduled-enqueue-time": 10**30}},
+    {"annotations": {"x-opt-scheduled-enqueue-time": math.nan}},
+    {"annotations": {"x-opt-scheduled-enqueue-time": -5}},
+    {"annotations": {"x-opt-scheduled-enqueue-time": "soon"}},
+]
+
+
+@BOTH_APIS
+@pytest.mark.parametrize("sections", AMQP_CASES, ids=range(len(AMQP_CASES)))
+def test_amqp_message_sections(env: Any, sections: dict[str, Any]) -> None:
+    """These raised UnicodeDecodeError or ValueError, or were stored: a scheduled time of 1e30 ms
+    made every later receive of the queue fail on its sequence numbers."""
+    from sbredis.amqp import AmqpAnnotatedMessage, AmqpMessageProperties
+
+    _, client, raw = env
+    kw = dict(sections)
+    if "properties" in kw:
+        kw["properties"] = AmqpMessageProperties(**kw["properties"])
+    sender = client.get_queue_sender("q")
+    refused(raw, lambda: sender.send_messages(AmqpAnnotatedMessage(data_body=b"x", **kw)))
+    refused(raw, lambda: AmqpAnnotatedMessage(data_body=["x", LONE]))
+    sender.send_messages(ServiceBusMessage("after"))
+    with client.get_queue_receiver("q") as r:
+        assert [str(m) for m in r.receive_messages(1, max_wait_time=5)] == ["after"]
+
+
 @BOTH_APIS
 def test_empty_message_id(env: Any) -> None:
     """An empty id was stored as is: duplicate detection cannot tell such messages apart."""
