@@ -92,6 +92,10 @@ def schedule_ms(name: str, value: Any) -> int:
     return max(1, ms)
 
 
+_FIRST_MS = codec.to_ms(datetime.min)
+_LAST_MS = codec.to_ms(datetime.max)
+
+
 def check_properties(props: Any) -> None:
     """Raises InvalidArgumentError unless `props` is a dict of application properties sbredis can
     store: str keys (or UTF-8 bytes), values of the supported types, text UTF-8 can carry."""
@@ -113,6 +117,9 @@ def check_properties(props: Any) -> None:
                 utf8_text(f"application property {key!r}", value)
         elif value is not None and not isinstance(value, _PROP_TYPES):
             raise InvalidArgumentError(f"application property {key!r} has an unsupported type {type(value).__name__}")
+        elif isinstance(value, datetime) and value.utcoffset() and not _FIRST_MS <= codec.to_ms(value) <= _LAST_MS:
+            # stored as UTC, which would not decode back into a datetime for any receiver
+            raise InvalidArgumentError(f"application property {key!r} is a time outside the years 1-9999 in UTC")
 
 
 def _check_properties(props: Any) -> dict[str, Any] | None:
@@ -863,6 +870,8 @@ class ServiceBusMessageBatch:
         """Raises MessageSizeExceededError when full, InvalidArgumentError when not a message
         (a ServiceBusMessage, an AmqpAnnotatedMessage or a dict of ServiceBusMessage's arguments)."""
         message = as_message(message)
+        if message.application_properties:  # the caller may have changed the dict in place since
+            check_properties(message.application_properties)
         if instrument.enabled:  # a tracer may add the message's creation context (before it is measured)
             instrument.created(message, self._entity)
         size = len(message.encoded())

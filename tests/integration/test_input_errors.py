@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -117,8 +117,15 @@ def test_a_lone_surrogate_in_a_message_field(env: Any, field: str) -> None:
 @BOTH_APIS
 @pytest.mark.parametrize(
     "props",
-    [{LONE: 1}, {"k": f"v{LONE}"}, {b"\xff\xfe": 1}, {"k": object()}],
-    ids=["surrogate key", "surrogate value", "non-UTF-8 bytes key", "unsupported value"],
+    [
+        {LONE: 1},
+        {"k": f"v{LONE}"},
+        {b"\xff\xfe": 1},
+        {"k": object()},
+        {"k": datetime.max.replace(tzinfo=timezone(timedelta(hours=-1)))},
+        {"k": datetime.min.replace(tzinfo=timezone(timedelta(hours=1)))},
+    ],
+    ids=["surrogate key", "surrogate value", "non-UTF-8 bytes key", "unsupported value", "after 9999", "before 1"],
 )
 @pytest.mark.parametrize("entity", ["q", "t"])
 def test_bad_application_properties(env: Any, props: dict[Any, Any], entity: str) -> None:
