@@ -13,6 +13,7 @@
            call sweeps nothing, so its `more` is always 0)
   Errors:  NOTFOUND  DISABLED  NOMSG (a number is not a deferred message [of the session])
            SESSIONREQ (a session entity without a session id)  LOST (the session lock is not held)
+           UNSETTLED (peek-lock: the session would hold more than SESS_HELD_MAX locked messages)
 ]]
 --@include partition
 --@include messages
@@ -43,6 +44,7 @@ if cfg.sess and G.main then
   local holder, until_ = sess_lock_of(SES, sid)
   if holder ~= nonce or until_ < now then return fail('LOST') end
   untl = until_
+  if lock and sess_held(SES, sid) + n > SESS_HELD_MAX then return fail('UNSETTLED') end
   for i = 5, n + 4 do
     local f = entry(G, ARGV[i])
     if f and sess_of(f) ~= sid then return fail('NOMSG') end

@@ -11,6 +11,8 @@
            again at once), else 0
   Errors:  NOTFOUND  DISABLED  NOTSESSIONFUL (the entity does not require sessions)
            LOST (the caller does not hold the session lock: elapsed, or taken by another)
+           UNSETTLED (peek-lock: the session holds SESS_HELD_MAX locked messages already; with
+           fewer, `count` is cut to what is left)
 ]]
 --@include partition
 --@include messages
@@ -28,6 +30,11 @@ local now = now_ms()
 local lost = sess_check(sid, nonce, now)
 if lost then return lost end
 local _, untl = sess_lock_of(SES, sid)
+if lock then
+  local room = SESS_HELD_MAX - sess_held(SES, sid)
+  if room <= 0 then return fail('UNSETTLED') end
+  if want > room then want = room end
+end
 local more = sweep(MAIN, cfg, now, limit)
 
 local got = {}

@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from sbredis import NEXT_AVAILABLE_SESSION, ServiceBusClient, ServiceBusMessage, ServiceBusReceiveMode
-from sbredis.exceptions import OperationTimeoutError
+from sbredis.exceptions import OperationTimeoutError, ServiceBusQuotaExceededError
 from sbredis.management import ServiceBusAdministrationClient
 from tests.redis_server import RedisServer
 from tests.reliability.conftest import scaled
@@ -170,4 +170,42 @@ def test_freeing_many_elapsed_session_locks_is_spread_over_calls(
                 break
     assert len(got) == sessions * per
     assert {m.delivery_count for m in got} == {2}  # the elapsed lock counted a delivery
+    admin.delete_queue(q)
+
+
+def test_a_session_receiver_holds_at_most_2000_unsettled_messages(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis, slowlog: None
+) -> None:
+    """Renewing or releasing a session lock touches every message locked under it: a receiver
+    holding 50,000 unsettled messages made one renew_lock take 0.5 s and its close 1.6 s of server
+    time. Past 2,000 held, a receive is ServiceBusQuotaExceededError (nothing is locked); settling
+    makes room again, and renewing and closing stay under SLOW_US."""
+    q = session_queue(admin)
+    send_sessions(client, q, ["A"] * 2_600)
+    receiver = client.get_queue_receiver(q, session_id="A")
+    held: list[Any] = []
+    measure(raw)
+    while len(held) < 2_000:
+        got = receiver.receive_messages(max_message_count=500, max_wait_time=1)
+        assert got
+        held += got
+    assert len(held) == 2_000
+    with pytest.raises(ServiceBusQuotaExceededError):
+        receiver.receive_messages(max_message_count=1, max_wait_time=0)
+    deferred = held.pop()
+    receiver.defer_message(deferred)
+    held += receiver.receive_messages(max_message_count=500, max_wait_time=1)
+    assert len(held) == 2_000
+    with pytest.raises(ServiceBusQuotaExceededError):
+        receiver.receive_deferred_messages([deferred.sequence_number])
+    receiver.complete_messages(held[:100])
+    assert len(receiver.receive_deferred_messages([deferred.sequence_number])) == 1
+    assert len(receiver.receive_messages(max_message_count=500, max_wait_time=1)) == 99
+    receiver.session.renew_lock()
+    receiver.close()
+    with client.get_queue_receiver(q, session_id="A", receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE) as r:
+        left = 0
+        while batch := r.receive_messages(max_message_count=500, max_wait_time=0.5):
+            left += len(batch)
+    assert left == 2_600 - 100 - 1  # the one received by sequence number is deferred again
     admin.delete_queue(q)
