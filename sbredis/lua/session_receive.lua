@@ -40,8 +40,9 @@ local more = sweep(MAIN, cfg, now, limit)
 local got = {}
 local budget = want + limit
 if more then budget = want end  -- the sweep left expired messages: the next call's work
-while #got < want and budget > 0 do
-  local members = sess_members(SES, false, sid, math.min(want - #got, budget))
+local chunk, bytes = read_chunk(cfg), 0  -- READ_BYTES (includes/messages.lua)
+while #got < want and budget > 0 and bytes < READ_BYTES do
+  local members = sess_members(SES, false, sid, math.min(want - #got, budget, chunk))
   if #members == 0 then break end
   call_many('ZREM', SES.sr, members)
   budget = budget - #members
@@ -52,6 +53,7 @@ while #got < want and budget > 0 do
     local seq = seqs[i]
     local f = fs[seq]
     if f then
+      bytes = bytes + #f[2]
       local x = tonumber(f[6])
       if x > 0 and x <= now then
         expire(cfg, seq, f)

@@ -209,3 +209,57 @@ def test_a_session_receiver_holds_at_most_2000_unsettled_messages(
             left += len(batch)
     assert left == 2_600 - 100 - 1  # the one received by sequence number is deferred again
     admin.delete_queue(q)
+
+
+@pytest.mark.parametrize("sessions", [False, True])
+def test_receiving_and_peeking_many_large_messages_is_spread_over_calls(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis, slowlog: None, sessions: bool
+) -> None:
+    """A receive or peek of 1,000 messages of 60 KB read 60 MB in one script call (5,000 of 50 KB
+    took 3.3 s). A call now reads at most READ_BYTES (8 MiB) of messages: a receive returns what
+    one call read, a peek follows the reply's resume, and everything arrives once, in order."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, requires_session=sessions)
+    count, body = 1_000, "x" * 60_000
+    sid = "A" if sessions else None
+    with client.get_queue_sender(q) as s:
+        for i in range(0, count, 4):
+            s.send_messages([ServiceBusMessage(body, session_id=sid, message_id=str(i + j)) for j in range(4)])
+    measure(raw)
+    kw: dict[str, Any] = {"session_id": sid} if sessions else {}
+    with client.get_queue_receiver(q, **kw) as r:
+        peeked = r.peek_messages(count)
+        assert [m.message_id for m in peeked] == [str(i) for i in range(count)]
+        got: list[Any] = []
+        while len(got) < count:
+            batch = r.receive_messages(max_message_count=count, max_wait_time=1)
+            assert 0 < len(batch) < count
+            r.complete_messages(batch)
+            got += batch
+    assert [m.message_id for m in got] == [str(i) for i in range(count)]
+    admin.delete_queue(q)
+
+
+def test_forwarding_many_large_messages_is_spread_over_calls(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis, slowlog: None
+) -> None:
+    """forward_out moved up to 500 messages into its outbox and returned up to 500 outbox entries
+    in one call (30 MB of 60 KB messages); each now stops at READ_BYTES and the forwarder goes on
+    while a reply is full, so every message arrives."""
+    dest = "q-" + uuid.uuid4().hex[:10]
+    src = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(dest)
+    admin.create_queue(src, forward_to=dest)
+    count, body = 600, "x" * 60_000
+    measure(raw)
+    with client.get_queue_sender(src) as s:
+        for i in range(0, count, 4):
+            s.send_messages([ServiceBusMessage(body, message_id=str(i + j)) for j in range(4)])
+    got: list[Any] = []
+    with client.get_queue_receiver(dest, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE) as r:
+        deadline = time.monotonic() + 30
+        while len(got) < count and time.monotonic() < deadline:
+            got += r.receive_messages(max_message_count=count, max_wait_time=1)
+    assert sorted(int(m.message_id) for m in got) == list(range(count))
+    admin.delete_queue(src)
+    admin.delete_queue(dest)
