@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for path in (ROOT, ROOT / "bench"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 import redis  # noqa: E402
+from bench_core import machine_info  # noqa: E402
 
 from sbredis import ServiceBusClient, ServiceBusMessage  # noqa: E402
 from sbredis.management import ServiceBusAdministrationClient  # noqa: E402
@@ -44,7 +46,7 @@ def main() -> None:
     args = ap.parse_args()
     srv = RedisServer().start()
     raw = redis.Redis.from_url(srv.url)
-    version = raw.info()["redis_version"]
+    info = machine_info(raw)
     rows = []
     try:
         admin = ServiceBusAdministrationClient.from_connection_string(srv.url)
@@ -77,7 +79,7 @@ def main() -> None:
     finally:
         srv.stop()
     out = ROOT / "bench" / "results" / "fanout_wide.json"
-    out.write_text(json.dumps({"redis": version, "rounds": args.rounds, "rows": rows}, indent=2) + "\n")
+    out.write_text(json.dumps({"machine": info, "rounds": args.rounds, "rows": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
