@@ -324,31 +324,39 @@ class ServiceBusReceiver:
                 raise MessageNotFoundError("A sequence number does not name a deferred message of this session.")
         elif meta.sessions and self._group is Group.MAIN:
             raise sess.refuse_plain_receive(self.entity_name)
-        calls = [
-            receive_deferred.call(self.entity_name, p, self._group, self._mode, nonce, v, session_id)
-            for p, v in groups.items()
-        ]
-        replies = self._context.transport.run_many(protocol.stamped(calls, meta.generation), self.entity_name)
         out: list[ServiceBusReceivedMessage] = []
-        for c, reply in zip(calls, replies, strict=True):
-            if isinstance(reply, MessagingEntityNotFoundError) and self._context.recreated(
-                self.entity_name, meta.generation
-            ):
-                raise MessageNotFoundError(
-                    f"'{self.entity_name}' was deleted and created again: its deferred messages are gone."
-                )
-            if isinstance(reply, ServiceBusError):
-                raise reply
-            _, msgs = receive_deferred.parse(
-                reply,
-                self.entity_name,
-                c.partition,
-                self._group,
-                nonce,
-                self.receive_mode,
-                ServiceBusMessageState.DEFERRED,
+        pending = list(groups.items())
+        while pending:  # a call that stopped on its read budget leaves the rest of its numbers
+            calls = [
+                receive_deferred.call(self.entity_name, p, self._group, self._mode, nonce, v, session_id)
+                for p, v in pending
+            ]
+            replies = self._context.transport.run_many(
+                protocol.stamped(calls, meta.generation), self.entity_name
             )
-            out += msgs
+            rest: list[tuple[int, list[int]]] = []
+            for (p, v), c, reply in zip(pending, calls, replies, strict=True):
+                if isinstance(reply, MessagingEntityNotFoundError) and self._context.recreated(
+                    self.entity_name, meta.generation
+                ):
+                    raise MessageNotFoundError(
+                        f"'{self.entity_name}' was deleted and created again: its deferred messages are gone."
+                    )
+                if isinstance(reply, ServiceBusError):
+                    raise reply
+                _, msgs = receive_deferred.parse(
+                    reply,
+                    self.entity_name,
+                    c.partition,
+                    self._group,
+                    nonce,
+                    self.receive_mode,
+                    ServiceBusMessageState.DEFERRED,
+                )
+                out += msgs
+                if taken := receive_deferred.taken(reply):
+                    rest.append((p, v[taken:]))
+            pending = rest
         return out
 
     def peek_messages(

@@ -9,8 +9,10 @@
   ARGV[n+5] session id ('' or absent: none); on the main group of a session entity it is required,
           the lock nonce must be the session's lock, and every message must be of that session
           (its lock is then the session's: includes/sessions.lua)
-  Returns: {now_ms, locked_until_ms, 0, then per message as receive} (receive's reply: this
-           call sweeps nothing, so its `more` is always 0)
+  Returns: {now_ms, locked_until_ms, taken, then per message as receive} (receive's reply with
+           `taken` for its `more`: 0 when every number was taken; else this call stopped once it
+           had read READ_BYTES of messages (includes/messages.lua), having taken the first `taken`
+           numbers, and the caller asks for the rest again)
   Errors:  NOTFOUND  DISABLED  NOMSG (a number is not a deferred message [of the session])
            SESSIONREQ (a session entity without a session id)  LOST (the session lock is not held)
            UNSETTLED (peek-lock: the session would hold more than SESS_HELD_MAX locked messages)
@@ -51,9 +53,15 @@ if cfg.sess and G.main then
   end
 end
 local out = {now, untl, 0}
+local bytes = 0
 for i = 5, n + 4 do
+  if bytes >= READ_BYTES then  -- the rest are the next call's (all were checked above)
+    out[3] = i - 5
+    break
+  end
   local seq = ARGV[i]
   local f = entry(G, seq)
+  if f then bytes = bytes + #f[2] end
   redis.call('ZREM', G.deferred, seq)
   if f then
     local x = tonumber(f[6])

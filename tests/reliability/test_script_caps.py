@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from sbredis import NEXT_AVAILABLE_SESSION, ServiceBusClient, ServiceBusMessage, ServiceBusReceiveMode
-from sbredis.exceptions import OperationTimeoutError, ServiceBusQuotaExceededError
+from sbredis.exceptions import MessageNotFoundError, OperationTimeoutError, ServiceBusQuotaExceededError
 from sbredis.management import ServiceBusAdministrationClient
 from tests.redis_server import RedisServer
 from tests.reliability.conftest import scaled
@@ -263,3 +263,31 @@ def test_forwarding_many_large_messages_is_spread_over_calls(
     assert sorted(int(m.message_id) for m in got) == list(range(count))
     admin.delete_queue(src)
     admin.delete_queue(dest)
+
+
+def test_receiving_many_large_deferred_messages_is_spread_over_calls(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis, slowlog: None
+) -> None:
+    """receive_deferred_messages took every number in one call: 1,000 deferred messages of 60 KB
+    were 60 MB read at once. A call now stops once it read READ_BYTES (every number was checked
+    first) and the receiver asks again for the rest."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q)
+    count, body = 1_000, "x" * 60_000
+    with client.get_queue_sender(q) as s:
+        for i in range(0, count, 4):
+            s.send_messages([ServiceBusMessage(body, message_id=str(i + j)) for j in range(4)])
+    seqs: list[int] = []
+    with client.get_queue_receiver(q) as r:
+        while len(seqs) < count:
+            batch = r.receive_messages(max_message_count=count, max_wait_time=1)
+            r.defer_messages(batch)
+            seqs += [m.sequence_number for m in batch]
+        measure(raw)
+        with pytest.raises(MessageNotFoundError):
+            r.receive_deferred_messages([*seqs[1:], max(seqs) + 1])  # one not deferred: none taken
+        got = r.receive_deferred_messages(seqs)
+        assert [m.message_id for m in got] == [str(i) for i in range(count)]
+        r.complete_messages(got)
+    assert admin.get_queue_runtime_properties(q).total_message_count == 0
+    admin.delete_queue(q)
