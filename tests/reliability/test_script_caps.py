@@ -8,16 +8,18 @@ CI sizes; SBREDIS_BATTERY_SCALE=full multiplies them.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 import redis
 
 from sbredis import NEXT_AVAILABLE_SESSION, ServiceBusClient, ServiceBusMessage, ServiceBusReceiveMode
+from sbredis._core.keys import PARTITION_KEY_NAMES, partition_keys, subscription_keys
 from sbredis.exceptions import MessageNotFoundError, OperationTimeoutError, ServiceBusQuotaExceededError
 from sbredis.management import ServiceBusAdministrationClient
 from tests.redis_server import RedisServer
@@ -291,3 +293,39 @@ def test_receiving_many_large_deferred_messages_is_spread_over_calls(
         r.complete_messages(got)
     assert admin.get_queue_runtime_properties(q).total_message_count == 0
     admin.delete_queue(q)
+
+
+@pytest.mark.parametrize("old_maps", [False, True], ids=["sizes kept", "maps without sizes"])
+def test_cancelling_scheduled_topic_messages_with_many_copies(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis, slowlog: None, old_maps: bool
+) -> None:
+    """Cancelling 200 scheduled messages of 60 KB on a topic with 20 subscriptions read each of
+    the 4,000 copies back for its size (133 ms in one call); publish now keeps the copies' sizes
+    in the message's copy map. A map written before that (no sizes) is still cancelled whole."""
+    topic = "t-" + uuid.uuid4().hex[:10]
+    admin.create_topic(topic)
+    subs = [f"s{i}" for i in range(20)]
+    for sub in subs:
+        admin.create_subscription(topic, sub)
+    later = datetime.now(UTC) + timedelta(hours=1)
+    with client.get_topic_sender(topic) as s:
+        seqs: list[int] = []
+        for _ in range(100):
+            seqs += s.schedule_messages([ServiceBusMessage("x" * 60_000) for _ in range(2)], later)
+        if old_maps:
+            raw.config_set("slowlog-log-slower-than", -1)
+            lk = dict(zip(PARTITION_KEY_NAMES, partition_keys(topic, 0), strict=True))["lk"]
+            for field, value in raw.hgetall(lk).items():
+                m = json.loads(value)
+                raw.hset(lk, field, json.dumps([v for i, v in enumerate(m) if i % 3 != 2]))
+            raw.slowlog_reset()  # such maps' copies are read back, as before: not measured
+        else:
+            measure(raw)
+        s.cancel_scheduled_messages(seqs)
+        raw.config_set("slowlog-log-slower-than", SLOW_US)
+    for sub in subs:
+        assert admin.get_subscription_runtime_properties(topic, sub).total_message_count == 0
+        keys = dict(zip(PARTITION_KEY_NAMES, subscription_keys(topic, sub, 0), strict=True))
+        assert raw.zcard(keys["sched"]) == 0 and raw.xlen(keys["log"]) == 0
+        assert raw.hget(keys["st"], "size") == b"0"  # each copy's size was taken off its partition
+    admin.delete_topic(topic)
