@@ -159,6 +159,10 @@ class ServiceBusReceiver:
         meta = self._meta()
         if self._session is not None:
             return self._receive_session(n)
+        if meta.sessions and self._group is Group.MAIN:
+            # refused for what the cached metadata says: the entity may have been created again
+            # without sessions since it was read
+            meta = self._context.entity(self.entity_name, refresh=True)
         try:
             return self._receive_from(meta, n)
         except MessagingEntityNotFoundError:
@@ -331,9 +335,7 @@ class ServiceBusReceiver:
                 receive_deferred.call(self.entity_name, p, self._group, self._mode, nonce, v, session_id)
                 for p, v in pending
             ]
-            replies = self._context.transport.run_many(
-                protocol.stamped(calls, meta.generation), self.entity_name
-            )
+            replies = self._context.transport.run_many(protocol.stamped(calls, meta.generation), self.entity_name)
             rest: list[tuple[int, list[int]]] = []
             for (p, v), c, reply in zip(pending, calls, replies, strict=True):
                 if isinstance(reply, MessagingEntityNotFoundError) and self._context.recreated(

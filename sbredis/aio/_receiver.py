@@ -159,6 +159,10 @@ class ServiceBusReceiver:
         meta = await self._meta()
         if self._session is not None:
             return await self._receive_session(n)
+        if meta.sessions and self._group is Group.MAIN:
+            # refused for what the cached metadata says: the entity may have been created again
+            # without sessions since it was read
+            meta = await self._context.entity(self.entity_name, refresh=True)
         try:
             return await self._receive_from(meta, n)
         except MessagingEntityNotFoundError:
