@@ -60,10 +60,10 @@ end
 -- releasing or freeing a session lock touches each of them in one call.
 local SESS_HELD_MAX = 2000
 
--- How many messages session sid holds locked (Z.sk): an upper bound, as it also counts the members
--- of a session whose id extends sid with a NUL.
+-- How many messages session sid holds locked (Z.sk), as session_state counts available ones (an
+-- id extending sid with a NUL and a digit would be counted too: an upper bound).
 local function sess_held(Z, sid)
-  return redis.call('ZLEXCOUNT', Z.sk, '[' .. sid .. '\0', '(' .. sid .. '\1')
+  return redis.call('ZLEXCOUNT', Z.sk, '[' .. sid .. '\0', '[' .. sid .. '\0' .. string.rep('9', 13))
 end
 
 -- The session id in a log entry's field list (field s), or nil.
