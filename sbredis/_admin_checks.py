@@ -4,9 +4,24 @@ functions over what the client read)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
+from ._core.entity import forward_address
 from .exceptions import MessagingEntityNotFoundError
+
+_P = TypeVar("_P")
+
+
+def addressed(p: _P, namespace: str) -> _P:
+    """`p` (QueueProperties or SubscriptionProperties) with its forwarding destinations as the SDK
+    returns them, ``sb://<namespace>/<name>`` (update_* takes either form back)."""
+    to, dead = p.forward_to, p.forward_dead_lettered_messages_to  # type: ignore[attr-defined]
+    if not to and not dead:
+        return p
+    return replace(  # type: ignore[type-var]
+        p, forward_to=forward_address(namespace, to), forward_dead_lettered_messages_to=forward_address(namespace, dead)
+    )
 
 
 def forward_targets(p: Any) -> list[str]:

@@ -141,3 +141,14 @@ def resolve(target: str, credential: Any = None) -> Connection:
         return Connection(_url(host_port, scheme == "rediss", user, password))
     host = target.rsplit(":", 1)[0] if target.count(":") == 1 else target
     return Connection(_url(target, not _is_loopback(host), user, password))
+
+
+def namespace_of(url: str) -> str:
+    """The namespace a resolved Redis URL stands for, as the SDK's ``sb://<namespace>/`` addresses
+    carry it: the host and port (the first seed's of a cluster), ``localhost`` for a socket or the
+    in-process server."""
+    rest = url.split("://", 1)[-1]
+    netloc = rest.split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1].split(",", 1)[0]
+    if url.startswith(("unix:", "memory:")) or not netloc:
+        return "localhost"
+    return netloc

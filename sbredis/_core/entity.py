@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from .._message import utf8_text
 from ..exceptions import InvalidArgumentError, InvalidOperationError
+from .auth_rules import check_rules, rules_from_json, rules_to_json
 
 # TimeSpan.MaxValue, which the Azure SDK returns for "never".
 TIMESPAN_MAX = timedelta(days=10675199, seconds=10085, microseconds=477581)
@@ -74,15 +75,22 @@ _SB_URL = re.compile(r"sb://[^/]+/(.+)")
 def check_forward(name: str, field_: str, value: Any) -> str | None:
     """A forward_to / forward_dead_lettered_messages_to value: None or a queue or topic name, also
     as the Service Bus address ``sb://<namespace>/<name>`` (the SDK's form; the namespace is this
-    connection's, so only the name is kept)."""
+    connection's, so only the name is kept). The entity itself is allowed, as Service Bus allows
+    it: each message then goes round until its hop count runs out (fanout.MAX_HOPS) and lands in
+    the transfer dead-letter subqueue."""
     if value is None or value == "":
         return None
     if isinstance(value, str) and (url := _SB_URL.fullmatch(value)):
         value = url.group(1).rstrip("/")
-    target = check_name(value, "forwarding destination")
-    if target == name:
-        raise InvalidOperationError(f"{field_} cannot name the entity itself")
-    return target
+    return check_name(value, f"{field_} destination")
+
+
+def forward_address(namespace: str, target: str | None) -> str | None:
+    """A stored forwarding destination as the SDK returns it: ``sb://<namespace>/<name>``."""
+    return f"sb://{namespace}/{target}" if target else None
+
+
+_Model = TypeVar("_Model", bound="SdkModel")
 
 
 class DictLike:
@@ -110,6 +118,37 @@ class DictLike:
         return [getattr(self, k) for k in self.keys()]
 
 
+class SdkModel(DictLike):
+    """Entity properties whose constructor, as the SDK's, wants every field (a TypeError names the
+    missing ones); ``defaults()`` builds one from some of them, the rest at their defaults."""
+
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset()  # sbredis's own fields, which the SDK has not
+    _dataclass_init: ClassVar[Any]
+
+    @classmethod
+    def defaults(cls: type[_Model], *args: Any, **kwargs: Any) -> _Model:
+        obj = cls.__new__(cls)
+        cls._dataclass_init(obj, *args, **kwargs)
+        return obj
+
+
+def strict_init(cls: type[_Model]) -> type[_Model]:
+    """Class decorator (after @dataclass): the generated __init__ refuses missing fields."""
+    generated = cls.__init__
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+
+    def strict(self: Any, *args: Any, **kwargs: Any) -> None:
+        given = set(names[: len(args)]) | set(kwargs)
+        missing = [n for n in names if n not in given and n not in cls._OPTIONAL]
+        if missing:
+            raise TypeError(f"{cls.__name__}() missing required keyword arguments: {', '.join(missing)}")
+        generated(self, *args, **kwargs)
+
+    cls._dataclass_init = generated
+    cls.__init__ = strict  # type: ignore[method-assign]
+    return cls
+
+
 def from_mapping(cls: type[Any], value: Any, what: str) -> Any:
     """`value` as `cls` (a properties dataclass): itself, or a mapping of its fields (as
     ``dict(props)`` gives), as the SDK's update_* methods take.
@@ -128,8 +167,9 @@ def from_mapping(cls: type[Any], value: Any, what: str) -> Any:
     return cls(**value)
 
 
+@strict_init
 @dataclass
-class QueueProperties(DictLike):
+class QueueProperties(SdkModel):
     """A queue's settings, as ``azure.servicebus.management.QueueProperties`` (plus partition_count)."""
 
     name: str
@@ -154,9 +194,12 @@ class QueueProperties(DictLike):
     availability_status: str = "Available"
     authorization_rules: list[Any] = field(default_factory=list)
 
+    _OPTIONAL = frozenset({"partition_count"})
+
     # -- the registry's JSON form
     def to_json(self) -> str:
         raw = asdict(self)
+        raw["authorization_rules"] = rules_to_json(self.authorization_rules)
         for k, v in raw.items():
             if isinstance(v, timedelta):
                 raw[k] = _ms(v)
@@ -176,8 +219,10 @@ class QueueProperties(DictLike):
                 v = TIMESPAN_MAX if v == 0 else timedelta(milliseconds=v)
             elif k == "status":
                 v = EntityStatus(v)
+            elif k == "authorization_rules":
+                v = rules_from_json(v)
             kwargs[k] = v
-        return cls(**kwargs)
+        return cls.defaults(**kwargs)
 
 
 _DURATIONS = {
@@ -275,13 +320,13 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
 
     Raises:
         InvalidArgumentError: an unknown keyword, a wrong type or a value out of range.
-        InvalidOperationError: a setting this version does not support yet.
+        InvalidOperationError: partition_count without enable_partitioning.
     """
     check_name(name)
     unknown = set(kwargs) - _SETTABLE
     if unknown:
         raise InvalidArgumentError(f"unknown queue properties: {', '.join(sorted(unknown))}")
-    p = replace(base, **kwargs) if base is not None else QueueProperties(name, **kwargs)
+    p = replace(base, **kwargs) if base is not None else QueueProperties.defaults(name, **kwargs)
     p.name = name
     p.lock_duration = _duration("lock_duration", p.lock_duration, MAX_LOCK)
     p.default_message_time_to_live = _duration("default_message_time_to_live", p.default_message_time_to_live)
@@ -292,6 +337,7 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
     )
     p.auto_delete_on_idle = check_auto_delete(_duration("auto_delete_on_idle", p.auto_delete_on_idle))
     p.user_metadata = check_metadata(p.user_metadata)
+    p.authorization_rules = check_rules(p.authorization_rules)
     p.forward_to = check_forward(name, "forward_to", p.forward_to)
     p.forward_dead_lettered_messages_to = check_forward(
         name, "forward_dead_lettered_messages_to", p.forward_dead_lettered_messages_to
@@ -318,8 +364,6 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
     p.partition_count = _int("partition_count", p.partition_count or default_count, 1, MAX_PARTITIONS)
     if not p.enable_partitioning and p.partition_count != 1:
         raise InvalidOperationError("partition_count needs enable_partitioning=True")
-    if p.requires_session and p.forward_to:
-        raise InvalidOperationError("requires_session with forward_to is not supported by this sbredis version yet")
     return p
 
 

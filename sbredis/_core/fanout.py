@@ -157,9 +157,11 @@ def annotate(blob: bytes, source_path: str, reason: str | None = None, descripti
 
 
 def destination_partition(blob: bytes, meta: EntityMeta) -> int:
-    """Session id, else partition key, else message id picks the destination partition."""
+    """Session id, else partition key, else message id picks the destination partition: the
+    session id first, as a session receiver looks for its session in that partition
+    (session.session_partition), so a forwarded session stays whole and findable."""
     h = codec.header_of(blob)
-    key = h.get("pk") or h.get("sid") or h.get("id") or ""
+    key = h.get("sid") or h.get("pk") or h.get("id") or ""
     return partition_of(str(key), meta.partition_count)
 
 
@@ -171,6 +173,17 @@ def delivery_args(e: OutboxEntry, blob: bytes, meta: EntityMeta) -> list[Any]:
     mid = str(h.get("id") or "") if meta.dedup else ""
     ttl = int(h.get("ttl") or 0)
     return [mid, ttl, int(h.get("se") or 0), e.hop + 1, e.expires_ms, e.seq, blob]
+
+
+def session_of(blob: bytes) -> str:
+    """The stored message's session id ('' when it has none)."""
+    return str(codec.header_of(blob).get("sid") or "")
+
+
+def no_session(dest: str) -> tuple[str, str]:
+    """(reason, description) of a message without a session id forwarded to an entity that
+    requires sessions (it goes to the transfer dead-letter subqueue)."""
+    return "SessionIdRequired", f"The auto-forwarding destination '{dest}' requires sessions; the message has none."
 
 
 def undeliverable(error: Exception, dest: str) -> tuple[str, str] | None:

@@ -1,8 +1,8 @@
 """Key names: the one place that builds them.
 
-Every partition of an entity owns 23 keys under one Redis Cluster hash tag, ``{sb:<entity>:<p>}``,
+Every partition of an entity owns 24 keys under one Redis Cluster hash tag, ``{sb:<entity>:<p>}``,
 so one script call touches one slot and partitions spread over the shards of a cluster. The
-scripts receive all 23 in this order (``lua/includes/partition.lua`` names them):
+scripts receive all 24 in this order (``lua/includes/partition.lua`` names them):
 
 ``cfg`` (hash)
     The entity's settings copied into the partition (status, lock_ms, max_dc, ttl_ms, dl_exp,
@@ -46,7 +46,7 @@ scripts receive all 23 in this order (``lua/includes/partition.lua`` names them)
 ``d:log`` ... ``d:deferred``
     The dead-letter subqueue, shaped like the main queue (log, ready, locked, lk, dc, deferred);
     its entries add ``r`` (reason), ``rd`` (description) and ``os`` (the main-queue seq).
-``sr`` ... ``ss``
+``sr`` ... ``su``
     Sessions (used only when the entity's cfg says ``sess`` = 1, i.e. ``requires_session``; see
     ``lua/includes/sessions.lua``). session_id is the partition key, so a session lives in one
     partition. A session message's log entry adds ``s`` (its session id) and its lock record
@@ -60,8 +60,10 @@ scripts receive all 23 in this order (``lua/includes/partition.lua`` names them)
     (sorted set, members as ``sr``) the locked messages of each session: their message locks
     end with the session lock (renewing the session renews them; losing it releases them).
     ``ss`` (hash) session id -> session state, kept after the session's messages are gone.
+    ``su`` (zset) session id -> when its state was last set (server ms), for
+    ``list_*_sessions(state_updated_after=)``; an id leaves it when its state is cleared.
 
-Key sets shaped like a partition (the same 23 names after another prefix, all under the owner's
+Key sets shaped like a partition (the same 24 names after another prefix, all under the owner's
 hash tag, so one script can touch several of them in one slot):
 
 ``{sb:<topic>:<p>}:<name>`` (a topic partition)
@@ -138,6 +140,7 @@ PARTITION_KEY_NAMES = (
     "sx",
     "sk",
     "ss",
+    "su",
 )
 NUM_PARTITION_KEYS = len(PARTITION_KEY_NAMES)
 
@@ -192,7 +195,7 @@ def transfer_keys(owner: tuple[str, ...]) -> tuple[str, ...]:
 
 @lru_cache(maxsize=8192)
 def entity_keys(path: str, partition: int) -> tuple[str, ...]:
-    """The 23 keys of a partition of an entity path: ``queue``, ``topic``,
+    """The 24 keys of a partition of an entity path: ``queue``, ``topic``,
     ``topic/Subscriptions/sub``, or any of them followed by ``/$Transfer`` (its transfer queue)."""
     if path.endswith(TRANSFER):
         return transfer_keys(entity_keys(path[: -len(TRANSFER)], partition))

@@ -56,8 +56,8 @@ def state_bytes(state: Any) -> bytes | None:
     raise InvalidArgumentError(f"session state must be bytes, str or None, not {type(state).__name__}")
 
 
-def list_calls(entity: str, partitions: int) -> list[Call]:
-    return [session_list.call(entity, p) for p in range(partitions)]
+def list_calls(entity: str, partitions: int, after_ms: int | None = None) -> list[Call]:
+    return [session_list.call(entity, p, after_ms=after_ms) for p in range(partitions)]
 
 
 def refuse_plain_receive(entity: str) -> InvalidOperationError:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 from . import codec, keys, registry
+from .auth_rules import check_rules, rules_from_json, rules_to_json
 from .entity import (
     DEFAULT_PARTITIONS,
     MAX_DEDUP_WINDOW,
@@ -24,9 +25,9 @@ from .entity import (
     MAX_MESSAGE_KB,
     MAX_PARTITIONS,
     TIMESPAN_MAX,
-    DictLike,
     EntityStatus,
     QueueProperties,
+    SdkModel,
     _bool,
     _duration,
     _int,
@@ -36,6 +37,7 @@ from .entity import (
     check_metadata,
     check_name,
     partition_config,
+    strict_init,
 )
 from .rules import (
     CorrelationRuleFilter,
@@ -77,8 +79,9 @@ def check_rule_name(name: Any) -> str:
     return name
 
 
+@strict_init
 @dataclass
-class TopicProperties(DictLike):
+class TopicProperties(SdkModel):
     """A topic's settings, as ``azure.servicebus.management.TopicProperties`` (plus partition_count)."""
 
     name: str
@@ -100,9 +103,12 @@ class TopicProperties(DictLike):
     availability_status: str = "Available"
     max_message_size_in_kilobytes: int = 256
 
+    _OPTIONAL = frozenset({"partition_count"})
 
+
+@strict_init
 @dataclass
-class SubscriptionProperties(DictLike):
+class SubscriptionProperties(SdkModel):
     """A subscription's settings, as ``azure.servicebus.management.SubscriptionProperties``."""
 
     name: str
@@ -121,8 +127,9 @@ class SubscriptionProperties(DictLike):
     availability_status: str = "Available"
 
 
+@strict_init
 @dataclass
-class RuleProperties(DictLike):
+class RuleProperties(SdkModel):
     """A subscription rule, as ``azure.servicebus.management.RuleProperties``."""
 
     name: str
@@ -139,6 +146,8 @@ _SUB_SETTABLE = {f.name for f in fields(SubscriptionProperties)} - {"name", "ava
 def to_record(p: Any, kind: str, **extra: Any) -> dict[str, Any]:
     """The registry's JSON object for properties `p` (durations in ms, 0 for "never")."""
     raw = asdict(p)
+    if "authorization_rules" in raw:
+        raw["authorization_rules"] = rules_to_json(p.authorization_rules)
     for k, v in raw.items():
         if isinstance(v, timedelta):
             raw[k] = _ms(v)
@@ -159,8 +168,10 @@ def from_record(cls: type[Any], raw: dict[str, Any]) -> Any:
             v = TIMESPAN_MAX if v == 0 else timedelta(milliseconds=v)
         elif k == "status":
             v = EntityStatus(v)
+        elif k == "authorization_rules":
+            v = rules_from_json(v)
         kwargs[k] = v
-    return cls(**kwargs)
+    return cls.defaults(**kwargs)
 
 
 def dumps(raw: dict[str, Any]) -> str:
@@ -183,7 +194,7 @@ def build_topic(name: str, base: TopicProperties | None = None, **kwargs: Any) -
     unknown = set(kwargs) - _TOPIC_SETTABLE
     if unknown:
         raise InvalidArgumentError(f"unknown topic properties: {', '.join(sorted(unknown))}")
-    p = replace(base, **kwargs) if base is not None else TopicProperties(name, **kwargs)
+    p = replace(base, **kwargs) if base is not None else TopicProperties.defaults(name, **kwargs)
     p.name = name
     p.default_message_time_to_live = _duration("default_message_time_to_live", p.default_message_time_to_live)
     p.duplicate_detection_history_time_window = _duration(
@@ -191,6 +202,7 @@ def build_topic(name: str, base: TopicProperties | None = None, **kwargs: Any) -
     )
     p.auto_delete_on_idle = check_auto_delete(_duration("auto_delete_on_idle", p.auto_delete_on_idle))
     p.user_metadata = check_metadata(p.user_metadata)
+    p.authorization_rules = check_rules(p.authorization_rules)
     p.max_size_in_megabytes = _int("max_size_in_megabytes", p.max_size_in_megabytes, 1, 1048576)
     p.max_message_size_in_kilobytes = _int(
         "max_message_size_in_kilobytes", p.max_message_size_in_kilobytes, 1, MAX_MESSAGE_KB
@@ -224,14 +236,13 @@ def build_subscription(
 
     Raises:
         InvalidArgumentError: an unknown keyword, a wrong type or a value out of range.
-        InvalidOperationError: a setting this version does not support (sessions with forward_to).
     """
     check_name(topic, "topic")
     check_subscription_name(name)
     unknown = set(kwargs) - _SUB_SETTABLE
     if unknown:
         raise InvalidArgumentError(f"unknown subscription properties: {', '.join(sorted(unknown))}")
-    p = replace(base, **kwargs) if base is not None else SubscriptionProperties(name, **kwargs)
+    p = replace(base, **kwargs) if base is not None else SubscriptionProperties.defaults(name, **kwargs)
     p.name = name
     p.lock_duration = _duration("lock_duration", p.lock_duration, MAX_LOCK)
     p.default_message_time_to_live = _duration("default_message_time_to_live", p.default_message_time_to_live)
@@ -254,8 +265,6 @@ def build_subscription(
     p.forward_dead_lettered_messages_to = check_forward(
         path, "forward_dead_lettered_messages_to", p.forward_dead_lettered_messages_to
     )
-    if p.requires_session and p.forward_to:
-        raise InvalidOperationError("requires_session with forward_to is not supported by this sbredis version yet")
     return p
 
 
@@ -277,7 +286,7 @@ def build_rule(name: str, rule_filter: Any = None, action: Any = None) -> tuple[
         rule_filter = TrueRuleFilter()
     program = compile_filter(rule_filter)
     action_program = compile_action(action) if action is not None and action.sql_expression else None
-    return RuleProperties(name, rule_filter, action), program, action_program
+    return RuleProperties(name, rule_filter, action, None), program, action_program
 
 
 def rule_record(rule: RuleProperties, created_ms: int) -> dict[str, Any]:
@@ -302,7 +311,7 @@ def rule_from_record(raw: dict[str, Any]) -> RuleProperties:
 # ------------------------------------------------------------------------ partition configs
 def topic_config(p: TopicProperties, partition: int, gen: str = "") -> dict[str, str | int]:
     """The cfg hash of a topic partition (as a queue's, so the shared helpers read it)."""
-    q = QueueProperties(
+    q = QueueProperties.defaults(
         p.name,
         max_size_in_megabytes=p.max_size_in_megabytes,
         requires_duplicate_detection=p.requires_duplicate_detection,
@@ -318,7 +327,7 @@ def topic_config(p: TopicProperties, partition: int, gen: str = "") -> dict[str,
 def subscription_config(
     topic: TopicProperties, s: SubscriptionProperties, partition: int, gen: str = ""
 ) -> dict[str, str | int]:
-    q = QueueProperties(
+    q = QueueProperties.defaults(
         keys.subscription_path(topic.name, s.name),
         lock_duration=s.lock_duration,
         max_size_in_megabytes=topic.max_size_in_megabytes,

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .._admin_checks import check_forward_targets, forward_targets
+from .._admin_checks import addressed, check_forward_targets, forward_targets
 from .._core import admin_commands, codec, fanout
 from .._core import registry as registry_commands
 from .._core.entity import GENERATION, check_name, from_mapping, new_generation
@@ -278,18 +278,19 @@ class TopicAdministration:
         cmds = subscription_create_commands(t, s, default, now, gen)
         record = self._subscription_record(t, s, now, now, gen)
         self._change(path, registry_commands.put(path, record), cmds, True)
-        return s
+        return addressed(s, self._transport.namespace)
 
     def get_subscription(self, topic_name: str, subscription_name: str) -> SubscriptionProperties:
         """Raises MessagingEntityNotFoundError when there is no such subscription."""
         s, _ = self._subscription_entry(topic_name, subscription_name)
-        return s
+        return addressed(s, self._transport.namespace)
 
     def update_subscription(self, topic_name: str, subscription: SubscriptionProperties, **kwargs: Any) -> None:
         """Apply `subscription`'s properties (and keyword overrides) to the existing subscription.
 
         Raises:
-            MessagingEntityNotFoundError: no such topic or subscription.
+            MessagingEntityNotFoundError: no such topic or subscription, or forward_to or
+                forward_dead_lettered_messages_to names no entity.
             InvalidOperationError: requires_session would change.
         """
         subscription = from_mapping(SubscriptionProperties, subscription, "update_subscription")
@@ -298,6 +299,8 @@ class TopicAdministration:
         if bool(kwargs.get("requires_session", subscription.requires_session)) != bool(rec.get("requires_session")):
             raise InvalidOperationError("requires_session cannot change after creation")
         s = build_subscription(t.name, subscription.name, base=subscription, **kwargs)
+        targets = forward_targets(s)
+        check_forward_targets(targets, self._registry.get_many(targets))
         now = self._server_ms()
         path = subscription_path(t.name, s.name)
         gen = str(rec.get(GENERATION) or "")
@@ -329,7 +332,7 @@ class TopicAdministration:
             return
         for rec in self._registry.get_many(subscription_path(t.name, n) for n in names):
             if rec is not None:
-                yield from_record(SubscriptionProperties, rec)
+                yield addressed(from_record(SubscriptionProperties, rec), self._transport.namespace)
 
     def get_subscription_runtime_properties(
         self, topic_name: str, subscription_name: str

@@ -156,6 +156,8 @@ class ServiceBusSession:
                         return
                     if not session_lock.again(reply) or time.monotonic() >= deadline:
                         break
+            if self._context.forwarder.pull(entity):
+                continue  # sessions forwarded here were waiting in an outbox upstream (see _forwarder.py)
             now = time.monotonic()
             if now >= deadline:
                 raise OperationTimeoutError(

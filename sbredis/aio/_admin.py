@@ -8,7 +8,7 @@ from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
-from .._admin_checks import check_forward_targets, forward_targets
+from .._admin_checks import addressed, check_forward_targets, forward_targets
 from .._core import admin_commands, codec
 from .._core import registry as registry_commands
 from .._core.entity import GENERATION, QueueProperties, build_queue, check_name, from_mapping, new_generation
@@ -72,7 +72,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
             MessagingEntityNotFoundError: forward_to or forward_dead_lettered_messages_to names no entity.
         """
         p = build_queue(queue_name, **kwargs)
-        targets = forward_targets(p)
+        targets = [t for t in forward_targets(p) if t != p.name]  # itself: it exists once created
         check_forward_targets(targets, await self._registry.get_many(targets))
         now = await self._now_ms()
         cmds = admin_commands.delete_commands(p.name, p.partition_count)  # leftovers of a broken delete
@@ -82,19 +82,20 @@ class ServiceBusAdministrationClient(TopicAdministration):
         registry = registry_commands.put(p.name, self._record(p, now, now, gen))
         if not await self._transport.change_entity(p.name, registry, cmds, create=True):
             raise MessagingEntityAlreadyExistsError(f"The messaging entity '{p.name}' already exists.")
-        return p
+        return addressed(p, self._transport.namespace)
 
     async def get_queue(self, queue_name: str) -> QueueProperties:
         """Raises MessagingEntityNotFoundError when there is no such queue."""
         p, _ = await self._read(queue_name)
-        return p
+        return addressed(p, self._transport.namespace)
 
     async def update_queue(self, queue: QueueProperties, **kwargs: Any) -> None:
         """Apply `queue`'s properties (and keyword overrides) to the existing queue.
 
         Raises:
             InvalidOperationError: enable_partitioning, partition_count or requires_session would change.
-            MessagingEntityNotFoundError: no such queue.
+            MessagingEntityNotFoundError: no such queue, or forward_to or forward_dead_lettered_messages_to
+                names no entity.
         """
         queue = from_mapping(QueueProperties, queue, "update_queue")
         current, raw = await self._read(queue.name)
@@ -109,6 +110,8 @@ class ServiceBusAdministrationClient(TopicAdministration):
         kwargs.pop("partition_count", None)
         base = replace(queue, partition_count=current.partition_count)
         p = build_queue(queue.name, base=base, **kwargs)
+        targets = forward_targets(p)
+        check_forward_targets(targets, await self._registry.get_many(targets))
         now = await self._now_ms()
         gen = str(raw.get(GENERATION) or "")
         registry = registry_commands.put(p.name, self._record(p, raw.get("_c", now), now, gen))
@@ -140,7 +143,7 @@ class ServiceBusAdministrationClient(TopicAdministration):
         records = await self._registry.all()
         for name in sorted(records):
             if kind_of(records[name]) == "queue":
-                yield QueueProperties.from_json(json.dumps(records[name]))
+                yield addressed(QueueProperties.from_json(json.dumps(records[name])), self._transport.namespace)
 
     async def get_queue_runtime_properties(self, queue_name: str) -> QueueRuntimeProperties:
         """Counts summed over partitions (one pipelined read-only script call per partition), and

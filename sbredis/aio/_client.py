@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import weakref
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .. import _concurrency
 from .._concurrency import AsyncAutoLockRenewer
+from .._core.codec import to_ms
 from .._core.entity import check_name
 from .._core.keys import TRANSFER, subscription_path
 from .._core.meta import EntityMeta
@@ -249,31 +251,40 @@ class ServiceBusClient:
             raise InvalidArgumentError("timeout must be positive")
         return ServiceBusTransaction(self._context, timeout)
 
-    def list_queue_sessions(self, queue_name: str) -> _concurrency.AsyncItems[str]:
+    def list_queue_sessions(
+        self, queue_name: str, *, state_updated_after: datetime | None = None
+    ) -> _concurrency.AsyncItems[str]:
         """The ids of the queue's sessions that have available messages, a lock holder or state
         (sessions with only deferred or scheduled messages are not listed), sorted. The aio client's may be
         awaited, or iterated asynchronously as the Azure SDK's.
 
+        ``state_updated_after``: only the sessions whose state was set after this time (by the
+        server's clock; a naive datetime is UTC) and is still set, as the SDK's.
+
         Raises:
-            InvalidArgumentError: a bad name.
+            InvalidArgumentError: a bad name or state_updated_after.
             InvalidOperationError: the queue does not require sessions.
             MessagingEntityNotFoundError.
         """
         check_name(queue_name)
-        return _concurrency.async_items(self._list_sessions(queue_name))
+        after = _after_ms(state_updated_after)
+        return _concurrency.async_items(self._list_sessions(queue_name, after))
 
-    def list_subscription_sessions(self, topic_name: str, subscription_name: str) -> _concurrency.AsyncItems[str]:
+    def list_subscription_sessions(
+        self, topic_name: str, subscription_name: str, *, state_updated_after: datetime | None = None
+    ) -> _concurrency.AsyncItems[str]:
         """As list_queue_sessions, for a subscription that requires sessions."""
         check_name(topic_name, "topic")
         check_subscription_name(subscription_name)
-        return _concurrency.async_items(self._list_sessions(subscription_path(topic_name, subscription_name)))
+        after = _after_ms(state_updated_after)
+        return _concurrency.async_items(self._list_sessions(subscription_path(topic_name, subscription_name), after))
 
-    async def _list_sessions(self, path: str) -> list[str]:
+    async def _list_sessions(self, path: str, after_ms: int | None) -> list[str]:
         meta = await self._entity(path, refresh=True)
         if not meta.sessions:
             raise refuse_session_receiver(path)
         pages: list[Any] = []
-        calls = list_calls(path, meta.partition_count)
+        calls = list_calls(path, meta.partition_count, after_ms)
         while calls:  # a partition with more sessions than a page says where to go on
             replies = await self._transport.run_many(calls, path)
             for r in replies:
@@ -281,7 +292,7 @@ class ServiceBusClient:
                     raise r
             pages += replies
             calls = [
-                session_list.call(path, c.partition, nxt)
+                session_list.call(path, c.partition, nxt, after_ms)
                 for c, r in zip(calls, replies, strict=True)
                 if (nxt := session_list.next_cursor(r))
             ]
@@ -308,3 +319,12 @@ class ServiceBusClient:
 
     def __repr__(self) -> str:
         return f"ServiceBusClient({self._transport.url})"
+
+
+def _after_ms(when: Any) -> int | None:
+    """state_updated_after as server ms (None: no filter)."""
+    if when is None:
+        return None
+    if not isinstance(when, datetime):
+        raise InvalidArgumentError(f"state_updated_after must be a datetime, not {type(when).__name__}")
+    return to_ms(when)

@@ -161,6 +161,9 @@ class Forwarder:
                 desc = f"The message of {len(blob)} bytes is larger than '{dest}' accepts."
                 acks.setdefault(p, []).append((e.seq, "dl", "MessageSizeExceeded", desc, fanout.annotate(e.blob, path)))
                 continue
+            if dmeta.sessions and not fanout.session_of(blob):  # refused alone, not with its batch
+                acks.setdefault(p, []).append((e.seq, "dl", *fanout.no_session(dest), fanout.annotate(e.blob, path)))
+                continue
             dp = fanout.destination_partition(blob, dmeta)
             groups.setdefault((p, inc, dp), []).append((e, blob))
         keys_ = list(groups)

@@ -32,6 +32,7 @@ from tenacity import AsyncRetrying
 
 from .._concurrency import async_gather
 from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_url
+from .._core.connection import namespace_of
 from .._core.connection import resolve as resolve_connection
 from .._core.errors import map_error
 from .._core.keys import REGISTRY
@@ -77,6 +78,7 @@ class Transport:
     ) -> None:
         url, self.entity_path = resolve_connection(url, credential)
         self.url = redact(url)
+        self.namespace = namespace_of(url)
         scheme = url.split("://", 1)[0] if "://" in url else ""
         options = client_options(options, tls=scheme.startswith("rediss"))
         socket_timeout = options.pop("socket_timeout", socket_timeout)

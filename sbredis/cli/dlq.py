@@ -27,10 +27,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .. import ServiceBusClient, ServiceBusReceiveMode, ServiceBusSubQueue
+from .. import ServiceBusClient, ServiceBusSubQueue
 from .._message import ServiceBusReceivedMessage
 from ..management import ServiceBusAdministrationClient, resubmit_dead_letters
-from . import _clients
+from . import _clients, _purge
 from ._registry import ExitCode, Registry, UsageError, add_yes, confirm
 from .output import MESSAGE_COLUMNS, Output, Progress, message_dict, messages_table
 
@@ -214,18 +214,21 @@ def run_purge(args: argparse.Namespace, out: Output) -> int:
         limit, code = _start(args, out, admin, c, ("purge", "purged"), "for good")
         if code is not None:
             return code
-        purged = 0
-        mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
-        dlq = _clients.receiver(c, args.entity, sub_queue=args.sub_queue, receive_mode=mode)
-        with dlq, Progress(f"purge {args.entity}", limit, Progress.wanted(args)) as bar:
-            while purged < limit:
-                msgs = dlq.receive_messages(min(args.batch, limit - purged), max_wait_time=1)
-                if not msgs:
-                    break
-                purged += len(msgs)
-                bar.advance(len(msgs))
+        sessions = args.sub_queue is None and _purge.requires_session(admin, args.entity)
+        with Progress(f"purge {args.entity}", limit, Progress.wanted(args)) as bar:
+            done = _purge.purge(
+                c,
+                args.entity,
+                limit,
+                sub_queue=args.sub_queue,
+                sessions=sessions,
+                batch=args.batch,
+                on_progress=bar.advance,
+            )
     if out.json:
-        out.emit({"entity": args.entity, "purged": purged})
+        out.emit({"entity": args.entity, "purged": done.purged, **({"held_sessions": done.held} if done.held else {})})
     else:
-        out.say(f"purged {purged} {WHAT[args.sub_queue]} of {args.entity}")
+        out.say(f"purged {done.purged} {WHAT[args.sub_queue]} of {args.entity}")
+    if done.held:
+        out.warn(f"{len(done.held)} session(s) held by a receiver were left as they were: {', '.join(done.held)}")
     return ExitCode.OK

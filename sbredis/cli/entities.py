@@ -223,7 +223,7 @@ def setting_value(model: type[Any], name: str, text: str) -> Any:
     if name not in fields or name in ("name", "availability_status", "authorization_rules", "size_in_bytes"):
         settable = sorted(set(fields) - {"name", "availability_status", "authorization_rules", "size_in_bytes"})
         raise UsageError(f"unknown {model.__name__} property {name!r}; one of: {', '.join(settable)}")
-    default = getattr(model(name="x"), name)
+    default = getattr(model.defaults(name="x"), name)
     try:
         if isinstance(default, bool):
             if text.lower() not in ("true", "false", "yes", "no", "1", "0"):

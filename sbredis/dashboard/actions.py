@@ -18,8 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import ServiceBusClient, ServiceBusMessage, ServiceBusMessageState, ServiceBusReceiveMode, ServiceBusSubQueue
+from .. import ServiceBusClient, ServiceBusMessage, ServiceBusMessageState, ServiceBusSubQueue
 from .._message import ServiceBusReceivedMessage
+from ..cli._purge import purge as purge_messages
 from ..cli.messages import sender_for
 from ..exceptions import ServiceBusError
 from ..management import ServiceBusAdministrationClient, resubmit_dead_letters
@@ -169,19 +170,25 @@ def _count(admin: ServiceBusAdministrationClient, path: str, queue: str) -> int:
     return int(r.transfer_dead_letter_message_count)
 
 
-def purge(c: ServiceBusClient, admin: ServiceBusAdministrationClient, path: str, queue: str) -> Outcome:
-    """Delete the messages of `queue` ("active", "deadletter" or "transferdeadletter") there now."""
+def purge(
+    c: ServiceBusClient, admin: ServiceBusAdministrationClient, path: str, queue: str, sessions: bool = False
+) -> Outcome:
+    """Delete the messages of `queue` ("active", "deadletter" or "transferdeadletter") there now;
+    `sessions`: the entity is session-enabled (its active messages are taken session by session)."""
     if queue not in ("active", "deadletter", "transferdeadletter"):
         raise ActionError("purge takes active, deadletter or transferdeadletter")
-    limit = _count(admin, path, queue)
-    out = Outcome()
-    mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
-    with receiver(c, path, sub_queue=SUB_QUEUES.get(queue), receive_mode=mode) as r:
-        while out.done < limit:
-            got = r.receive_messages(min(500, limit - out.done), max_wait_time=0.5)
-            if not got:
-                break
-            out.done += len(got)
+    done = purge_messages(
+        c,
+        path,
+        _count(admin, path, queue),
+        sub_queue=SUB_QUEUES.get(queue),
+        sessions=sessions,
+        batch=500,
+        max_wait_time=0.5,
+    )
+    out = Outcome(done=done.purged)
+    if done.held:
+        out.notes.append(f"{len(done.held)} session(s) held by a receiver were left as they were")
     return out
 
 

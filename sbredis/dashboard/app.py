@@ -54,6 +54,7 @@ from ..management import (
 )
 from . import actions, html
 from .counts import Entity, Rates, Reader
+from .counts import totals as rate_totals
 
 STATIC = Path(__file__).with_name("static")
 CSRF_COOKIE, AUTH_COOKIE = "sbredis_csrf", "sbredis_auth"
@@ -232,7 +233,9 @@ class Dashboard:
         self.transport.close()
 
     def entities(self, only: str | list[str] | None = None) -> tuple[list[Entity], dict[str, dict[str, float]]]:
-        found = self.reader.read(only)
+        """The entities (all, or those named in `only`) and the rates; with `only`, the subscriptions
+        read for a topic's counts follow the entities named (the caller shows the first len(only))."""
+        found = self.reader.read(only, helpers=True)
         return found, self.rates.update(found)
 
     def entity(self, name: str) -> tuple[Entity, dict[str, dict[str, float]]]:
@@ -293,11 +296,9 @@ def create_app(settings: Settings) -> Starlette:
             found, rates = d.entities(only or None)
         except ServiceBusError as err:
             return JSONResponse({"error": redact_text(err.message)}, status_code=502)
-        totals = {
-            k: round(sum(r.get(k, 0.0) for r in rates.values()), 1) for k in ("sent", "completed", "dead_lettered")
-        }
+        totals = rate_totals(found, rates)
         out = []
-        for ent in found:
+        for ent in found[:1] if only else found:
             row = {**ent.as_json(), "rates": rates.get(ent.name, {})}
             if only:
                 row["partitions"] = ent.partitions_json()
@@ -321,6 +322,7 @@ def create_app(settings: Settings) -> Starlette:
                 props = d.admin.get_topic(name)
                 subs = [(s, list(d.admin.list_rules(name, s.name))) for s in d.admin.list_subscriptions(name)]
                 counted, _ = d.entities([f"{name}/Subscriptions/{s.name}" for s, _ in subs])
+                counted = counted[: len(subs)]
                 rules = html.subscriptions_table(counted) + html.rules_table(name, subs)
             else:
                 assert sub is not None
@@ -423,7 +425,8 @@ def _question(verb: str, name: str, v: dict[str, Any], seqs: list[int], queue: s
 
 def _run(d: Dashboard, verb: str, name: str, v: dict[str, Any], seqs: list[int], queue: str) -> actions.Outcome:
     if verb == "purge":
-        return actions.purge(d.client, d.admin, name, queue)
+        found = d.reader.read(name)
+        return actions.purge(d.client, d.admin, name, queue, sessions=bool(found) and found[0].requires_session)
     if verb == "resubmit":
         selected = None if v.get("all") else seqs
         target = str(v.get("target") or "")

@@ -111,11 +111,17 @@ def charts() -> str:
 
 
 def quota(ent: Entity) -> str:
+    """Size against quota: a meter of the share used. A topic's size is its subscriptions' and each
+    of them has the topic's quota, so its meter shows the fullest subscription."""
     used = ent.total("size")
-    pct = min(100.0, 100.0 * used / ent.max_size_bytes) if ent.max_size_bytes else 0.0
+    if ent.kind == "topic":
+        title = f"{size(used)} in its subscriptions; the fullest at {100 * ent.fill:.1f}% of its quota"
+    else:
+        title = f"{size(used)} of {size(ent.max_size_bytes)}"
+    pct = f"{100 * ent.fill:.1f}"
     return (
-        f'<span class="quota" title="{e(size(used))} of {e(size(ent.max_size_bytes))}">'
-        f'<meter min="0" max="100" value="{pct:.1f}"></meter> <span data-count="size">{e(size(used))}</span></span>'
+        f'<span class="quota" title="{e(title)}"><meter min="0" max="100" value="{pct}" '
+        f'aria-label="{pct}% of the quota"></meter> <span data-count="size">{e(size(used))}</span></span>'
     )
 
 
@@ -377,8 +383,9 @@ def messages_page(
         check = (
             f'<td><input type="checkbox" name="seq" value="{m.sequence_number}" form="selected" '
             f'aria-label="select message {m.sequence_number}"></td>'
-            if not read_only and queue in ("deadletter", "transferdeadletter", "scheduled")
-            else ""
+            if not read_only
+            and (queue in ("deadletter", "transferdeadletter") or (queue == "scheduled" and ent.kind == "queue"))
+            else ""  # a subscription's scheduled copies are cancelled through their topic's sequence numbers
         )
         preview = body_of(m.body, view)
         short = preview if len(preview) <= 80 else preview[:79] + "…"

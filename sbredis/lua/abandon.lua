@@ -2,7 +2,7 @@
   abandon: release locks at once; each message goes back to the front of its place (ready, or
   deferred when it was received as deferred), or to the dead-letter group after max_dc
   deliveries, or expires when its TTL passed while it was locked.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] n
   ARGV[3] the lock nonce of all n messages, then n seqs; or '' then n pairs: seq, lock nonce
           (held_args, includes/messages.lua)

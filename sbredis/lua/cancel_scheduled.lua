@@ -1,7 +1,7 @@
 --[[
   cancel_scheduled: remove scheduled messages before they are enqueued, all or none. A message
   whose time has come (by the server clock) is enqueued, even before a receive moves it to ready.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] n   ARGV[2..n+1] sequence numbers (partition-local)
   Returns: n
   Errors:  NOTFOUND  NOMSG (a sequence number is not a pending scheduled message; nothing removed)

@@ -1,7 +1,7 @@
 --[[
   cancel_topic_scheduled: cancel scheduled topic messages of one topic partition: every copy that
   publish stored in the subscriptions, for all the sequence numbers given or none.
-  KEYS: the topic partition's 23 keys, then 23 per subscription (includes/keysets.lua), in the
+  KEYS: the topic partition's 24 keys, then 24 per subscription (includes/keysets.lua), in the
         order of the names in ARGV
   ARGV[1] subv (as publish)   ARGV[2] k, then the k subscription names
   ARGV[3 + k] n, then n topic sequence numbers (partition-local)

@@ -1,6 +1,6 @@
 --[[
   dead_letter: move locked main-queue messages to the dead-letter group with the caller's reason.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] group (must be 'm')   ARGV[2] n
   ARGV[3] the lock nonce of all n messages, then n seqs; or '' then n pairs: seq, lock nonce
           (held_args, includes/messages.lua)

@@ -1,6 +1,6 @@
 --[[
   defer: set locked messages aside; only receive_deferred returns them again.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] n
   ARGV[3] the lock nonce of all n messages, then n seqs; or '' then n pairs: seq, lock nonce
           (held_args, includes/messages.lua)

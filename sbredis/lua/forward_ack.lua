@@ -2,7 +2,7 @@
   forward_ack: settle outbox entries of one partition after a delivery attempt: remove the
   delivered ones, move the undeliverable ones to the transfer dead-letter subqueue. An entry that
   is gone already (settled by a concurrent drain) is skipped, so repeating an ack is harmless.
-  KEYS: the partition's 23 keys, then its transfer queue's 23 (includes/keysets.lua)
+  KEYS: the partition's 24 keys, then its transfer queue's 24 (includes/keysets.lua)
   ARGV[1] n, then 5 per entry: outbox seq, outcome ('ok' delivered | 'dl' transfer dead-letter),
           reason, description, blob to store in the transfer dead-letter subqueue ('' the entry's)
   Returns: {status_1, ..., status_n}   0 settled, 1 already gone

@@ -3,7 +3,7 @@
   the partition keeps, per source partition, the highest outbox sequence number it accepted (a
   drain delivers each outbox prefix in order), and drops what is at or below it; duplicate
   detection applies as to a send.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] source ('<path>:<p>:<incarnation>')
   ARGV[2] n, then 7 per message (the layout of publish): message_id ('' when duplicate detection
           does not apply), ttl_ms (0: the default), scheduled_ms (0: now), hop count, expires_ms

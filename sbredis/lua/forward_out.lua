@@ -3,8 +3,11 @@
   queue (the outbox, under the same hash tag), then return the oldest outbox entries for the
   caller to deliver. Available main-queue messages go when cfg.fwd names a destination,
   dead-lettered ones when cfg.fwdl does; due schedules, elapsed locks and expiries are swept first.
+  A session entity's messages go session by session, each session's in send order; the session
+  id travels in the message, so the destination keeps the session (fanout.destination_partition
+  puts a session in one partition, and a destination that requires sessions files it there).
   A Disabled entity moves nothing (its outbox is still returned).
-  KEYS: the partition's 23 keys, then its transfer queue's 23 (includes/keysets.lua)
+  KEYS: the partition's 24 keys, then its transfer queue's 24 (includes/keysets.lua)
   ARGV[1] most messages to move   ARGV[2] most entries to return   ARGV[3] sweep limit
   (moves and returns also stop once READ_BYTES of messages were read: includes/messages.lua)
   Returns: {now_ms, incarnation, then 7 per entry: outbox seq, destination, hop count,
@@ -28,9 +31,45 @@ if not inc then
 end
 local dest = redis.call('HMGET', K_CFG, 'fwd', 'fwdl')
 
+-- Up to `want` available messages of the sessions (cfg.sess), as take() gives the others: the
+-- lowest members of SES.sr (whole sessions first, each in send order), handed on in send order.
+-- A held session's available messages go too: an entity that forwards passes what it stores on.
+-- Expired ones are expired. SES.sa is kept lazily (a session found without messages is dropped
+-- when met), so it needs nothing here.
+local function take_sessions(want)
+  local seqs, fields, xs, n = {}, {}, {}, 0
+  local members = redis.call('ZRANGE', SES.sr, 0, want - 1)
+  if #members == 0 then return seqs, fields, xs, 0 end
+  call_many('ZREM', SES.sr, members)
+  local ids = {}
+  for i = 1, #members do ids[i] = sess_seq(members[i]) end
+  -- in send order over the sessions taken (entries() wants ascending seqs; each session's stay in order)
+  table.sort(ids, function(a, b) return tonumber(a) < tonumber(b) end)
+  local es = entries(MAIN, ids)
+  for i = 1, #ids do
+    local seq = ids[i]
+    local f = es[seq]
+    if f then
+      local x = tonumber(f[6])
+      if x > 0 and x <= now then
+        expire(cfg, seq, f)
+      else
+        n = n + 1
+        seqs[n], fields[n], xs[n] = seq, f, x
+      end
+    end
+  end
+  return seqs, fields, xs, n
+end
+
 local function move(G, to)
   sweep(G, cfg, now, limit)
-  local seqs, fs, xs, n = take(G, cfg, now, move_max, limit)  -- expired ones are expired there
+  local seqs, fs, xs, n
+  if G.main and cfg.sess then
+    seqs, fs, xs, n = take_sessions(move_max)
+  else
+    seqs, fs, xs, n = take(G, cfg, now, move_max, limit)  -- expired ones are expired there
+  end
   local moved = 0
   for i = 1, n do
     local seq, f, x = seqs[i], fs[i], xs[i]

@@ -4,7 +4,7 @@
   not, or put it back. Used means: st.acc after the cutoff (sends, receives, peeks, updates), a
   scheduled message still pending after it, or forwarding configured (never idle). A topic
   passes its subscriptions' keys too: any of them used keeps the topic.
-  KEYS: the partition's 23 keys, then 23 per further key set (includes/keysets.lua)
+  KEYS: the partition's 24 keys, then 24 per further key set (includes/keysets.lua)
   ARGV[1] mode 'check' | 'retire' | 'restore'   ARGV[2] cutoff ms
   Returns: check, retire: {1 idle (retire: now out of service) | 0 used, last use ms}
            restore: {1, 0}

@@ -1,7 +1,7 @@
 --[[
   peek: read messages from a sequence number on, oldest first, without locking or changing them.
   Expired messages not yet removed may show.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] first seq (partition-local)   ARGV[3] count
   ARGV[4] session id ('' or absent: every message): only that session's messages (the log is
           read on until `count` of them are found, it ends, or the per-call cap PEEK_SCAN / PEEK_US

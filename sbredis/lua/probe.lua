@@ -3,7 +3,7 @@
   scheduled, elapsed locks; for the dead-letter group also main-queue messages whose TTL or lock
   has passed, which its receive sweeps over), read-only; a receive over many partitions asks this
   before it locks.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'
   Returns: count (0 when the entity is missing or disabled for receive: the receive reports that)
 ]]

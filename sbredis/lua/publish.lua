@@ -2,7 +2,7 @@
   publish: fan a batch of messages out of one topic partition into the same partition of every
   subscription whose rules match: every copy of every message is stored, or none (one script,
   one hash tag: the subscriptions' keys live under the topic partition's tag).
-  KEYS: the topic partition's 23 keys, then 23 per subscription (includes/keysets.lua), in the
+  KEYS: the topic partition's 24 keys, then 24 per subscription (includes/keysets.lua), in the
         order of the names in ARGV
   ARGV[1] subv: the version of the subscription set the caller built KEYS for
   ARGV[2] k: the number of subscriptions, then their k names

@@ -3,7 +3,7 @@
   Every number must name a deferred message of the group, else nothing changes. A deferred
   message that expired meanwhile is expired instead of returned. A deferred message whose lock
   (from an earlier receive_deferred) has elapsed is deferred again first, as a sweep would.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' | 'D'   ARGV[3] lock nonce   ARGV[4] n
   ARGV[5..n+4] sequence numbers (partition-local)
   ARGV[n+5] session id ('' or absent: none); on the main group of a session entity it is required,

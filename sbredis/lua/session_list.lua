@@ -5,8 +5,11 @@
   the messages. A call does at most LIST_PAGE jumps (no further 100 once it has run LIST_US
   microseconds) or one HSCAN of LIST_PAGE (the per-call cap) and returns where the next call
   goes on.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  With ARGV[2] (state_updated_after), only the sessions whose state was set after that time:
+  a page of LIST_PAGE from SES.su, by score.
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] cursor ('' or absent: from the start; else the `next` of the previous call)
+  ARGV[2] state updated after (ms; '' or absent: every session)
   Returns: {next, session id, ...} (unordered, may repeat; next: '' when the listing is complete)
   Errors:  NOTFOUND
 ]]
@@ -19,6 +22,17 @@ local function clock_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local cursor = ARGV[1] or ''
+local after = ARGV[2] or ''
+if after ~= '' then
+  -- the cursor: 'u' and the offset into the zset's members above `after`
+  local offset = 0
+  if cursor ~= '' then offset = tonumber(string.sub(cursor, 2)) or 0 end
+  local r = redis.call('ZRANGEBYSCORE', SES.su, '(' .. after, '+inf', 'LIMIT', offset, LIST_PAGE)
+  local out = {''}
+  for i = 1, #r do out[#out + 1] = r[i] end
+  if #r == LIST_PAGE then out[1] = 'u' .. (offset + LIST_PAGE) end
+  return out
+end
 if cursor == '' then cursor = 'r-' end
 -- the cursor: 'r' and the ZRANGEBYLEX start in SES.sr, 'l' or 's' and the HSCAN cursor of SES.sl
 -- or SES.ss

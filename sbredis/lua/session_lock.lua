@@ -2,7 +2,7 @@
   session_lock: lock one session of this partition for a receiver: a named one, or the first
   session with available messages that no one holds (NEXT_AVAILABLE_SESSION). Elapsed session
   locks are freed first; due scheduled messages become available in their sessions.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] session id ('' for the next available)   ARGV[2] lock nonce   ARGV[3] sweep limit
   Returns: {now_ms, locked_until_ms, session id}; {now_ms, 0, ''} when ARGV[1] is '' and no
            session is available here; {now_ms, 0, '', 1} when this call's budget ran out first

@@ -2,7 +2,7 @@
   session_receive: hand out up to `count` available messages of a session the caller holds,
   oldest first (send order), after a bounded sweep (due schedules, elapsed locks, expiries).
   Their locks are the session lock: same nonce, same locked-until (includes/sessions.lua).
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] session id   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete   ARGV[3] count
   ARGV[4] the session lock's nonce   ARGV[5] sweep limit
   Returns: {now_ms, locked_until_ms, more, then per message: seq, delivery_count, blob,

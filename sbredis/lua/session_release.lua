@@ -2,7 +2,7 @@
   session_release: a receiver lets go of its session (closing): messages it still holds locked go
   back to the session (ARGV[3..]: those never handed to the user, not counted as a delivery; the
   others counted), and the session is available to others.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] session id   ARGV[2] the session lock's nonce   ARGV[3] n, then n sequence numbers
           (partition-local) of messages fetched ahead and never handed out
   Returns: 1 released, 0 the caller did not hold the session (nothing changed)

@@ -1,7 +1,7 @@
 --[[
   session_renew: extend a session lock the caller holds by the entity's lock duration, from now;
   the locks of the session's locked messages move with it.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] session id   ARGV[2] the session lock's nonce
   Returns: {now_ms, locked_until_ms}
   Errors:  NOTFOUND  DISABLED  LOST (the lock elapsed or another receiver took the session)

@@ -2,7 +2,7 @@
   session_state: read or write the state of a session the caller holds. The state stays after
   the session's messages are gone (until set to nothing or the entity is deleted). Op 'count'
   gives the number of the session's available messages (one ZLEXCOUNT; `sbredis sessions show`).
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] op 'get' | 'set' | 'del' | 'count'   ARGV[2] session id   ARGV[3] the session lock's nonce
   ARGV[4] the state (op 'set')
   Returns: get: the state or nil; set, del: 1; count: the number of available messages
@@ -29,7 +29,9 @@ touch(now)
 if op == 'set' then
   if #ARGV[4] > cfg.max_msg then return fail('SIZE') end
   redis.call('HSET', SES.ss, sid, ARGV[4])
+  redis.call('ZADD', SES.su, now, sid)
 else
   redis.call('HDEL', SES.ss, sid)
+  redis.call('ZREM', SES.su, sid)
 end
 return 1

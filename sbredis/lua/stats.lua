@@ -1,6 +1,6 @@
 --[[
   stats: the partition's message counts and size, read-only.
-  KEYS: the partition's 23 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV: none
   Returns: {ready, locked, deferred, scheduled, dlq_ready, dlq_locked, dlq_deferred, size_bytes,
             last_access_ms, last_seq, last_dlq_seq}

@@ -1,7 +1,7 @@
 --[[
   syphon_lease: take, keep or give up the syphon lease of a backlog queue (paired namespaces), so
   one syphon at a time moves its messages (in order) while several may run.
-  KEYS: the partition's 23 keys (includes/partition.lua); the lease is field 'sl' of st,
+  KEYS: the partition's 24 keys (includes/partition.lua); the lease is field 'sl' of st,
         'holder|until_ms'
   ARGV[1] holder: a syphon's random id
   ARGV[2] lease_ms: hold it until now + lease_ms; 0 gives it up

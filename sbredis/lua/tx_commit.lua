@@ -7,7 +7,7 @@
   A committed transaction leaves a marker 'tx:<id>' in the dd sorted set (score: when it may be
   forgotten, ARGV[2] ms later), so a commit retried after a connection error in doubt is
   recognised and not applied twice.
-  KEYS: the partition's 23 keys, then its transfer queue's 23 (includes/keysets.lua)
+  KEYS: the partition's 24 keys, then its transfer queue's 24 (includes/keysets.lua)
   ARGV[1] transaction id   ARGV[2] how long the commit marker is kept (ms)
   ARGV[3] n settlements, then 6 per settlement: action ('complete' | 'abandon' | 'defer' |
           'dead_letter' | 'renew'), group ('m' | 'd'), seq, lock nonce, dead-letter reason,

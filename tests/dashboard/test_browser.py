@@ -32,6 +32,8 @@ def test_every_page(page: Any, dashboard: Any, shoot: Any, namespace: Any, clien
     assert (cell(page, "orders", "scheduled"), cell(page, "orders", "deferred")) == ("2", "1")
     assert cell(page, "events/Subscriptions/lost", "transfer_dead_letter") == "3"
     assert cell(page, "events/Subscriptions/audit", "active") == "3"
+    # a topic stores nothing itself: its row sums its subscriptions'
+    assert (cell(page, "events", "active"), cell(page, "events", "transfer_dead_letter")) == ("3", "3")
     # size against the quota (max_size_in_megabytes per partition): a meter, and both in its title
     quota = page.locator('#entities tr[data-entity="orders"] .quota')
     title = quota.get_attribute("title") or ""
@@ -371,3 +373,83 @@ def test_settings_cancel_and_send(page: Any, dashboard: Any, admin: Any, client:
         assert str(m) == '{"ping": 1}' and m.application_properties == {"kind": "test", "n": 2}
     finally:
         admin.delete_queue("later")
+
+
+def test_purge_a_session_queue(page: Any, dashboard: Any, admin: Any, client: Any) -> None:
+    """A session-enabled queue's active messages are purged session by session; its dead letters too."""
+    admin.create_queue("baskets", requires_session=True, enable_partitioning=True, partition_count=2)
+    try:
+        with client.get_queue_sender("baskets") as s:
+            s.send_messages([ServiceBusMessage(f"b{i}", session_id=f"basket-{i % 3}") for i in range(9)])
+        with client.get_queue_receiver("baskets", session_id="basket-0") as r:
+            r.dead_letter_messages(r.receive_messages(3, max_wait_time=2), reason="Abandoned")
+        page.goto(dashboard.url + "/entity/baskets")
+        page.get_by_role("button", name="Purge…").click()
+        assert "Purge every active message of baskets" in page.locator("#question").inner_text()
+        page.get_by_role("button", name="Yes, purge").click()
+        assert page.locator(".notice").inner_text() == "Purged 6 message(s) of baskets."
+        props = admin.get_queue_runtime_properties("baskets")
+        assert (props.active_message_count, props.dead_letter_message_count) == (0, 3)
+        page.locator("form.purge").get_by_label("Messages").select_option("deadletter")
+        page.get_by_role("button", name="Purge…").click()
+        page.get_by_role("button", name="Yes, purge").click()
+        assert page.locator(".notice").inner_text() == "Purged 3 message(s) of baskets."
+        assert admin.get_queue_runtime_properties("baskets").dead_letter_message_count == 0
+    finally:
+        admin.delete_queue("baskets")
+
+
+def test_transfer_dead_letters_resubmitted_and_a_topic_schedule_cancelled(
+    page: Any, dashboard: Any, admin: Any, client: Any
+) -> None:
+    """Messages a subscription could not forward (its destination was deleted) are resubmitted from
+    the transfer dead-letter list to a queue; a message scheduled on a topic is cancelled from the
+    topic's page, and its subscriptions' copies go with it."""
+    from datetime import UTC, datetime, timedelta
+
+    admin.create_topic("parcels", enable_partitioning=True, partition_count=2)
+    admin.create_queue("depot")
+    admin.create_queue("returns")
+    try:
+        admin.create_subscription("parcels", "route", forward_to="depot")
+        admin.create_subscription("parcels", "audit")
+        admin.delete_queue("depot")
+        with client.get_topic_sender("parcels") as s:
+            s.send_messages([ServiceBusMessage(f"parcel-{i}") for i in range(4)])
+            (later,) = s.schedule_messages([ServiceBusMessage("later")], datetime.now(UTC) + timedelta(hours=1))
+        route = "parcels/Subscriptions/route"
+        page.goto(dashboard.url + f"/entity/{route}?view=messages&queue=transferdeadletter")
+        boxes = page.locator('#messages input[name="seq"]')
+        assert boxes.count() == 4
+        boxes.nth(0).check()
+        boxes.nth(1).check()
+        page.locator("form#selected").get_by_label("To").select_option("returns")
+        page.get_by_role("button", name="Resubmit selected…").click()
+        assert page.locator("#question").inner_text() == (
+            f"Resubmit the 2 selected transfer dead-letter messages of {route} to returns?"
+        )
+        page.get_by_role("button", name="Yes, resubmit").click()
+        assert page.locator(".notice").inner_text() == f"Resubmitted 2 message(s) of {route} to returns."
+        assert admin.get_queue_runtime_properties("returns").active_message_count == 2
+        assert admin.get_subscription_runtime_properties("parcels", "route").transfer_dead_letter_message_count == 2
+
+        page.goto(dashboard.url + "/")  # the overview: the scheduled copy in audit, and in the topic's sums
+        assert (cell(page, "parcels/Subscriptions/audit", "active"), cell(page, "parcels", "active")) == ("4", "4")
+        assert cell(page, "parcels/Subscriptions/audit", "scheduled") == "1"
+        assert cell(page, "parcels", "scheduled") == "2"  # a copy in each subscription, route's to forward
+        page.goto(dashboard.url + "/entity/parcels")
+        form = page.locator("form.cancel")
+        form.get_by_label("Sequence numbers (comma-separated)").fill(str(later))
+        form.get_by_role("button", name="Cancel scheduled").click()
+        assert page.locator("#question").inner_text() == f"Cancel the scheduled messages {later} of parcels?"
+        page.get_by_role("button", name="Yes, cancel").click()
+        assert page.locator(".notice").inner_text() == "Cancelled 1 scheduled message(s) of parcels."
+        page.goto(dashboard.url + "/")
+        assert cell(page, "parcels/Subscriptions/audit", "scheduled") == cell(page, "parcels", "scheduled") == "0"
+        assert cell(page, "parcels/Subscriptions/audit", "active") == "4"
+        # the subscription's scheduled list offers nothing to select: its copies are cancelled by the topic
+        page.goto(dashboard.url + "/entity/parcels/Subscriptions/audit?view=messages&queue=scheduled")
+        assert page.locator('#messages input[name="seq"]').count() == 0
+    finally:
+        admin.delete_topic("parcels")
+        admin.delete_queue("returns")

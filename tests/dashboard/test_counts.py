@@ -34,7 +34,7 @@ def check(url: str, admin: Any, client: Any, backend: str, Transport: Any) -> No
     q, t, gone = (f"{p}-{uuid.uuid4().hex[:8]}" for p in ("cq", "ct", "gone"))
     admin.create_queue(q, enable_partitioning=True, partition_count=4)
     admin.create_queue(gone)
-    admin.create_topic(t, enable_partitioning=True, partition_count=2)
+    admin.create_topic(t, enable_partitioning=True, partition_count=2, max_size_in_megabytes=2048)
     admin.create_subscription(t, "s")
     admin.create_subscription(t, "lost", forward_to=gone)
     admin.delete_queue(gone)
@@ -51,10 +51,19 @@ def check(url: str, admin: Any, client: Any, backend: str, Transport: Any) -> No
             # got[4:6] stay locked
             with client.get_topic_sender(t) as ts:
                 ts.send_messages([ServiceBusMessage("e1"), ServiceBusMessage("e2")])
+                ts.schedule_messages([ServiceBusMessage("e3")], datetime.now(UTC) + timedelta(hours=1))
             transport = Transport(url)
             rates = Rates()
             try:
                 found = {e.name: e for e in Reader(transport).read()}
+                # an entity page reads only its entity: the same counts (a topic's from its subscriptions,
+                # a subscription's quota from its topic)
+                alone = {n: Reader(transport).read(n)[0] for n in (t, f"{t}/Subscriptions/s", q)}
+                assert [e.name for e in Reader(transport).read(t)] == [t]
+                with_helpers = [e.name for e in Reader(transport).read(t, helpers=True)]  # for the topic's rates
+                assert with_helpers[0] == t and sorted(with_helpers[1:]) == [
+                    f"{t}/Subscriptions/{n}" for n in ("lost", "s")
+                ]
             finally:
                 transport.close()
             rates.update(list(found.values()), now=0.0)
@@ -80,6 +89,24 @@ def check(url: str, admin: Any, client: Any, backend: str, Transport: Any) -> No
         assert lost.counts["transfer_dead_letter"] == sp.transfer_dead_letter_message_count == 2
         assert found[f"{t}/Subscriptions/s"].counts["active"] == 2
         assert found[t].kind == "topic" and found[t].partition_count == 2
+        # a topic's counts are its subscriptions' (s: 2 active and the scheduled copy; lost: 2 it could
+        # not forward), its size the admin client's (what its subscriptions store)
+        topic, tp = found[t], admin.get_topic_runtime_properties(t)
+        subs = [found[f"{t}/Subscriptions/{n}"] for n in ("s", "lost")]
+        assert topic.counts["active"] == 2 and topic.counts["transfer_dead_letter"] == 2
+        assert subs[0].counts["scheduled"] == 1
+        assert topic.counts["scheduled"] == sum(s.counts["scheduled"] for s in subs) >= 1
+        assert topic.counts["size"] == tp.size_in_bytes > 0
+        assert topic.total("seq") == 3  # sent to the topic: its own counter
+        for i, part in enumerate(topic.partitions):  # partition by partition too
+            for k in ("active", "scheduled", "transfer_dead_letter", "size"):
+                assert part.counts[k] == sum(s.partitions[i].counts[k] for s in subs), (i, k)
+        for name, ent in alone.items():
+            assert (ent.name, ent.counts, ent.max_size_bytes) == (name, found[name].counts, found[name].max_size_bytes)
+        # size against quota: a subscription partition holds up to its topic's max_size_in_megabytes
+        assert found[f"{t}/Subscriptions/s"].max_size_bytes == 2048 * 1024 * 1024 * 2
+        assert ent.fill == ent.total("size") / (1024 * 1024 * 1024 * 4)  # the queue: 1024 MB a partition
+        assert topic.fill == max(s.fill for s in subs) > 0
         with client.get_subscription_receiver(t, "lost", sub_queue=ServiceBusSubQueue.TRANSFER_DEAD_LETTER) as r:
             assert len(r.peek_messages(5, sequence_number=0)) == 2
         if backend == "cluster":
@@ -143,3 +170,37 @@ def test_pages_on_a_cluster(redis_cluster: Any) -> None:
     assert f'data-entity="{name}"' in overview
     nodes = set(re.findall(r"<td>(127\.0\.0\.1:\d+)</td>", page))
     assert len(nodes) >= 2, nodes  # 8 partitions over 3 primaries
+
+
+def test_topic_rates_and_namespace_totals() -> None:
+    """A topic's sent rate is what was sent to it, its completed and dead-lettered its subscriptions';
+    the namespace's totals count a send once (not once per subscription copy)."""
+    from sbredis.dashboard.counts import WIDTH, Entity, fold_topics, totals
+
+    def entity(name: str, kind: str, seq: int, dseq: int, active: int) -> Entity:
+        e = Entity(name, kind, "Active", 1, 1 << 30, topic="t" if kind == "subscription" else None)
+        row = [0] * WIDTH
+        row[0], row[1], row[7], row[8] = 1, active, seq, dseq
+        e.rows = row
+        return e
+
+    def read(sent: int, a: tuple[int, int], b: tuple[int, int], queue: int) -> list[Entity]:
+        found = [
+            entity("t", "topic", sent, 0, 0),
+            entity("t/Subscriptions/a", "subscription", sent, a[1], a[0]),
+            entity("t/Subscriptions/b", "subscription", sent, b[1], b[0]),
+            entity("q", "queue", queue, 0, queue),
+        ]
+        fold_topics(found)
+        return found
+
+    rates = Rates()
+    rates.update(read(10, (10, 0), (10, 0), 0), now=0.0)
+    # 1 s later: 20 more sent to the topic (both subscriptions take each); a completed 15, b dead-lettered 4
+    found = read(30, (15, 0), (26, 4), 6)
+    assert found[0].counts["active"] == 15 + 26 and found[0].counts["dead_letter"] == 0
+    got = rates.update(found, now=1.0)
+    assert got["t/Subscriptions/a"] == {"sent": 20.0, "completed": 15.0, "dead_lettered": 0.0}
+    assert got["t/Subscriptions/b"] == {"sent": 20.0, "completed": 0.0, "dead_lettered": 4.0}
+    assert got["t"] == {"sent": 20.0, "completed": 15.0, "dead_lettered": 4.0}
+    assert totals(found, got) == {"sent": 26.0, "completed": 15.0, "dead_lettered": 4.0}

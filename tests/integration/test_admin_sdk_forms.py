@@ -56,10 +56,60 @@ def test_topic_and_subscription_dicts(admin: Any, queue_name: str) -> None:
 
 def test_forwarding_to_a_service_bus_address(admin: Any, queue_name: str) -> None:
     admin.create_queue(queue_name + "-to")
-    admin.create_queue(queue_name, forward_to=f"sb://example.servicebus.windows.net/{queue_name}-to")
-    assert admin.get_queue(queue_name).forward_to == queue_name + "-to"
+    created = admin.create_queue(queue_name, forward_to=f"sb://example.servicebus.windows.net/{queue_name}-to")
+    got = admin.get_queue(queue_name)
+    # returned as the SDK returns it: this connection's namespace, then the entity
+    assert got.forward_to == created.forward_to
+    assert got.forward_to.startswith("sb://") and got.forward_to.endswith(f"/{queue_name}-to")
+    assert got.forward_dead_lettered_messages_to is None
+    assert [q.forward_to for q in admin.list_queues() if q.name == queue_name] == [got.forward_to]
+    admin.update_queue(got)  # the address goes back in as it came out
+    admin.update_queue(dict(got), forward_dead_lettered_messages_to=queue_name)  # itself, as Service Bus allows
+    got = admin.get_queue(queue_name)
+    assert got.forward_to.endswith(f"/{queue_name}-to") and got.forward_dead_lettered_messages_to.endswith(
+        f"/{queue_name}"
+    )
     with pytest.raises(MessagingEntityNotFoundError):
         admin.create_queue(queue_name + "-2", forward_to="sb://host:1/missing")
+    with pytest.raises(MessagingEntityNotFoundError):  # an update checks the destination as a create does
+        admin.update_queue(got, forward_to="missing-" + queue_name)
+    assert admin.get_queue(queue_name).forward_to.endswith(f"/{queue_name}-to")  # nothing written
+    admin.update_queue(got, forward_to=None, forward_dead_lettered_messages_to=None)
+    assert admin.get_queue(queue_name).forward_to is None
+
+
+def test_subscription_forwarding_addresses(admin: Any, queue_name: str) -> None:
+    admin.create_queue(queue_name + "-to")
+    admin.create_topic(queue_name)
+    created = admin.create_subscription(queue_name, "s", forward_to=queue_name + "-to")
+    assert created.forward_to.startswith("sb://") and created.forward_to.endswith(f"/{queue_name}-to")
+    sub = admin.get_subscription(queue_name, "s")
+    assert sub.forward_to == created.forward_to
+    assert [s.forward_to for s in admin.list_subscriptions(queue_name)] == [created.forward_to]
+    admin.update_subscription(queue_name, dict(sub), forward_dead_lettered_messages_to=queue_name)  # its topic
+    assert admin.get_subscription(queue_name, "s").forward_dead_lettered_messages_to.endswith(f"/{queue_name}")
+    with pytest.raises(MessagingEntityNotFoundError):
+        admin.update_subscription(queue_name, sub, forward_to="missing-" + queue_name)
+
+
+def test_authorization_rules_are_kept(admin: Any, queue_name: str) -> None:
+    from sbredis.management import AccessRights, AuthorizationRule
+
+    rule = AuthorizationRule(key_name="listen", rights=[AccessRights.LISTEN], primary_key="k1", secondary_key="k2")
+    admin.create_queue(queue_name, authorization_rules=[rule])
+    got = admin.get_queue(queue_name)
+    assert got.authorization_rules == [rule] and got.authorization_rules[0].rights == [AccessRights.LISTEN]
+    got.authorization_rules = [rule, AuthorizationRule(key_name="all", rights=list(AccessRights))]
+    admin.update_queue(got)
+    assert [r.key_name for r in admin.get_queue(queue_name).authorization_rules] == ["listen", "all"]
+    admin.create_topic(queue_name + "-t", authorization_rules=[rule])
+    topic = admin.get_topic(queue_name + "-t")
+    assert topic.authorization_rules == [rule]
+    topic.authorization_rules = []
+    admin.update_topic(topic)
+    assert admin.get_topic(queue_name + "-t").authorization_rules == []
+    with pytest.raises(InvalidArgumentError):
+        admin.update_queue(got, authorization_rules=["listen"])
 
 
 def test_errors_are_also_azure_cores(admin: Any, queue_name: str) -> None:

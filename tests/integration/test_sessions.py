@@ -332,6 +332,63 @@ def test_list_sessions_with_messages_or_state(client: ServiceBusClient, make_que
     assert client.list_queue_sessions(q) == ["s1", "s2", "s3", "s4"]
 
 
+def _set_state(client: ServiceBusClient, q: str, sid: str, state: str | None) -> None:
+    with client.get_queue_receiver(q, session_id=sid) as r:
+        assert r.session is not None
+        r.session.set_state(state)
+
+
+def _after_now() -> datetime:
+    """A cutoff after everything done so far and before anything done next (server and tests
+    share the clock; the state times are server ms)."""
+    cutoff = datetime.now(UTC)
+    time.sleep(0.005)
+    return cutoff
+
+
+def test_list_sessions_by_state_update_time(client: ServiceBusClient, make_queue: Any) -> None:
+    q = make_queue(requires_session=True, enable_partitioning=True, partition_count=4)
+    send(client, q, *[msg("m", s) for s in ("old", "new", "messages-only")])
+    _set_state(client, q, "old", "x")
+    _set_state(client, q, "gone", "x")
+    cutoff = _after_now()
+    assert client.list_queue_sessions(q, state_updated_after=cutoff) == []
+    _set_state(client, q, "new", "y")
+    _set_state(client, q, "stateless", "z")
+    _set_state(client, q, "stateless", None)  # state cleared: no state to have been updated
+    _set_state(client, q, "gone", "again")
+    assert client.list_queue_sessions(q, state_updated_after=cutoff) == ["gone", "new"]
+    # a naive datetime is UTC, as the SDK takes it
+    assert client.list_queue_sessions(q, state_updated_after=cutoff.replace(tzinfo=None)) == ["gone", "new"]
+    assert client.list_queue_sessions(q, state_updated_after=datetime(2000, 1, 1, tzinfo=UTC)) == [
+        "gone",
+        "new",
+        "old",
+    ]
+    assert client.list_queue_sessions(q) == ["gone", "messages-only", "new", "old"]  # unfiltered as before
+    with pytest.raises(InvalidArgumentError, match="state_updated_after"):
+        client.list_queue_sessions(q, state_updated_after="yesterday")  # type: ignore[arg-type]
+
+
+def test_list_subscription_sessions_by_state_update_time(client: ServiceBusClient, admin: Any, queue_name: str) -> None:
+    admin.create_topic(queue_name)
+    admin.create_subscription(queue_name, "s", requires_session=True)
+    with client.get_topic_sender(queue_name) as sender:
+        sender.send_messages([msg("m", "a"), msg("m", "b")])
+    with client.get_subscription_receiver(queue_name, "s", session_id="a") as r:
+        assert r.session is not None
+        r.session.set_state("1")
+    cutoff = _after_now()
+    with client.get_subscription_receiver(queue_name, "s", session_id="b") as r:
+        assert r.session is not None
+        r.session.set_state("2")
+    assert client.list_subscription_sessions(queue_name, "s", state_updated_after=cutoff) == ["b"]
+    admin.delete_topic(queue_name)  # its session times go with it
+    admin.create_topic(queue_name)
+    admin.create_subscription(queue_name, "s", requires_session=True)
+    assert client.list_subscription_sessions(queue_name, "s", state_updated_after=datetime(2000, 1, 1)) == []
+
+
 # ----------------------------------------------------------- TTL, schedule, dedup, delete mode
 def test_scheduled_session_message_becomes_available_in_its_session(client: ServiceBusClient, make_queue: Any) -> None:
     q = make_queue(requires_session=True)

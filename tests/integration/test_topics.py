@@ -134,8 +134,6 @@ def test_bad_names_and_options(admin: Any, client: Any, topic: str) -> None:
         admin.create_topic("a/Subscriptions/b")
     with pytest.raises(InvalidArgumentError):
         admin.create_subscription(topic, "s", no_such_option=1)
-    with pytest.raises(InvalidOperationError):
-        admin.create_subscription(topic, "s", requires_session=True, forward_to="elsewhere")
     with pytest.raises(InvalidArgumentError):
         client.get_subscription_receiver(topic, "s", bogus=1)
     admin.create_queue("q-" + topic)

@@ -113,9 +113,6 @@ def test_unknown_keywords_are_named() -> None:
     [
         {"partition_count": 4},
         {"enable_partitioning": False, "partition_count": 16},
-        {"requires_session": True, "forward_to": "other"},
-        {"forward_to": "q"},
-        {"forward_dead_lettered_messages_to": "q"},
     ],
     ids=repr,
 )

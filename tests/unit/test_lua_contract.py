@@ -5,9 +5,9 @@ What is checked, per composed script (``sbredis._core.scripts.load``):
 * the header comment names KEYS and ARGV, and documents every literal ``ARGV[n]`` and every
   ``fail('CODE')`` the script uses; every code maps to an exception in ``_core.errors``;
 * file names and ``SCRIPT_NAMES`` agree, includes resolve, nothing is left unresolved;
-* every script Python calls gets the 23 keys of one partition (one cluster slot), or for the
-  scripts that include ``keysets`` (publish, forwarding, idle) 23 more per further partition-shaped
-  key set under the same hash tag; ``includes/partition.lua`` binds ``KEYS[1..23]`` in the order of
+* every script Python calls gets the 24 keys of one partition (one cluster slot), or for the
+  scripts that include ``keysets`` (publish, forwarding, idle) 24 more per further partition-shaped
+  key set under the same hash tag; ``includes/partition.lua`` binds ``KEYS[1..24]`` in the order of
   ``keys.PARTITION_KEY_NAMES`` and ``includes/keysets.lua`` the further sets the same way;
 * no keyspace scans (KEYS, SCAN, RANDOMKEY) and no key names built in Lua. The heuristic: the
   scripts are tokenised (comments dropped, strings kept) and for every ``redis.call`` /
@@ -47,7 +47,7 @@ KEYSET_VARIABLES = ("S", "T")  # names a script binds a further key set (include
 KEYSET_SCRIPTS = {"publish", "cancel_topic_scheduled", "forward_out", "forward_ack", "idle", "tx_commit"}
 # Scripts with a KEYS layout of their own, documented in their header and checked by their own test
 # below: dashboard_counts takes 18 of a partition's keys per partition, many partitions per call
-# (the whole 23 of a partition and of its transfer queue would be 46 keys a partition at every read).
+# (the whole 24 of a partition and of its transfer queue would be 48 keys a partition at every read).
 # In them KEYS is indexed as KEYS[base + i] and redis calls name keys as K(<literal>) or a parameter.
 OWN_LAYOUT_SCRIPTS = {"dashboard_counts"}
 
@@ -223,7 +223,7 @@ def key_variables(keysets: bool = False) -> set[str]:
 PAIRED_SCRIPTS = set(scripts.SCRIPT_NAMES) & {"siphon_lease", "syphon_lease"}
 
 
-SINGLE_KEYSET = set(protocol.MODULES) - KEYSET_SCRIPTS - OWN_LAYOUT_SCRIPTS  # one partition's 23 keys
+SINGLE_KEYSET = set(protocol.MODULES) - KEYSET_SCRIPTS - OWN_LAYOUT_SCRIPTS  # one partition's 24 keys
 
 
 def python_called_scripts() -> set[str]:
@@ -400,7 +400,7 @@ def _tx_call() -> ops.Call:
 
 @pytest.mark.parametrize(("c", "sets"), _multi_keyset_calls())
 def test_multi_keyset_calls_stay_in_one_slot(c: ops.Call, sets: int) -> None:
-    """publish/forwarding/idle calls pass 23 keys per key set, all under one partition's hash tag."""
+    """publish/forwarding/idle calls pass 24 keys per key set, all under one partition's hash tag."""
     assert len(c.keys) == sets * keys.NUM_PARTITION_KEYS
     assert len(set(c.keys)) == len(c.keys)
     assert len({key_slot(k.encode()) for k in c.keys}) == 1
@@ -434,7 +434,7 @@ def test_called_scripts_get_the_partition_keys_in_one_slot(name: str, entity: st
     c = ops.call(name, entity, partition) if name in PAIRED_SCRIPTS else _sample(name, entity, partition)
     assert c.script is scripts.load(name)
     assert c.partition == partition
-    assert len(c.keys) == keys.NUM_PARTITION_KEYS == 23
+    assert len(c.keys) == keys.NUM_PARTITION_KEYS == 24
     assert c.keys == keys.partition_keys(entity, partition)
     assert len(set(c.keys)) == len(c.keys)
     assert all(k.startswith(keys.partition_tag(entity, partition) + ":") for k in c.keys)
@@ -611,10 +611,10 @@ def header_argv(path: Path) -> list[tuple[int, str]]:
 
 
 def header_keysets(path: Path) -> tuple[int, bool]:
-    """(key sets always passed, whether 23 more follow per subscription) from the KEYS line."""
+    """(key sets always passed, whether 24 more follow per subscription) from the KEYS line."""
     line = " ".join(header_of(path)[header_of(path).index("KEYS:") :].split("ARGV")[0].split())
-    fixed = 2 if "then its transfer queue's 23" in line else 1
-    return fixed, "then 23 per" in line
+    fixed = 2 if "then its transfer queue's 24" in line else 1
+    return fixed, "then 24 per" in line
 
 
 def _received(partition: int, seq: int, nonce: str = "ab" * 8) -> ServiceBusReceivedMessage:
@@ -749,7 +749,12 @@ def _samples(entity: str = "q", p: int = 2) -> dict[str, tuple[Any, dict[str, An
             (),
             0,
         ),
-        "session_list": (P.session_list.call(entity, p, "r[s1\x01"), {"cursor": "r[s1\x01"}, (), 0),
+        "session_list": (
+            P.session_list.call(entity, p, "r[s1\x01", after_ms=5),
+            {"cursor": "r[s1\x01", "state updated after": "5"},
+            (),
+            0,
+        ),
         "dashboard_counts": (P.dashboard_counts.calls([(entity, p)], per_partition=True)[0], {}, (), 0),
     }
 

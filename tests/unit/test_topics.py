@@ -69,8 +69,8 @@ def test_subscription_defaults_and_validation() -> None:
     with pytest.raises(InvalidArgumentError):
         topic_entity.build_subscription("t", "s", forward_to="x/Subscriptions/y")
     assert topic_entity.build_subscription("t", "s", forward_to="q").forward_to == "q"
-    with pytest.raises(InvalidOperationError):
-        topic_entity.build_subscription("t", "s", requires_session=True, forward_to="q")
+    s = topic_entity.build_subscription("t", "s", requires_session=True, forward_to="q")  # sessions forward too
+    assert s.requires_session and s.forward_to == "q"
 
 
 def test_auto_delete_minimum_and_the_test_bound(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,7 +141,8 @@ def test_stale_reply_rebuilds_the_call() -> None:
     assert subs == fanout.TopicSubs("3", ("a", "b"), ("a",))
     again = fanout.rebuild(call, "t", subs)
     assert again.args[:4] == ("3", 2, "a", "b") and again.args[4:] == call.args[2:]
-    assert again.keys[23:46] == keys.subscription_keys("t", "a", 2)
+    n = keys.NUM_PARTITION_KEYS
+    assert again.keys[n : 2 * n] == keys.subscription_keys("t", "a", 2)
     assert fanout.stale_subs([1234, 5]) is None
 
 

@@ -71,7 +71,7 @@ def stamped(calls: list[Call], gen: str) -> list[Call]:
 
 
 def partition_call(name: str, entity: str, partition: int, args: tuple[Any, ...]) -> Call:
-    """Script `name` on partition `partition` of `entity` (its 23 keys): a queue or topic name, a
+    """Script `name` on partition `partition` of `entity` (its 24 keys): a queue or topic name, a
     subscription path ``topic/Subscriptions/name``, or either followed by ``/$Transfer``."""
     return Call(scripts.load(name), entity_keys(entity, partition), args, partition)
 

@@ -1,6 +1,6 @@
 """dashboard_counts.lua: many partitions' counts and their transfer queues', read-only, in one call.
 
-Its KEYS are not the usual whole partition: 18 of a partition's 23 keys (and of its transfer
+Its KEYS are not the usual whole partition: 18 of a partition's 24 keys (and of its transfer
 queue's) per partition, several partitions per call (see the script's header).
 """
 
@@ -15,7 +15,7 @@ from .base import Call
 NAME = "dashboard_counts"
 ARGV: tuple[str, ...] = ()
 
-# positions in a partition's 23 keys (lua/includes/partition.lua) of those the script reads
+# positions in a partition's 24 keys (lua/includes/partition.lua) of those the script reads
 OWNER_KEYS = (0, 1, 2, 3, 4, 7, 8, 11, 12, 13, 16, 17)
 TRANSFER_KEYS = (2, 8, 11, 12, 13, 16)
 KEYS_PER_PARTITION = len(OWNER_KEYS) + len(TRANSFER_KEYS)

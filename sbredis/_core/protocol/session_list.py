@@ -8,12 +8,13 @@ from typing import Any
 from .base import Call, partition_call, text
 
 NAME = "session_list"
-ARGV = ("cursor",)
+ARGV = ("cursor", "state updated after")
 
 
-def call(entity: str, partition: int, cursor: str = "") -> Call:
-    """`cursor`: '' for the first page, else the previous page's next_cursor."""
-    return partition_call(NAME, entity, partition, (cursor,))
+def call(entity: str, partition: int, cursor: str = "", after_ms: int | None = None) -> Call:
+    """`cursor`: '' for the first page, else the previous page's next_cursor. `after_ms`: only
+    the sessions whose state was set after this server time (and still is)."""
+    return partition_call(NAME, entity, partition, (cursor, "" if after_ms is None else str(after_ms)))
 
 
 def next_cursor(reply: list[Any]) -> str:

@@ -47,6 +47,14 @@
             setText(cell, k === "size" ? size(ent.counts[k]) : String(ent.counts[k]));
           }
         });
+        var meter = row.querySelector(".quota meter");
+        if (meter && ent.fill !== undefined) {
+          var pct = (100 * ent.fill).toFixed(1);
+          if (meter.getAttribute("value") !== pct) {
+            meter.setAttribute("value", pct);
+            meter.setAttribute("aria-label", pct + "% of the quota");
+          }
+        }
         Object.keys(ent.rates || {}).forEach(function (k) {
           setText(row.querySelector('[data-rate="' + k + '"]'), String(ent.rates[k]));
         });

@@ -1,5 +1,5 @@
 --[[
-  partition: names for the 23 keys every script receives, the server clock, config and error replies.
+  partition: names for the 24 keys every script receives, the server clock, config and error replies.
 
   Every sbredis script is called with the same KEYS list: all keys of one partition, all under one
   hash tag (see sbredis/_core/keys.py for the keyspace table):
@@ -11,7 +11,7 @@
     KEYS[10] exp   zset    seq -> expires-at ms (available and deferred messages with a TTL)
     KEYS[11] dd    zset    message_id -> end of its duplicate-detection window (ms)
     KEYS[12..17]   dead-letter group:       log ready locked lk dc deferred
-    KEYS[18..23]   sessions (SES):          sr sa sl sx sk ss (includes/sessions.lua)
+    KEYS[18..24]   sessions (SES):          sr sa sl sx sk ss su (includes/sessions.lua)
   A group is: log (stream, id "<seq>-0", fields b blob, e enqueued ms, x expires ms [, r, rd, os]),
   ready (zset seq -> seq: available, oldest first; in the main queue of a non-session entity only
   those at or below the cursor, the rest are available with no index), locked (zset seq -> locked-until ms),
@@ -33,7 +33,8 @@ local MAIN = {log = KEYS[3], ready = KEYS[4], locked = KEYS[5], lk = KEYS[6], dc
               deferred = KEYS[8], main = true}
 local DLQ = {log = KEYS[12], ready = KEYS[13], locked = KEYS[14], lk = KEYS[15], dc = KEYS[16],
              deferred = KEYS[17], main = false}
-local SES = {sr = KEYS[18], sa = KEYS[19], sl = KEYS[20], sx = KEYS[21], sk = KEYS[22], ss = KEYS[23]}
+local SES = {sr = KEYS[18], sa = KEYS[19], sl = KEYS[20], sx = KEYS[21], sk = KEYS[22], ss = KEYS[23],
+             su = KEYS[24]}
 local CALLER_GEN = table.remove(ARGV) or ''
 local CFG_STALE = false  -- load_cfg() found the partition under another generation than the caller's
 

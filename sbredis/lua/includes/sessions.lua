@@ -15,6 +15,7 @@
                           message's lock has the session lock's nonce and locked-until, so the
                           message-lock checks of every settlement (held_args) cover the session lock
     Z.ss  hash            sid -> session state
+    Z.su  zset            sid -> when its state was last set (ms; list_*_sessions(state_updated_after=))
   A session message's log entry has the field s = sid; its lock record ends with '|<sid>'.
   Functions for settlement code (complete, defer, dead-letter here and in tx_commit):
     sess_unlocked(sid, seq)     a session message's lock ended: drop it from SES.sk (sid may be nil)
