@@ -92,6 +92,10 @@ def schedule_ms(name: str, value: Any) -> int:
     return max(1, ms)
 
 
+_FIRST_MS = codec.to_ms(datetime.min)
+_LAST_MS = codec.to_ms(datetime.max)
+
+
 def check_properties(props: Any) -> None:
     """Raises InvalidArgumentError unless `props` is a dict of application properties sbredis can
     store: str keys (or UTF-8 bytes), values of the supported types, text UTF-8 can carry."""
@@ -113,6 +117,9 @@ def check_properties(props: Any) -> None:
                 utf8_text(f"application property {key!r}", value)
         elif value is not None and not isinstance(value, _PROP_TYPES):
             raise InvalidArgumentError(f"application property {key!r} has an unsupported type {type(value).__name__}")
+        elif isinstance(value, datetime) and value.utcoffset() and not _FIRST_MS <= codec.to_ms(value) <= _LAST_MS:
+            # stored as UTC, which would not decode back into a datetime for any receiver
+            raise InvalidArgumentError(f"application property {key!r} is a time outside the years 1-9999 in UTC")
 
 
 def _check_properties(props: Any) -> dict[str, Any] | None:
@@ -271,6 +278,8 @@ class ServiceBusMessage:
     @message_id.setter
     def message_id(self, value: str | uuid.UUID | None) -> None:
         is_uuid = isinstance(value, uuid.UUID)
+        if value == "":  # Service Bus refuses an empty id; duplicate detection could not tell messages apart
+            raise InvalidArgumentError("message_id must not be empty")
         self._set("idu", True if is_uuid else None)
         self._set("id", str(value) if is_uuid else _check_str("message_id", value))
 
@@ -419,8 +428,7 @@ class ServiceBusMessage:
         for key in list(annotations):
             plain = _plain_key(key)
             if plain == _SCHEDULED:
-                when = annotations.pop(key)
-                self.sched_ms = codec.to_ms(when) if isinstance(when, datetime) else int(when) if when else 0
+                self.sched_ms = _scheduled_ms(annotations.pop(key))
             elif plain == _PARTITION_KEY:
                 pk = _text("x-opt-partition-key", annotations.pop(key))
                 if pk is not None and h.get("sid") not in (None, pk):
@@ -549,14 +557,39 @@ def _amqp_body(am: dict[str, Any], data: bytes) -> Any:
     return data
 
 
+# AMQP properties held to ServiceBusMessage's length limit (the others have none)
+_ID_PROPERTIES = {"message_id", "group_id", "x-opt-partition-key"}
+
+
 def _text(name: str, value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
+    """An AMQP property with a ServiceBusMessage counterpart, checked as its setter checks it."""
+    if value is None:
+        return None
     if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode()
-    if isinstance(value, uuid.UUID):
+        try:
+            value = bytes(value).decode()
+        except UnicodeDecodeError:
+            raise InvalidArgumentError(f"AMQP property {name} is not UTF-8") from None
+    elif isinstance(value, uuid.UUID):
         return str(value)
-    raise InvalidArgumentError(f"AMQP property {name} must be str or bytes, not {type(value).__name__}")
+    elif not isinstance(value, str):
+        raise InvalidArgumentError(f"AMQP property {name} must be str or bytes, not {type(value).__name__}")
+    if name == "message_id" and not value:
+        raise InvalidArgumentError("message_id must not be empty")
+    return _check_str(f"AMQP property {name}", value, MAX_ID_LENGTH if name in _ID_PROPERTIES else None)
+
+
+def _scheduled_ms(when: Any) -> int:
+    """The x-opt-scheduled-enqueue-time annotation (a datetime or Unix ms; 0 or None: not
+    scheduled) as Unix ms, checked as scheduled_enqueue_time_utc is: a stored time past what the
+    scripts can hold would break every receive of the partition."""
+    if when is None or isinstance(when, datetime):
+        return 0 if when is None else schedule_ms(_SCHEDULED, when)
+    if isinstance(when, bool) or not isinstance(when, (int, float)) or not math.isfinite(when) or when < 0:
+        raise InvalidArgumentError(f"{_SCHEDULED} must be a datetime or Unix milliseconds")
+    if when >= LAST_SCHEDULE_MS:
+        raise InvalidArgumentError(f"{_SCHEDULED} must be before the year 3000")
+    return int(when)
 
 
 def _stored(name: str, value: Any) -> Any:
@@ -567,7 +600,12 @@ def _stored(name: str, value: Any) -> Any:
 
 
 def _plain_key(key: Any) -> Any:
-    return key.decode() if isinstance(key, (bytes, bytearray)) else key
+    if not isinstance(key, (bytes, bytearray)):
+        return key
+    try:
+        return bytes(key).decode()
+    except UnicodeDecodeError:
+        raise InvalidArgumentError(f"AMQP annotation key {bytes(key)!r} is not UTF-8") from None
 
 
 def _as_bytes(value: Any) -> Any:
@@ -832,6 +870,8 @@ class ServiceBusMessageBatch:
         """Raises MessageSizeExceededError when full, InvalidArgumentError when not a message
         (a ServiceBusMessage, an AmqpAnnotatedMessage or a dict of ServiceBusMessage's arguments)."""
         message = as_message(message)
+        if message.application_properties:  # the caller may have changed the dict in place since
+            check_properties(message.application_properties)
         if instrument.enabled:  # a tracer may add the message's creation context (before it is measured)
             instrument.created(message, self._entity)
         size = len(message.encoded())

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from enum import Enum, EnumMeta
 from typing import Any
 
+from .exceptions import InvalidArgumentError
+
 __all__ = ["AmqpAnnotatedMessage", "AmqpMessageBodyType", "AmqpMessageHeader", "AmqpMessageProperties"]
 
 
@@ -201,7 +203,10 @@ class AmqpAnnotatedMessage:
         if given[0] == "data_body":
             self._body_type = AmqpMessageBodyType.DATA
             items = body if isinstance(body, list) else [body]
-            self._sections = [i.encode(encoding) if isinstance(i, str) else i for i in items]
+            try:
+                self._sections = [i.encode(encoding) if isinstance(i, str) else i for i in items]
+            except UnicodeEncodeError:
+                raise InvalidArgumentError(f"data_body holds text {encoding} cannot carry") from None
         elif given[0] == "sequence_body":
             self._body_type = AmqpMessageBodyType.SEQUENCE
             if not isinstance(body, list):

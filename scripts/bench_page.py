@@ -202,6 +202,28 @@ def latency(d: Json) -> Iterator[str]:
     yield from table(["100 sends", "seconds"], [[k, f"{v:.2f}"] for k, v in d["seconds"].items()])
 
 
+def fanout_wide(d: Json) -> Iterator[str]:
+    yield "## Topics with many subscriptions"
+    yield ""
+    yield (
+        "`bench/bench_fanout_wide.py`: the server time (`INFO commandstats`) of one publish of 1 and of 10 "
+        f"messages of 100 B to a 1-partition topic whose subscriptions all match, medians of {d['rounds']} "
+        "([Topics](topics.md#fan-out-cost-with-many-subscriptions))."
+    )
+    yield ""
+    rows = [
+        [
+            str(r["subscriptions"]),
+            ms(r["publish_1_us"] / 1000),
+            f"{r['publish_1_us_per_copy']:.1f}",
+            ms(r["publish_10_us"] / 1000),
+            f"{r['publish_10_us_per_copy']:.1f}",
+        ]
+        for r in d["rows"]
+    ]
+    yield from table(["subscriptions", "1 message: ms", "µs/copy", "10 messages: ms", "µs/copy"], rows)
+
+
 def topics(d: Json) -> Iterator[str]:
     s = d["settings"]
     yield "## Topics"
@@ -499,6 +521,7 @@ SECTIONS: dict[str, Callable[[Json], Iterator[str]]] = {
     "cluster.json": cluster,
     "latency.json": latency,
     "topics.json": topics,
+    "fanout_wide.json": fanout_wide,
     "paired.json": paired,
     "sessions.json": sessions,
     "transactions.json": transactions,

@@ -156,7 +156,9 @@ def to_ms(when: datetime) -> int:
     """A datetime as Unix ms; a naive datetime is taken as UTC (as the Azure SDK does)."""
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return int((when - _EPOCH) / timedelta(milliseconds=1))
+    # floor division of timedeltas is exact; a float quotient rounded datetime.max up past the
+    # last datetime, and the stored value no longer decoded
+    return (when - _EPOCH) // timedelta(milliseconds=1)
 
 
 def from_ms(ms: int) -> datetime:

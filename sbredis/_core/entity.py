@@ -286,12 +286,18 @@ def _duration(name: str, value: Any, upper: timedelta | None = None) -> timedelt
     return value
 
 
+# Service Bus's limit on an entity's user metadata (its administration API refuses longer text).
+MAX_USER_METADATA = 1024
+
+
 def check_metadata(value: Any) -> str | None:
-    """user_metadata: None or text (that UTF-8 can carry)."""
+    """user_metadata: None or text (that UTF-8 can carry) of at most MAX_USER_METADATA characters."""
     if value is None:
         return None
     if not isinstance(value, str):
         raise InvalidArgumentError(f"user_metadata must be a str, not {type(value).__name__}")
+    if len(value) > MAX_USER_METADATA:
+        raise InvalidArgumentError(f"user_metadata is longer than {MAX_USER_METADATA} characters")
     return utf8_text("user_metadata", value)
 
 

@@ -46,6 +46,11 @@ LUA_ERRORS: dict[str, tuple[type[ex.ServiceBusError], str]] = {
         ex.InvalidOperationError,
         "'{entity}' does not require sessions: a session receiver cannot be used on it (omit session_id).",
     ),
+    "UNSETTLED": (
+        ex.ServiceBusQuotaExceededError,
+        "The session receiver on '{entity}' holds 2000 unsettled messages, the most one session may hold "
+        "locked: settle some before receiving more.",
+    ),
     "HELD": (ex.SessionCannotBeLockedError, "Another receiver holds the session on '{entity}'."),
     "LOST": (
         ex.SessionLockLostError,

@@ -6,12 +6,25 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusMessageBatch, as_message, check_properties
+from .._message import (
+    PARTITION_SHIFT,
+    ServiceBusMessage,
+    ServiceBusMessageBatch,
+    as_message,
+    check_properties,
+    utf8_text,
+)
 from ..amqp import AmqpAnnotatedMessage
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 
 LOCAL_MASK = (1 << PARTITION_SHIFT) - 1
 MAX_RECEIVE_COUNT = 5000
+# Sequence numbers per receive_deferred_messages / cancel_scheduled_messages call: each partition's
+# numbers are one atomic script call, whose work grows with them (docs/keyspace.md, Per-call caps).
+MAX_SEQUENCE_NUMBERS = 1000
+# A dead-letter reason or description (the .NET SDK's MaxDeadLetterReasonLength): both are stored
+# with the message and shown by every peek of it.
+MAX_DEAD_LETTER_TEXT = 4096
 
 
 def as_messages(message: Any) -> list[ServiceBusMessage]:
@@ -80,7 +93,26 @@ def sequence_numbers(value: Any) -> list[int]:
         return [value]
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise InvalidArgumentError(f"sequence numbers must be an int or iterable of ints, not {type(value).__name__}")
-    return list(value)
+    seqs = list(value)
+    if len(seqs) > MAX_SEQUENCE_NUMBERS:
+        raise InvalidArgumentError(f"at most {MAX_SEQUENCE_NUMBERS} sequence numbers a call, not {len(seqs)}")
+    return seqs
+
+
+def dead_letter_text(name: str, value: Any) -> str:
+    """A dead-letter reason or error description: None (as "") or text UTF-8 can carry, at most
+    MAX_DEAD_LETTER_TEXT characters.
+
+    Raises:
+        InvalidArgumentError: not a str, too long, or holding a lone surrogate.
+    """
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{name} must be a str")
+    if len(value) > MAX_DEAD_LETTER_TEXT:
+        raise InvalidArgumentError(f"{name} is longer than {MAX_DEAD_LETTER_TEXT} characters")
+    return utf8_text(name, value)
 
 
 def split_sequence_number(seq: Any, partitions: int) -> tuple[int, int]:

@@ -112,7 +112,10 @@ class Forwarder:
                     log.warning("forwarding from partition %d of %s failed: %s", p, path, reply.message)
                     continue
                 inc, entries = forward_out.parse(reply)
-                if len(entries) >= forward_out.OUTBOX_RETURN:
+                if (
+                    len(entries) >= forward_out.OUTBOX_RETURN
+                    or sum(len(e.blob) for e in entries) >= forward_out.OUTBOX_BYTES
+                ):
                     full.append(p)
                 for e in entries:
                     if e.hop >= fanout.MAX_HOPS:

@@ -17,6 +17,7 @@ from .._core.transaction import joinable
 from .._message import ServiceBusMessage, ServiceBusMessageBatch, schedule_ms
 from ..exceptions import (
     InvalidArgumentError,
+    InvalidOperationError,
     MessageNotFoundError,
     MessageSizeExceededError,
     MessagingEntityNotFoundError,
@@ -29,6 +30,14 @@ if TYPE_CHECKING:
 
 
 DEFAULT_MAX_PENDING_SENDS = 1000
+
+
+def _refused_by_meta(outcome: Any) -> bool:
+    """An entry's error that metadata changed since it was read could undo: over the size limit,
+    or a session rule (not a bad argument, which no entity setting makes good)."""
+    return isinstance(outcome, (MessageSizeExceededError, InvalidOperationError)) and not isinstance(
+        outcome, InvalidArgumentError
+    )
 
 
 class ServiceBusSender:
@@ -80,6 +89,18 @@ class ServiceBusSender:
             again = self._store_with(meta, sched_ms, [entries[i] for i in stale])
             for i, outcome in zip(stale, again, strict=True):
                 outcomes[i] = outcome
+        # refused for what the cached metadata says (a size limit, sessions): an update_queue may
+        # have changed it since, so those entries go again once if the entity reads otherwise now
+        refused = [i for i, o in enumerate(outcomes) if _refused_by_meta(o)]
+        if refused:
+            try:
+                fresh = self._context.entity(self.entity_name, refresh=True)
+            except ServiceBusError:
+                return outcomes
+            if fresh != meta:
+                again = self._store_with(fresh, sched_ms, [entries[i] for i in refused])
+                for i, outcome in zip(refused, again, strict=True):
+                    outcomes[i] = outcome
         return outcomes
 
     def _store_with(self, meta: EntityMeta, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:

@@ -149,10 +149,13 @@ class ServiceBusSession:
             for i in range(meta.partition_count):
                 p = (start + i) % meta.partition_count
                 c = replace(session_lock.call(entity, p, "", nonce), gen=meta.generation)
-                reply = self._context.transport.run(c, entity)
-                if self._locked(p, nonce, reply, meta.generation):
-                    self._cursor = p + 1
-                    return
+                while True:  # again while the partition's search stops on its budget, within the wait
+                    reply = self._context.transport.run(c, entity)
+                    if self._locked(p, nonce, reply, meta.generation):
+                        self._cursor = p + 1
+                        return
+                    if not session_lock.again(reply) or time.monotonic() >= deadline:
+                        break
             if self._context.forwarder.pull(entity):
                 continue  # sessions forwarded here were waiting in an outbox upstream (see _forwarder.py)
             now = time.monotonic()

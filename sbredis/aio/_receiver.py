@@ -159,6 +159,10 @@ class ServiceBusReceiver:
         meta = await self._meta()
         if self._session is not None:
             return await self._receive_session(n)
+        if meta.sessions and self._group is Group.MAIN:
+            # refused for what the cached metadata says: the entity may have been created again
+            # without sessions since it was read
+            meta = await self._context.entity(self.entity_name, refresh=True)
         try:
             return await self._receive_from(meta, n)
         except MessagingEntityNotFoundError:
@@ -324,31 +328,37 @@ class ServiceBusReceiver:
                 raise MessageNotFoundError("A sequence number does not name a deferred message of this session.")
         elif meta.sessions and self._group is Group.MAIN:
             raise sess.refuse_plain_receive(self.entity_name)
-        calls = [
-            receive_deferred.call(self.entity_name, p, self._group, self._mode, nonce, v, session_id)
-            for p, v in groups.items()
-        ]
-        replies = await self._context.transport.run_many(protocol.stamped(calls, meta.generation), self.entity_name)
         out: list[ServiceBusReceivedMessage] = []
-        for c, reply in zip(calls, replies, strict=True):
-            if isinstance(reply, MessagingEntityNotFoundError) and await self._context.recreated(
-                self.entity_name, meta.generation
-            ):
-                raise MessageNotFoundError(
-                    f"'{self.entity_name}' was deleted and created again: its deferred messages are gone."
+        pending = list(groups.items())
+        while pending:  # a call that stopped on its read budget leaves the rest of its numbers
+            calls = [
+                receive_deferred.call(self.entity_name, p, self._group, self._mode, nonce, v, session_id)
+                for p, v in pending
+            ]
+            replies = await self._context.transport.run_many(protocol.stamped(calls, meta.generation), self.entity_name)
+            rest: list[tuple[int, list[int]]] = []
+            for (p, v), c, reply in zip(pending, calls, replies, strict=True):
+                if isinstance(reply, MessagingEntityNotFoundError) and await self._context.recreated(
+                    self.entity_name, meta.generation
+                ):
+                    raise MessageNotFoundError(
+                        f"'{self.entity_name}' was deleted and created again: its deferred messages are gone."
+                    )
+                if isinstance(reply, ServiceBusError):
+                    raise reply
+                _, msgs = receive_deferred.parse(
+                    reply,
+                    self.entity_name,
+                    c.partition,
+                    self._group,
+                    nonce,
+                    self.receive_mode,
+                    ServiceBusMessageState.DEFERRED,
                 )
-            if isinstance(reply, ServiceBusError):
-                raise reply
-            _, msgs = receive_deferred.parse(
-                reply,
-                self.entity_name,
-                c.partition,
-                self._group,
-                nonce,
-                self.receive_mode,
-                ServiceBusMessageState.DEFERRED,
-            )
-            out += msgs
+                out += msgs
+                if taken := receive_deferred.taken(reply):
+                    rest.append((p, v[taken:]))
+            pending = rest
         return out
 
     async def peek_messages(
@@ -586,6 +596,8 @@ class ServiceBusReceiver:
 
         Raises:
             InvalidOperationError: on a dead-letter receiver (the message is dead-lettered already).
+            InvalidArgumentError: `reason` or `error_description` is not a str, holds a lone
+                surrogate, or is longer than 4096 characters (nothing is settled).
             As complete_message otherwise.
         """
         await self.dead_letter_messages([message], reason, error_description, transaction=transaction)
@@ -600,10 +612,11 @@ class ServiceBusReceiver:
     ) -> None:
         if self._group is not Group.MAIN:
             raise InvalidOperationError("messages in the dead-letter subqueue cannot be dead-lettered again")
-        for name, value in (("reason", reason), ("error_description", error_description)):
-            if value is not None and not isinstance(value, str):
-                raise InvalidArgumentError(f"{name} must be a str")
-        await self._settle("dead_letter", list(messages), (reason or "", error_description or ""), transaction)
+        texts = (
+            validation.dead_letter_text("reason", reason),
+            validation.dead_letter_text("error_description", error_description),
+        )
+        await self._settle("dead_letter", list(messages), texts, transaction)
 
     async def renew_message_lock(
         self, message: ServiceBusReceivedMessage, *, timeout: float | None = None, transaction: Any = None

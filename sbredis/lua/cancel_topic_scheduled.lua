@@ -37,19 +37,28 @@ for i = 1, n do
   if not at or tonumber(at) <= now or not map then return fail('NOMSG') end
   maps[i] = cjson.decode(map)
 end
+local sets = {}  -- keyset(j) of the subscriptions met so far
 for i = 1, n do
   local m = maps[i]
-  for c = 1, #m, 2 do
+  -- {name, seq, size, ...}; a map written before sizes were kept is {name, seq, ...}, and its
+  -- copies are read back for their size
+  local stride = (#m >= 3 and type(m[3]) == 'number') and 3 or 2
+  for c = 1, #m, stride do
     local j = index[m[c]]
     if j then
-      local S = keyset(j)
+      local S = sets[j]
+      if not S then
+        S = keyset(j)
+        sets[j] = S
+      end
       local seq = tostring(m[c + 1])
       if redis.call('ZREM', S.sched, seq) == 1 then
-        local r = redis.call('XRANGE', S.m.log, seq, seq)
-        if #r > 0 then
-          redis.call('HINCRBY', S.st, 'size', -#r[1][2][2])
-          redis.call('XDEL', S.m.log, seq)
+        local size = stride == 3 and m[c + 2]
+        if not size then
+          local r = redis.call('XRANGE', S.m.log, seq, seq)
+          size = #r > 0 and #r[1][2][2]
         end
+        if size and redis.call('XDEL', S.m.log, seq) == 1 then redis.call('HINCRBY', S.st, 'size', -size) end
         redis.call('ZREM', S.exp, seq)
       end
     end

@@ -9,6 +9,7 @@
   A Disabled entity moves nothing (its outbox is still returned).
   KEYS: the partition's 24 keys, then its transfer queue's 24 (includes/keysets.lua)
   ARGV[1] most messages to move   ARGV[2] most entries to return   ARGV[3] sweep limit
+  (moves and returns also stop once READ_BYTES of messages were read: includes/messages.lua)
   Returns: {now_ms, incarnation, then 7 per entry: outbox seq, destination, hop count,
            expires_ms, blob, dead-letter reason, dead-letter description}
            (the reason is '' for a message forwarded from the main queue)
@@ -98,7 +99,19 @@ if cfg.status ~= 'Disabled' then
 end
 
 local out = {now, inc}
-local r = redis.call('XRANGE', T.m.log, '-', '+', 'COUNT', ret_max)
+-- at most ret_max entries and READ_BYTES of them (includes/messages.lua); the caller goes on
+-- while a reply is full by either
+local r, from, bytes, chunk = {}, '-', 0, read_chunk(cfg)
+while #r < ret_max and bytes < READ_BYTES do
+  local ask = math.min(ret_max - #r, chunk)
+  local page = redis.call('XRANGE', T.m.log, from, '+', 'COUNT', ask)
+  for i = 1, #page do
+    r[#r + 1] = page[i]
+    bytes = bytes + #page[i][2][2]
+  end
+  if #page < ask then break end
+  from = '(' .. page[#page][1]
+end
 for i = 1, #r do
   local id = r[i][1]
   local f = r[i][2]

@@ -9,7 +9,8 @@
   Returns: {now_ms, resume, then per message: seq, delivery_count, state, blob, enqueued_ms,
            expires_ms [, dead-letter reason, dead-letter description: group 'd' only]}
            state: 0 active, 1 deferred, 2 scheduled (ServiceBusMessageState)
-           resume: the seq a session-filtered peek that stopped on its cap goes on from, else 0
+           resume: the seq a peek that stopped on its cap (READ_BYTES of messages read, and for a
+           session-filtered one PEEK_SCAN / PEEK_US) goes on from, else 0
   Errors:  NOTFOUND
 ]]
 --@include partition
@@ -26,25 +27,44 @@ local sid = ARGV[4] or ''
 local PEEK_SCAN, PAGE, PEEK_US = 2000, 500, 5000
 local r
 local resume = 0
+local chunk, bytes = read_chunk(cfg), 0  -- READ_BYTES (includes/messages.lua)
 if sid == '' or not G.main then
-  r = redis.call('XRANGE', G.log, ARGV[2], '+', 'COUNT', want)
+  r = {}
+  local from = ARGV[2]
+  while #r < want do
+    if bytes >= READ_BYTES then
+      local id = string.sub(from, 2)  -- '(<seq>-0': the last entry read
+      resume = tonumber(string.sub(id, 1, #id - 2)) + 1
+      break
+    end
+    local ask = math.min(want - #r, chunk)
+    local page = redis.call('XRANGE', G.log, from, '+', 'COUNT', ask)
+    for i = 1, #page do
+      r[#r + 1] = page[i]
+      bytes = bytes + #page[i][2][2]
+    end
+    if #page < ask then break end
+    from = '(' .. page[#page][1]
+  end
 else
   r = {}
   local from = ARGV[2]
   local read = 0
   local start = clock_us()
+  local page_size = math.min(PAGE, chunk)
   while #r < want do
-    if read >= PEEK_SCAN or (read > 0 and clock_us() - start >= PEEK_US) then
+    if read >= PEEK_SCAN or bytes >= READ_BYTES or (read > 0 and clock_us() - start >= PEEK_US) then
       local id = string.sub(from, 2)  -- '(<seq>-0': the last entry read
       resume = tonumber(string.sub(id, 1, #id - 2)) + 1
       break
     end
-    local page = redis.call('XRANGE', G.log, from, '+', 'COUNT', PAGE)
+    local page = redis.call('XRANGE', G.log, from, '+', 'COUNT', page_size)
     read = read + #page
     for i = 1, #page do
+      bytes = bytes + #page[i][2][2]
       if #r < want and sess_of(page[i][2]) == sid then r[#r + 1] = page[i] end
     end
-    if #page < PAGE then break end
+    if #page < page_size then break end
     from = '(' .. page[#page][1]
   end
 end

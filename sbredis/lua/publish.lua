@@ -258,7 +258,7 @@ if mark_field and top > mark then redis.call('HSET', K_ST, mark_field, top) end
 local out = {now}
 for i = 1, n do out[i + 1] = tseqs[i] or 0 end
 if fresh > 0 then redis.call('HINCRBY', K_ST, 'seq', fresh) end
-local scheduled, order = {}, {}  -- tseq -> {enq, name, seq, name, seq, ...}: a scheduled message's copies
+local scheduled, order = {}, {}  -- tseq -> {enq, name, seq, size, ...}: a scheduled message's copies
 for j = 1, k do
   local sub = subs[j]
   local S = sub.S
@@ -302,6 +302,7 @@ for j = 1, k do
         end
         m[#m + 1] = sub.name
         m[#m + 1] = seq
+        m[#m + 1] = #copy[1]  -- its size: a cancel need not read the copy back
       elseif copy[5] then
         sess_ready(S.ses, copy[5], seq)
       elseif sub.sess then  -- (not reached: a copy without a session id is refused, NOSESSION)

@@ -9,10 +9,13 @@
   ARGV[n+5] session id ('' or absent: none); on the main group of a session entity it is required,
           the lock nonce must be the session's lock, and every message must be of that session
           (its lock is then the session's: includes/sessions.lua)
-  Returns: {now_ms, locked_until_ms, 0, then per message as receive} (receive's reply: this
-           call sweeps nothing, so its `more` is always 0)
+  Returns: {now_ms, locked_until_ms, taken, then per message as receive} (receive's reply with
+           `taken` for its `more`: 0 when every number was taken; else this call stopped once it
+           had read READ_BYTES of messages (includes/messages.lua), having taken the first `taken`
+           numbers, and the caller asks for the rest again)
   Errors:  NOTFOUND  DISABLED  NOMSG (a number is not a deferred message [of the session])
            SESSIONREQ (a session entity without a session id)  LOST (the session lock is not held)
+           UNSETTLED (peek-lock: the session would hold more than SESS_HELD_MAX locked messages)
 ]]
 --@include partition
 --@include messages
@@ -43,15 +46,22 @@ if cfg.sess and G.main then
   local holder, until_ = sess_lock_of(SES, sid)
   if holder ~= nonce or until_ < now then return fail('LOST') end
   untl = until_
+  if lock and sess_held(SES, sid) + n > SESS_HELD_MAX then return fail('UNSETTLED') end
   for i = 5, n + 4 do
     local f = entry(G, ARGV[i])
     if f and sess_of(f) ~= sid then return fail('NOMSG') end
   end
 end
 local out = {now, untl, 0}
+local bytes = 0
 for i = 5, n + 4 do
+  if bytes >= READ_BYTES then  -- the rest are the next call's (all were checked above)
+    out[3] = i - 5
+    break
+  end
   local seq = ARGV[i]
   local f = entry(G, seq)
+  if f then bytes = bytes + #f[2] end
   redis.call('ZREM', G.deferred, seq)
   if f then
     local x = tonumber(f[6])

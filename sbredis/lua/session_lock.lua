@@ -5,7 +5,9 @@
   KEYS: the partition's 24 keys (includes/partition.lua)
   ARGV[1] session id ('' for the next available)   ARGV[2] lock nonce   ARGV[3] sweep limit
   Returns: {now_ms, locked_until_ms, session id}; {now_ms, 0, ''} when ARGV[1] is '' and no
-           session is available here
+           session is available here; {now_ms, 0, '', 1} when this call's budget ran out first
+           (`limit` sessions without messages dropped, or the next session's first message expired
+           with expired messages left to sweep): call again at once
   Errors:  NOTFOUND  DISABLED  NOTSESSIONFUL (the entity does not require sessions)
            HELD (another receiver holds the named session)
 ]]
@@ -20,7 +22,7 @@ local sid = ARGV[1]
 local nonce = ARGV[2]
 local limit = tonumber(ARGV[3])
 local now = now_ms()
-sweep(MAIN, cfg, now, limit)
+local more = sweep(MAIN, cfg, now, limit)
 sess_sweep(cfg, now, limit)
 local untl = now + cfg.lock_ms
 touch(now)
@@ -36,12 +38,18 @@ if sid ~= '' then
 end
 for _ = 1, limit do
   local top = redis.call('ZRANGE', SES.sa, 0, 0)
-  if #top == 0 then break end
+  if #top == 0 then return {now, 0, ''} end
   local cand = top[1]
-  if redis.call('HEXISTS', SES.sl, cand) == 0 and #sess_members(SES, false, cand, 1) > 0 then
+  local first = redis.call('HEXISTS', SES.sl, cand) == 0 and sess_members(SES, false, cand, 1)
+  if first and #first > 0 then
+    -- a session whose next message expired is not taken while the sweep has expired messages
+    -- left: the receiver would wait on it, and a live session may come after it
+    local f = more and entry(MAIN, sess_seq(first[1]))
+    local x = f and expiry(f) or 0
+    if x > 0 and x <= now then return {now, 0, '', 1} end
     sess_take(cand, nonce, untl)
     return {now, untl, cand}
   end
   redis.call('ZREM', SES.sa, cand)
 end
-return {now, 0, ''}
+return {now, 0, '', 1}

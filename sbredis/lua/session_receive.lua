@@ -11,6 +11,8 @@
            again at once), else 0
   Errors:  NOTFOUND  DISABLED  NOTSESSIONFUL (the entity does not require sessions)
            LOST (the caller does not hold the session lock: elapsed, or taken by another)
+           UNSETTLED (peek-lock: the session holds SESS_HELD_MAX locked messages already; with
+           fewer, `count` is cut to what is left)
 ]]
 --@include partition
 --@include messages
@@ -28,13 +30,19 @@ local now = now_ms()
 local lost = sess_check(sid, nonce, now)
 if lost then return lost end
 local _, untl = sess_lock_of(SES, sid)
+if lock then
+  local room = SESS_HELD_MAX - sess_held(SES, sid)
+  if room <= 0 then return fail('UNSETTLED') end
+  if want > room then want = room end
+end
 local more = sweep(MAIN, cfg, now, limit)
 
 local got = {}
 local budget = want + limit
 if more then budget = want end  -- the sweep left expired messages: the next call's work
-while #got < want and budget > 0 do
-  local members = sess_members(SES, false, sid, math.min(want - #got, budget))
+local chunk, bytes = read_chunk(cfg), 0  -- READ_BYTES (includes/messages.lua)
+while #got < want and budget > 0 and bytes < READ_BYTES do
+  local members = sess_members(SES, false, sid, math.min(want - #got, budget, chunk))
   if #members == 0 then break end
   call_many('ZREM', SES.sr, members)
   budget = budget - #members
@@ -45,6 +53,7 @@ while #got < want and budget > 0 do
     local seq = seqs[i]
     local f = fs[seq]
     if f then
+      bytes = bytes + #f[2]
       local x = tonumber(f[6])
       if x > 0 and x <= now then
         expire(cfg, seq, f)

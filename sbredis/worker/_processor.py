@@ -515,7 +515,9 @@ class Worker:
         if error is None:
             return await self._settle(receiver, m, "complete")
         if isinstance(error, DeadLetter):
-            return await self._settle(receiver, m, "dead_letter", error.reason, error.description)
+            # clipped to the dead-letter text limit: a handler's long text must not fail the settlement
+            reason, description = error.reason[:4096], error.description and error.description[:4096]
+            return await self._settle(receiver, m, "dead_letter", reason, description)
         if self.dead_letter_on and isinstance(error, self.dead_letter_on):
             log.warning("handler failed on %r, dead-lettering it: %r", m, error)
             return await self._settle(receiver, m, "dead_letter", type(error).__name__, str(error)[:4096])

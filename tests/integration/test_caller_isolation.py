@@ -13,6 +13,7 @@ import asyncio
 import threading
 import uuid
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -31,7 +32,16 @@ pytestmark = [pytest.mark.integration]
 
 SESSION_QUEUE, QUEUE, TOPIC, SUB = "sq", "pq", "t", "s"
 SESSIONS = ("a", "b")
-KINDS = ("good", "no_session", "surrogate_value", "surrogate_key", "bytes_key", "unsupported_value", "too_big")
+KINDS = (
+    "good",
+    "no_session",
+    "surrogate_value",
+    "surrogate_key",
+    "bytes_key",
+    "unsupported_value",
+    "unreadable_time",
+    "too_big",
+)
 # kind -> the error its caller gets (no_session is an error only where sessions are required)
 ERRORS: dict[str, type[Exception]] = {
     "no_session": InvalidOperationError,
@@ -39,6 +49,7 @@ ERRORS: dict[str, type[Exception]] = {
     "surrogate_key": InvalidArgumentError,
     "bytes_key": InvalidArgumentError,
     "unsupported_value": InvalidArgumentError,
+    "unreadable_time": InvalidArgumentError,
     "too_big": MessageSizeExceededError,
 }
 MAX_KB = 16
@@ -76,6 +87,8 @@ def message(kind: str, body: str, session: str) -> ServiceBusMessage:
         props[b"\xff\xfe"] = 1  # type: ignore[index]
     elif kind == "unsupported_value":
         props["p"] = object()
+    elif kind == "unreadable_time":  # after the year 9999 in UTC: stored, no receiver could read it
+        props["p"] = datetime.max.replace(tzinfo=timezone(timedelta(hours=-1)))
     elif kind == "too_big":
         m = ServiceBusMessage(b"x" * (MAX_KB * 1024 + 1), session_id=session)
     return m

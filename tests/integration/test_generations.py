@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from sbredis import ServiceBusMessage
-from sbredis.exceptions import MessageLockLostError, MessagingEntityNotFoundError, SessionLockLostError
+from sbredis.exceptions import (
+    InvalidOperationError,
+    MessageLockLostError,
+    MessageSizeExceededError,
+    MessagingEntityNotFoundError,
+    SessionLockLostError,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 
@@ -53,6 +59,33 @@ def test_queue_recreated_with_more_then_fewer_partitions(
             assert receiver.receive_messages(1, max_wait_time=0.1) == []
     if own_client:
         other.close()
+
+
+def test_a_long_lived_sender_follows_a_raised_size_limit(admin: Any, client: Any, queue_name: str) -> None:
+    """A sender that had read the entity's 64 KB limit kept refusing 100 KB messages with
+    MessageSizeExceededError after update_queue raised it to 256 KB."""
+    admin.create_queue(queue_name, max_message_size_in_kilobytes=64)
+    with client.get_queue_sender(queue_name) as sender, client.get_queue_receiver(queue_name) as receiver:
+        sender.send_messages(ServiceBusMessage("warm"))
+        admin.update_queue(admin.get_queue(queue_name), max_message_size_in_kilobytes=256)
+        sender.send_messages(ServiceBusMessage("x" * 100_000))
+        admin.update_queue(admin.get_queue(queue_name), max_message_size_in_kilobytes=64)
+        with pytest.raises(MessageSizeExceededError):
+            sender.send_messages(ServiceBusMessage("y" * 100_000))
+        assert [len(str(m)) for m in receive_all(receiver, 2)] == [4, 100_000]
+
+
+def test_a_plain_receiver_follows_a_recreate_without_sessions(admin: Any, client: Any, queue_name: str) -> None:
+    """A receiver that had read the queue as requiring sessions kept refusing plain receives after
+    it was created again without them."""
+    admin.create_queue(queue_name, requires_session=True)
+    with client.get_queue_receiver(queue_name) as receiver:
+        with pytest.raises(InvalidOperationError):
+            receiver.receive_messages(1, max_wait_time=0)
+        admin.delete_queue(queue_name)
+        admin.create_queue(queue_name)
+        client.get_queue_sender(queue_name).send_messages(ServiceBusMessage("plain"))
+        assert [str(m) for m in receive_all(receiver, 1)] == ["plain"]
 
 
 def test_single_sends_and_peek_after_recreate(admin: Any, client: Any, queue_name: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -117,8 +117,15 @@ def test_a_lone_surrogate_in_a_message_field(env: Any, field: str) -> None:
 @BOTH_APIS
 @pytest.mark.parametrize(
     "props",
-    [{LONE: 1}, {"k": f"v{LONE}"}, {b"\xff\xfe": 1}, {"k": object()}],
-    ids=["surrogate key", "surrogate value", "non-UTF-8 bytes key", "unsupported value"],
+    [
+        {LONE: 1},
+        {"k": f"v{LONE}"},
+        {b"\xff\xfe": 1},
+        {"k": object()},
+        {"k": datetime.max.replace(tzinfo=timezone(timedelta(hours=-1)))},
+        {"k": datetime.min.replace(tzinfo=timezone(timedelta(hours=1)))},
+    ],
+    ids=["surrogate key", "surrogate value", "non-UTF-8 bytes key", "unsupported value", "after 9999", "before 1"],
 )
 @pytest.mark.parametrize("entity", ["q", "t"])
 def test_bad_application_properties(env: Any, props: dict[Any, Any], entity: str) -> None:
@@ -145,7 +152,79 @@ def test_lone_surrogates_in_session_ids_and_state(env: Any) -> None:
 
 
 @BOTH_APIS
-@pytest.mark.parametrize("value", [f"a{LONE}", 12, b"bytes"])
+@pytest.mark.parametrize("reason", [f"a{LONE}", "r" * 4097, 12])
+def test_dead_letter_reason_and_description(env: Any, reason: Any) -> None:
+    """A lone surrogate reached Redis's encoder (an untyped "Redis error"); long text was stored
+    and shown by every peek: now both are refused before the message is settled."""
+    _, client, raw = env
+    client.get_queue_sender("q").send_messages(ServiceBusMessage("x"))
+    with client.get_queue_receiver("q") as r:
+        (m,) = r.receive_messages(1, max_wait_time=5)
+        refused(raw, lambda: r.dead_letter_message(m, reason=reason))
+        refused(raw, lambda: r.dead_letter_message(m, error_description=reason))
+        r.dead_letter_message(m, reason="r" * 4096, error_description="d" * 4096)
+    with client.get_queue_receiver("q", sub_queue="deadletter") as d:
+        (m,) = d.receive_messages(1, max_wait_time=5)
+    assert (m.dead_letter_reason, m.dead_letter_error_description) == ("r" * 4096, "d" * 4096)
+
+
+AMQP_CASES = [
+    {"properties": {"subject": b"\xff"}},
+    {"properties": {"message_id": b"\xff"}},
+    {"properties": {"message_id": ""}},
+    {"properties": {"message_id": "m" * 129}},
+    {"properties": {"group_id": LONE}},
+    {"properties": {"to": LONE}},
+    {"annotations": {b"\xff": 1}},
+    {"annotations": {"x-opt-partition-key": b"\xff"}},
+    {"annotations": {"x-opt-scheduled-enqueue-time": 10**30}},
+    {"annotations": {"x-opt-scheduled-enqueue-time": math.nan}},
+    {"annotations": {"x-opt-scheduled-enqueue-time": -5}},
+    {"annotations": {"x-opt-scheduled-enqueue-time": "soon"}},
+]
+
+
+@BOTH_APIS
+@pytest.mark.parametrize("sections", AMQP_CASES, ids=range(len(AMQP_CASES)))
+def test_amqp_message_sections(env: Any, sections: dict[str, Any]) -> None:
+    """These raised UnicodeDecodeError or ValueError, or were stored: a scheduled time of 1e30 ms
+    made every later receive of the queue fail on its sequence numbers."""
+    from sbredis.amqp import AmqpAnnotatedMessage, AmqpMessageProperties
+
+    _, client, raw = env
+    kw = dict(sections)
+    if "properties" in kw:
+        kw["properties"] = AmqpMessageProperties(**kw["properties"])
+    sender = client.get_queue_sender("q")
+    refused(raw, lambda: sender.send_messages(AmqpAnnotatedMessage(data_body=b"x", **kw)))
+    refused(raw, lambda: AmqpAnnotatedMessage(data_body=["x", LONE]))
+    sender.send_messages(ServiceBusMessage("after"))
+    with client.get_queue_receiver("q") as r:
+        assert [str(m) for m in r.receive_messages(1, max_wait_time=5)] == ["after"]
+
+
+@BOTH_APIS
+def test_empty_message_id(env: Any) -> None:
+    """An empty id was stored as is: duplicate detection cannot tell such messages apart."""
+    refused(env[2], lambda: ServiceBusMessage("x", message_id=""))
+    message = ServiceBusMessage("x")
+    refused(env[2], lambda: setattr(message, "message_id", ""))
+
+
+@BOTH_APIS
+def test_many_sequence_numbers(env: Any) -> None:
+    """Each partition's numbers are one atomic script call: a call with 100,000 of them ran over
+    50 ms of server time (cap: 1,000 a call)."""
+    _, client, raw = env
+    many = list(range(1, 1002))
+    refused(raw, lambda: client.get_queue_sender("q").cancel_scheduled_messages(many))
+    refused(raw, lambda: client.get_topic_sender("t").cancel_scheduled_messages(many))
+    with client.get_queue_receiver("q") as r:
+        refused(raw, lambda: r.receive_deferred_messages(many))
+
+
+@BOTH_APIS
+@pytest.mark.parametrize("value", [f"a{LONE}", 12, b"bytes", "m" * 1025])
 def test_user_metadata(env: Any, value: Any) -> None:
     admin, _, raw = env
     refused(raw, lambda: admin.create_queue("new", user_metadata=value))

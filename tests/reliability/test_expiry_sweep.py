@@ -20,7 +20,13 @@ from typing import Any
 import pytest
 import redis
 
-from sbredis import ServiceBusClient, ServiceBusMessage, ServiceBusReceiveMode, ServiceBusSubQueue
+from sbredis import (
+    NEXT_AVAILABLE_SESSION,
+    ServiceBusClient,
+    ServiceBusMessage,
+    ServiceBusReceiveMode,
+    ServiceBusSubQueue,
+)
 from sbredis.management import ServiceBusAdministrationClient
 from tests.redis_server import RedisServer
 from tests.reliability.conftest import SLOW_SCRIPT_US, scaled
@@ -198,6 +204,39 @@ def test_a_live_session_message_behind_expired_ones_is_received_within_a_short_w
         r.complete_message(got)
     assert slow_scripts(raw) == []
     assert admin.get_queue_runtime_properties(q).active_message_count == 0
+    admin.delete_queue(q)
+
+
+def test_the_next_available_session_behind_sessions_of_expired_messages_is_found(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis
+) -> None:
+    """NEXT_AVAILABLE_SESSION took the first session with messages, expired or not, and a call
+    looked at most 100 sessions: behind 3,000 sessions with one expired message each, a receiver
+    waiting 2 s got OperationTimeoutError while a session with a live message waited. A search
+    that stops on its budget now says so and the receiver calls again at once."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, requires_session=True)
+    sessions = scaled(3_000, 20_000)
+    with client.get_queue_sender(q) as s:
+        for i in range(0, sessions, BATCH):
+            s.send_messages(
+                [
+                    ServiceBusMessage(b"e", session_id=f"s{j:06d}", time_to_live=TTL)
+                    for j in range(i, min(sessions, i + BATCH))
+                ]
+            )
+    gone = server_ms(raw) + int(TTL.total_seconds() * 1000)
+    deadline = time.monotonic() + 10
+    while server_ms(raw) <= gone:
+        assert time.monotonic() < deadline, "the server clock did not pass the TTL"
+        time.sleep(0.05)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("live", session_id="zzz"))
+    start_slowlog(raw)
+    with client.get_queue_receiver(q, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=2) as r:
+        assert [str(m) for m in r.receive_messages(1, max_wait_time=1)] == ["live"]
+        assert r.session is not None and r.session.session_id == "zzz"
+    assert slow_scripts(raw) == []
     admin.delete_queue(q)
 
 

@@ -6,6 +6,7 @@ changed numbers they never touched, and a fuzz of filters and actions at the doc
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -222,6 +223,27 @@ def test_untouched_properties_come_out_exactly_as_sent(admin: Any, client: Any, 
     got = dict(m.application_properties or {})
     assert got == dict(props, two_point_zero=2.5)
     assert type(got["tenth"]) is float and got["tenth"] == 0.1
+
+
+def test_untouched_not_a_number_and_extreme_values_come_out_as_sent(admin: Any, client: Any, slowlog: Any) -> None:
+    """With no other number to keep exact, the action's copy was encoded again and a NaN came back
+    as None; a datetime.max property was stored rounded past the last datetime and no receiver
+    could read the message."""
+    topic = make_topic(admin, {"act": (None, SqlRuleAction("SET added = 1"))})
+    sent = {"nan": math.nan, "small": 3, "last": datetime.max.replace(tzinfo=UTC), "first": datetime.min}
+    with client.get_topic_sender(topic) as s:
+        s.send_messages(ServiceBusMessage("x", application_properties=sent))
+        s.send_messages(ServiceBusMessage("y", application_properties={"inf": math.inf, "big": 10**40}))
+    first, second = drain(client, topic, "act")
+    got = dict(first.application_properties or {})
+    assert math.isnan(got.pop("nan"))
+    assert got == {
+        "small": 3,
+        "last": datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC),
+        "first": datetime.min.replace(tzinfo=UTC),
+        "added": 1,
+    }
+    assert dict(second.application_properties or {}) == {"inf": math.inf, "big": 10**40, "added": 1}
 
 
 # ---------------------------------------------------------------------------------- the fuzz

@@ -47,6 +47,7 @@ def check_error(err: ex.ServiceBusError, cls: type[ex.ServiceBusError], retryabl
         ("SESSIONREQ", ex.InvalidOperationError),
         ("NOTSESSIONFUL", ex.InvalidOperationError),
         ("HELD", ex.SessionCannotBeLockedError),
+        ("UNSETTLED", ex.ServiceBusQuotaExceededError),
         ("LOST", ex.SessionLockLostError),
     ],
 )
@@ -70,6 +71,7 @@ def test_every_lua_code_is_tested() -> None:
         "SESSIONREQ",
         "NOTSESSIONFUL",
         "HELD",
+        "UNSETTLED",
         "LOST",
     }
 

@@ -68,6 +68,23 @@ def test_listed_exceptions_and_dead_letter_dead_letter_at_once(start: Any, make_
     assert all(m.delivery_count == 1 for m in dead_letters(client, q))
 
 
+def test_a_dead_letter_with_long_texts_is_clipped_not_refused(start: Any, make_queue: Any, client: Any) -> None:
+    """Dead-letter texts over 4096 characters are InvalidArgumentError; a handler's DeadLetter with
+    longer ones still dead-letters its message, with the texts cut to 4096."""
+    q = make_queue(max_delivery_count=10)
+
+    def handle(m: Any) -> None:
+        raise DeadLetter("R" * 5000, "D" * 9000)
+
+    w = start(handle, q)
+    send(client, q, "long")
+    eventually(lambda: len(dead_letters(client, q)) == 1, timeout=10)
+    w.stop()
+    (dl,) = dead_letters(client, q)
+    assert (dl.dead_letter_reason, dl.dead_letter_error_description) == ("R" * 4096, "D" * 4096)
+    assert dl.delivery_count == 1
+
+
 def test_async_handler_and_concurrency_bound(start: Any, make_queue: Any, client: Any, admin: Any) -> None:
     q = make_queue()
     now, peak = 0, 0

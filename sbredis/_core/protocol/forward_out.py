@@ -12,6 +12,8 @@ NAME = "forward_out"
 ARGV = ("most messages to move", "most entries to return", "sweep limit")
 OUTBOX_MOVE = 500  # messages moved into an outbox per forward_out call
 OUTBOX_RETURN = 500  # outbox entries delivered per round
+# a round also returns at most about this many bytes of entries (lua/includes/messages.lua READ_BYTES)
+OUTBOX_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from .base import Call, Group, Mode, partition_call
 from .receive import more, parse
 
 NAME = "receive_deferred"
 ARGV = ("group", "mode", "lock nonce", "n")
-__all__ = ["ARGV", "NAME", "call", "more", "parse"]
+__all__ = ["ARGV", "NAME", "call", "more", "parse", "taken"]
 
 
 def call(
@@ -17,3 +18,9 @@ def call(
 ) -> Call:
     """`seqs`: partition-local sequence numbers; `session_id` '' for none."""
     return partition_call(NAME, entity, partition, (group, mode, nonce, len(seqs), *seqs, session_id))
+
+
+def taken(reply: list[Any]) -> int:
+    """0 when the call took every number it was given; else it stopped on its read budget after
+    the first `taken` of them, and the rest go in another call."""
+    return int(reply[2])

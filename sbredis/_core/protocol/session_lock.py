@@ -21,3 +21,9 @@ def parse(reply: list[Any]) -> tuple[int, int, str | None]:
     if not until:
         return now, 0, None
     return now, until, sid.decode() if isinstance(sid, bytes) else str(sid)
+
+
+def again(reply: list[Any]) -> bool:
+    """Whether a next-available search stopped on its per-call budget: the partition may still
+    have a session for the caller, so call again at once (session_lock.lua)."""
+    return len(reply) > 3 and int(reply[3]) == 1

@@ -355,8 +355,18 @@ local function sweep(G, cfg, now, limit)
   return false
 end
 
+-- Message bytes a call reads at most (receive, session_receive, peek, forward_out): past them it
+-- takes no further message (always at least one), so a count of large messages cannot hold the
+-- server (5,000 of 50 KB took 3.3 s in one call). Reads go in chunks of read_chunk(cfg) messages,
+-- so one chunk can pass READ_BYTES by at most READ_BYTES (docs/keyspace.md, Per-call caps).
+local READ_BYTES = 8388608
+local function read_chunk(cfg)
+  return math.max(1, math.floor(READ_BYTES / cfg.max_msg))
+end
+
 -- Up to `want` available messages of G, oldest first: ready, then the main log past the cursor
--- (which moves on over what it reads). At most want + limit are read: expired ones met on the way
+-- (which moves on over what it reads). At most want + limit are read, and
+-- no further chunk past READ_BYTES: expired ones met on the way
 -- are expired (never handed out), pending schedules past the cursor are passed over (the sweep
 -- puts them in ready when due). Returns seqs, log entries, expires ms, their count n, and how many
 -- of them came from ready (only those can have a delivery count: the rest were never delivered).
@@ -374,6 +384,7 @@ local function take(G, cfg, now, want, limit)
   local seqs, fields, xs = {}, {}, {}
   local n = 0
   local budget = want + limit
+  local chunk, bytes = read_chunk(cfg), 0
   local function offer(seq, f)  -- an expired message is expired, never handed out
     local x = expiry(f)
     if G.main and x > 0 and x <= now then
@@ -383,9 +394,9 @@ local function take(G, cfg, now, want, limit)
       seqs[n], fields[n], xs[n] = seq, f, x
     end
   end
-  while n < want and budget > 0 do
+  while n < want and budget > 0 and bytes < READ_BYTES do
     -- ZRANGE + ZREMRANGEBYRANK: ZPOPMIN's reply would carry every score, formatted as a double
-    local batch = redis.call('ZRANGE', G.ready, 0, math.min(want - n, budget) - 1)
+    local batch = redis.call('ZRANGE', G.ready, 0, math.min(want - n, budget, chunk) - 1)
     local k = #batch
     if k == 0 then break end
     redis.call('ZREMRANGEBYRANK', G.ready, 0, k - 1)
@@ -394,23 +405,27 @@ local function take(G, cfg, now, want, limit)
     for i = 1, k do
       local seq = batch[i]
       local f = fs[seq]
-      if f then offer(seq, f) end
+      if f then
+        offer(seq, f)
+        bytes = bytes + #f[2]
+      end
     end
   end
   local from_ready = n
-  local cur = n < want and budget > 0 and cursor_of(G, cfg)
+  local cur = n < want and budget > 0 and bytes < READ_BYTES and cursor_of(G, cfg)
   if not cur then return seqs, fields, xs, n, from_ready end
   local start = cur
   local now_s = tostring(now)
   local passed, np = {}, 0  -- seqs read past the cursor (a due schedule among them may still be in sched)
-  while n < want and budget > 0 do
-    local r = redis.call('XRANGE', G.log, cur + 1, '+', 'COUNT', math.min(want - n, budget))
+  while n < want and budget > 0 and bytes < READ_BYTES do
+    local r = redis.call('XRANGE', G.log, cur + 1, '+', 'COUNT', math.min(want - n, budget, chunk))
     local k = #r
     if k == 0 then break end
     budget = budget - k
     for i = 1, k do  -- offer() inlined: this loop runs per message of nearly every receive
       local e = r[i]
       local id, f = e[1], e[2]
+      bytes = bytes + #f[2]
       local seq = string.sub(id, 1, #id - 2)
       local enq = f[4]
       -- a pending schedule has its enqueue time ahead (the sched check guards a clock step back)

@@ -941,11 +941,12 @@ local function rules_header_of(hdr, ap, kinds)
   return '{' .. table.concat(keys, ',') .. '}'
 end
 
--- No number beyond 2^53 among t's values (and in the tagged tables among them).
+-- No number beyond 2^53 among t's values (and in the tagged tables among them), and no NaN (the
+-- sender's NaN, which rules_json would write as null).
 local function rules_exact_values(t)
   for _, v in pairs(t) do
     if type(v) == 'number' then
-      if v >= 9007199254740992 or v <= -9007199254740992 then return false end
+      if v >= 9007199254740992 or v <= -9007199254740992 or v ~= v then return false end
     elseif type(v) == 'table' then
       for _, x in pairs(v) do
         if type(x) == 'number' and (x >= 9007199254740992 or x <= -9007199254740992) then return false end

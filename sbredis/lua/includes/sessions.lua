@@ -20,6 +20,7 @@
   Functions for settlement code (complete, defer, dead-letter here and in tx_commit):
     sess_unlocked(sid, seq)     a session message's lock ended: drop it from SES.sk (sid may be nil)
     sess_lock_of(Z, sid)        nonce, locked-until ms of the session's lock record (nil when none)
+    sess_held(Z, sid)           how many messages the session holds locked (at most SESS_HELD_MAX)
 ]]
 
 local SESS_DIGITS = '%013d'
@@ -54,6 +55,16 @@ local function sess_members(Z, locked, sid, n)
     if #r[i] == len then out[#out + 1] = r[i] end  -- a longer member belongs to a session 'sid NUL ...'
   end
   return out
+end
+
+-- Messages one session may hold locked at once (docs/keyspace.md, Per-call caps): renewing,
+-- releasing or freeing a session lock touches each of them in one call.
+local SESS_HELD_MAX = 2000
+
+-- How many messages session sid holds locked (Z.sk), as session_state counts available ones (an
+-- id extending sid with a NUL and a digit would be counted too: an upper bound).
+local function sess_held(Z, sid)
+  return redis.call('ZLEXCOUNT', Z.sk, '[' .. sid .. '\0', '[' .. sid .. '\0' .. string.rep('9', 13))
 end
 
 -- The session id in a log entry's field list (field s), or nil.
