@@ -75,7 +75,7 @@ def test_authorization_rules_as_mappings_are_taken() -> None:
         [{"key": "k"}],
         [AuthorizationRule()] * 13,
     ],
-    ids=repr,
+    ids=["not-a-list", "not-a-rule", "no-key-name", "int-key-name", "str-created-at", "dict-without-name", "13-rules"],
 )
 def test_bad_authorization_rules_are_argument_errors(rules: Any) -> None:
     with pytest.raises(InvalidArgumentError):
