@@ -186,3 +186,36 @@ def test_a_killed_cluster_primary(sb_api: Any, small_cluster: RedisCluster) -> N
             admin.create_queue("new", enable_partitioning=True, partition_count=8)
         assert "nothing was changed" in err.value.message
     admin.close()
+
+
+@pytest.mark.parametrize("appendonly", ["yes", "no"])
+def test_wait_for_aof(sb_api: Any, appendonly: str) -> None:
+    """Redis >= 7.2: a send returns once fsynced (appendonly on); a server without an append-only
+    file, or Redis 6.2 (no WAITAOF), gives a typed error that retrying cannot cure."""
+    from sbredis.exceptions import InvalidOperationError
+    from tests.reliability.test_redis_kills import redis_72_binary
+
+    new = RedisServer("--appendonly", appendonly, "--appendfsync", "always", binary=redis_72_binary()).start()
+    old = RedisServer().start()  # the default binary: Redis 6.2
+    try:
+        for srv in (new, old):
+            with sb_api.ServiceBusAdministrationClient.from_connection_string(srv.url) as admin:
+                admin.create_queue("q")
+        opts = {"wait_for_aof": True, "durability_timeout": 0.2, "retry_total": 0}
+        with sb_api.ServiceBusClient.from_connection_string(new.url, **opts) as c:
+            s = c.get_queue_sender("q")
+            if appendonly == "yes":
+                s.send_messages(ServiceBusMessage("x"))
+            else:
+                with pytest.raises(InvalidOperationError, match="needs appendonly on the server") as info:
+                    s.send_messages(ServiceBusMessage("x"))
+                assert not info.value.retryable and "the send was stored" in info.value.message
+        assert peek_all(sb_api, new.url, "q") == ["x"]  # stored either way
+        with (
+            sb_api.ServiceBusClient.from_connection_string(old.url, **opts) as c,
+            pytest.raises(InvalidOperationError, match=r"Redis 7\.2 or later"),
+        ):
+            c.get_queue_sender("q").send_messages(ServiceBusMessage("x"))
+    finally:
+        new.stop()
+        old.stop()
