@@ -219,3 +219,13 @@ def test_wait_for_aof(sb_api: Any, appendonly: str) -> None:
     finally:
         new.stop()
         old.stop()
+
+
+def test_connection_options_redis_refuses_are_typed(sb_api: Any, redis_server: RedisServer) -> None:
+    from sbredis.exceptions import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="invalid connection option") as info:
+        sb_api.ServiceBusClient.from_connection_string(redis_server.url, no_such_option=1)
+    assert "no_such_option" in info.value.message
+    with pytest.raises(InvalidArgumentError, match="cannot parse the connection string"):
+        sb_api.ServiceBusClient.from_connection_string("redis://127.0.0.1:99999/0")
