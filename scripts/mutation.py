@@ -69,15 +69,20 @@ TESTS: dict[str, list[str]] = {
         IT + "test_send_receive.py",
         IT + "test_batches.py",
         IT + "test_transactions.py",
+        IT + "test_abandon_delay.py",  # abandon_extra: the delay's range and its milliseconds
+        IT + "test_abandon_delay_bounds.py",
         *ONE,
     ],
     "sbredis/_core/renewal.py": [  # test_clock: a client an hour off renews by the server's clock
         "tests/unit/test_concurrency.py",
+        "tests/unit/test_renewer_arguments.py",
         IT + "test_lock_renewal.py",
         "tests/reliability/test_clock.py",
         *ONE,
     ],
     "sbredis/_core/send_plan.py": [  # partition_of also places sessions and transactional sends
+        IT + "test_partition_keys.py",
+        IT + "test_partial_send.py",  # which partitions failed and which stored
         IT + "test_send_receive.py",
         IT + "test_batches.py",
         IT + "test_topics.py",
