@@ -93,6 +93,8 @@ TESTS: dict[str, list[str]] = {
         *ONE,
     ],
     "sbredis/_core/validation.py": [
+        IT + "test_sequence_number_args.py",
+        IT + "test_amqp.py",  # as_messages: AmqpAnnotatedMessage and mappings
         "tests/unit/test_message.py",
         "tests/unit/test_entity.py",
         "tests/unit/test_ops.py",
