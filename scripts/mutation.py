@@ -69,15 +69,20 @@ TESTS: dict[str, list[str]] = {
         IT + "test_send_receive.py",
         IT + "test_batches.py",
         IT + "test_transactions.py",
+        IT + "test_abandon_delay.py",  # abandon_extra: the delay's range and its milliseconds
+        IT + "test_abandon_delay_bounds.py",
         *ONE,
     ],
     "sbredis/_core/renewal.py": [  # test_clock: a client an hour off renews by the server's clock
         "tests/unit/test_concurrency.py",
+        "tests/unit/test_renewer_arguments.py",
         IT + "test_lock_renewal.py",
         "tests/reliability/test_clock.py",
         *ONE,
     ],
     "sbredis/_core/send_plan.py": [  # partition_of also places sessions and transactional sends
+        IT + "test_partition_keys.py",
+        IT + "test_partial_send.py",  # which partitions failed and which stored
         IT + "test_send_receive.py",
         IT + "test_batches.py",
         IT + "test_topics.py",
@@ -88,6 +93,8 @@ TESTS: dict[str, list[str]] = {
         *ONE,
     ],
     "sbredis/_core/validation.py": [
+        IT + "test_sequence_number_args.py",
+        IT + "test_amqp.py",  # as_messages: AmqpAnnotatedMessage and mappings
         "tests/unit/test_message.py",
         "tests/unit/test_entity.py",
         "tests/unit/test_ops.py",
@@ -261,10 +268,10 @@ LUA = [
     ),
     lua(
         "complete-trim",
-        "includes/settle.lua",
+        "includes/messages.lua",
         "and #redis.call('XRANGE', G.log, '-', '(' .. done[1] .. '-0', 'COUNT', 1) == 0 then",
         "then",
-        "complete: XTRIM even when older messages are still in the log",
+        "remove_entries (complete): XTRIM even when older messages are still in the log",
     ),
     lua(
         "complete-del",
@@ -312,22 +319,22 @@ LUA = [
     lua(
         "sweep-expiry-late",
         "includes/messages.lua",
-        "redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, limit)",
-        "redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now - 60000, 'LIMIT', 0, limit)",
+        "redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, c + 1)",
+        "redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now - 60000, 'LIMIT', 0, c + 1)",
         "sweep: expiries run a minute late",
     ),
     lua(
         "sweep-expiry-boundary",
         "includes/messages.lua",
-        "redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, limit)",
-        "redis.call('ZRANGEBYSCORE', K_EXP, '-inf', '(' .. now, 'LIMIT', 0, limit)",
+        "redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, c + 1)",
+        "redis.call('ZRANGEBYSCORE', K_EXP, '-inf', '(' .. now, 'LIMIT', 0, c + 1)",
         "sweep: a message expiring this very ms is left for the next sweep",
     ),
     lua(
         "sweep-expiry-cursor",
         "includes/messages.lua",
-        "(cur and tonumber(seq) > cur)",
-        "(cur and tonumber(seq) >= cur)",
+        "(cur and nums[i] > cur)",
+        "(cur and nums[i] >= cur)",
         "sweep: the message at the cursor counts as unread",
     ),
     lua(
@@ -710,6 +717,11 @@ def write_doc(results: list[dict[str, Any]]) -> None:
     DOC.write_text(f"{head}{DOC_START}\n{table(results)}\n{DOC_END}{tail}")
 
 
+def stale_lua(mutants: list[Mutant]) -> list[str]:
+    """Lua mutants whose `old` text is not in their script exactly once (the script changed)."""
+    return [m.id for m in mutants if m.old and (ROOT / m.file).read_text().count(m.old) != 1]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lua", action="store_true", help="the Lua mutants")
@@ -738,6 +750,8 @@ def main(argv: list[str] | None = None) -> int:
         mutants = [m for m in mutants if m.id in wanted]
         if missing := wanted - {m.id for m in mutants}:
             raise SystemExit(f"no such mutants: {', '.join(sorted(missing))}")
+    if stale := stale_lua(mutants):
+        raise SystemExit(f"Lua mutants whose text no longer occurs exactly once (update LUA): {', '.join(stale)}")
     if args.tests:  # e.g. a slow test outside the focused selection that kills a survivor
         for m in mutants:
             m.tests = shlex.split(args.tests)

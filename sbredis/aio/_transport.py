@@ -366,6 +366,11 @@ class Transport:
             if isinstance(local, Exception):
                 if "unknown command" in str(local).lower():
                     return InvalidOperationError("wait_for_aof needs Redis 7.2 or later (WAITAOF).")
+                if "appendonly is disabled" in str(local):
+                    # not a connection problem: retrying cannot help, and the send was stored
+                    return InvalidOperationError(
+                        f"wait_for_aof needs appendonly on the server{where}; the send was stored but not fsynced."
+                    )
                 return self._failed(local, "")
             if int(local[0]) < 1:
                 return ServiceBusConnectionError(
