@@ -68,6 +68,7 @@ class ServiceBusTopicSender(ServiceBusSender):
             MessageNotFoundError: a number is not a pending scheduled message.
         """
         validation.check_wait("timeout", timeout)
+        self._check_open()
         seqs = validation.sequence_numbers(sequence_numbers)
         meta = self._topic()
         groups: dict[int, list[int]] = {}

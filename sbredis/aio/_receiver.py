@@ -215,21 +215,31 @@ class ServiceBusReceiver:
         return msgs
 
     async def receive_messages(
-        self, max_message_count: int | None = 1, max_wait_time: float | None = None
+        self, max_message_count: int | None = 1, max_wait_time: float | None = None, *, wait: bool = True
     ) -> list[ServiceBusReceivedMessage]:
         """Up to `max_message_count` messages; waits up to `max_wait_time` seconds for the first.
 
-        With no max_wait_time here or on the receiver, waits until a message arrives.
+        With no max_wait_time here or on the receiver, waits until a message arrives. With
+        ``wait=False`` (sbredis's own), takes what is available now and returns at once, an empty
+        list when nothing is (the SDK refuses a max_wait_time of 0).
 
         Raises:
-            InvalidArgumentError: a bad count or wait time.
+            InvalidArgumentError: a bad count, or a max_wait_time that is not above 0 (a ValueError,
+                as in the SDK).
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusConnectionError.
         """
         n = validation.check_count("max_message_count", 1 if max_message_count is None else max_message_count)
-        wait = validation.check_wait("max_wait_time", max_wait_time)
-        if wait is None:
-            wait = self._max_wait_time
+        seconds = validation.check_wait("max_wait_time", max_wait_time)
+        if seconds is not None and seconds <= 0:
+            raise InvalidArgumentError("max_wait_time must be greater than 0 (wait=False receives without waiting)")
+        if not wait:
+            seconds = 0.0
+        elif seconds is None:
+            seconds = self._max_wait_time
         self._check_open()
+        return await self._receive_now(n, seconds)
+
+    async def _receive_now(self, n: int, wait: float | None) -> list[ServiceBusReceivedMessage]:
         with instrument.operation("receive", self.entity_name) as op:
             got = await self._receive_waiting(n, wait)
             op.done(got)
@@ -285,7 +295,8 @@ class ServiceBusReceiver:
 
     async def __anext__(self) -> ServiceBusReceivedMessage:
         """Next message; stops when max_wait_time passes with nothing (never, when unset)."""
-        batch = await self.receive_messages(1, self._max_wait_time)
+        self._check_open()
+        batch = await self._receive_now(1, self._max_wait_time)
         if not batch:
             raise StopAsyncIteration
         return batch[0]
@@ -623,8 +634,8 @@ class ServiceBusReceiver:
 
     # -- lifecycle
     def _check_open(self) -> None:
-        if self._closed:
-            raise InvalidOperationError("the receiver is closed")
+        if self._closed:  # a ValueError, as the SDK's
+            raise InvalidOperationError("the receiver is closed: get a new one from the ServiceBusClient")
 
     async def close(self) -> None:
         """Release messages fetched ahead but never handed out (their delivery is not counted)."""
@@ -644,6 +655,7 @@ class ServiceBusReceiver:
             )
 
     async def __aenter__(self) -> ServiceBusReceiver:
+        self._check_open()
         if self._session is not None:
             await self._session.ensure_locked()
         return self

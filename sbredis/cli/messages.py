@@ -179,7 +179,7 @@ def run_send(args: argparse.Namespace, out: Output) -> int:
 def _ask(m: Any, out: Output) -> str:
     out.warn(
         f"#{m.sequence_number} id={m.message_id} delivery_count={m.delivery_count} subject={m.subject or '-'}\n"
-        + m.body.decode("utf-8", "replace")
+        + (m.body_bytes or b"").decode("utf-8", "replace")
     )
     choices = {"c": "complete", "a": "abandon", "d": "dead-letter", "f": "defer", "s": "abandon", "": "abandon"}
     while True:

@@ -686,14 +686,15 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         return self._delivered(queue, receiver, got[0])
 
     def _payload(self, m: ServiceBusReceivedMessage) -> dict[str, Any]:
-        payload: dict[str, Any] = loads(m.body)
+        payload: dict[str, Any] = loads(m.body_bytes or b"")
         props = payload.setdefault("properties", {})
         props["delivery_tag"] = m.lock_token or uuid.uuid4().hex
         info = props.setdefault("delivery_info", {})
-        info["redelivered"] = m.delivery_count > 1
-        info["delivery_count"] = m.delivery_count
+        info["redelivered"] = m.delivery_count > 0
+        # the attempt number (1 at first); the message's delivery_count counts the ones before it
+        info["delivery_count"] = m.delivery_count + 1
         info["sequence_number"] = m.sequence_number
-        payload["redelivered"] = m.delivery_count > 1
+        payload["redelivered"] = m.delivery_count > 0
         return payload
 
     def _delivered(self, queue: str, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage) -> dict[str, Any]:

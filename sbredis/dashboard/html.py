@@ -366,7 +366,7 @@ def messages_page(
     rows = []
     for m in found.messages:
         sysprops = "".join(f"<tr><th scope=row>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in system_of(m).items())
-        app = m.application_properties or {}
+        app = m.sent_application_properties or {}
         appprops = (
             "".join(
                 f"<tr><th scope=row>{e(k.decode() if isinstance(k, bytes) else k)}</th><td>{e(v)}</td></tr>"
@@ -380,7 +380,7 @@ def messages_page(
             if not read_only and queue in ("deadletter", "transferdeadletter", "scheduled")
             else ""
         )
-        preview = body_of(m.body, view)
+        preview = body_of(m.body_bytes or b"", view)
         short = preview if len(preview) <= 80 else preview[:79] + "…"
         rows.append(
             f'<tr class="msg">{check}<td>{m.sequence_number}</td><td>{e(m.message_id)}</td><td>{e(m.session_id)}</td>'

@@ -526,7 +526,7 @@ class Worker:
             log.info("handler asked to retry %r in %.3g s: %r", m, error.seconds, error.__cause__ or error)
             return await self._settle(receiver, m, "abandon", delay=error.seconds)
         if self.retry is not None:
-            dc = m.delivery_count or 1
+            dc = m.delivery_count + 1  # the attempt number: delivery_count counts the ones before
             if self.retry.exhausted(dc):
                 log.warning("handler failed on %r after %d deliveries, dead-lettering it: %r", m, dc, error)
                 return await self._settle(receiver, m, "dead_letter", *retries_exhausted(dc, error))

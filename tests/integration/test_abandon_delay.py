@@ -28,7 +28,7 @@ def test_delayed_abandon_is_scheduled_then_redelivered_with_its_count(client: An
         (peeked,) = [m for m in r.peek_messages(10, sequence_number=0) if m.sequence_number == a.sequence_number]
         assert peeked.state is ServiceBusMessageState.SCHEDULED
         got = eventually(lambda: r.receive_messages(5, max_wait_time=0.1), timeout=10)
-        assert [(m.body, m.delivery_count) for m in got] == [(b"b", 2)]
+        assert [(m.body_bytes, m.delivery_count) for m in got] == [(b"b", 2)]
         r.complete_message(got[0])
         assert r.receive_messages(5, max_wait_time=0.3) == []  # "a" waits out its hour
 

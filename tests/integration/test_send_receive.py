@@ -35,7 +35,7 @@ def test_send_then_peek_lock_complete(client: Any, admin: Any, make_queue: Any) 
         s.send_messages(ServiceBusMessage("hello", subject="greeting", application_properties={"n": 1}))
     with client.get_queue_receiver(q, max_wait_time=2) as r:
         [m] = r.receive_messages(max_message_count=10, max_wait_time=2)
-        assert str(m) == "hello" and m.body == b"hello"
+        assert str(m) == "hello" and m.body_bytes == b"hello"
         assert m.subject == "greeting" and m.application_properties == {"n": 1}
         assert m.delivery_count == 1 and m.sequence_number == 1
         assert m.lock_token and m.locked_until_utc > datetime.now(UTC)
@@ -148,7 +148,7 @@ def test_large_and_small_messages_round_trip_in_one_batch(client: Any, make_queu
         s.send_messages(ServiceBusMessage(sent[2]))
     with client.get_queue_receiver(q, max_wait_time=2) as r:
         got = r.receive_messages(max_message_count=10, max_wait_time=2)
-        assert [m.body for m in got] == [*sent, sent[2]]
+        assert [m.body_bytes for m in got] == [*sent, sent[2]]
         assert [m.subject for m in got] == [f"n{i}" for i in range(len(sent))] + [None]
         r.complete_messages(got)
 

@@ -215,7 +215,7 @@ def test_worker_process_span_continues_the_send_trace(
     def work(message: Any) -> None:
         with traced.tracer.start_as_current_span("handler work") as span:
             inner.append(span.get_span_context())
-        if message.body == b"fail":
+        if message.body_bytes == b"fail":
             raise ValueError("no")
 
     async def awork(message: Any) -> None:

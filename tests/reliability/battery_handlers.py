@@ -21,7 +21,7 @@ _PID = os.getpid()
 
 
 def handle(message: ServiceBusReceivedMessage) -> None:
-    body = message.body.decode()
+    body = message.body_bytes.decode()
     _log.rpush(_KEY, f"{body} {message.delivery_count} {_PID}")
     if body.startswith("poison"):
         raise ValueError("a poison message")

@@ -293,10 +293,10 @@ class QueueModel(RuleBasedStateMachine):
         if avail:
             assert got, f"nothing received while {len(avail)} message(s) are available"
         else:
-            assert not got, f"received {[g.body.decode() for g in got]} while none is available"
+            assert not got, f"received {[g.body_bytes.decode() for g in got]} while none is available"
         out = []
         for g in got:
-            m = self.msgs.get(g.body.decode())
+            m = self.msgs.get(g.body_bytes.decode())
             assert m is not None and m.state in states, f"{g} handed out but it is {m and m.state}"
             assert g.delivery_count == m.dc + 1, (g.delivery_count, m.dc)
             assert g.enqueued_time_utc == codec.from_ms(m.enq)
@@ -372,7 +372,7 @@ class QueueModel(RuleBasedStateMachine):
 
     # -- rules: settling
     def _expect(self, name: str, g: Any) -> tuple[Msg, type[Exception] | None]:
-        m = self.msgs[g.body.decode()]
+        m = self.msgs[g.body_bytes.decode()]
         if g.settled:  # a RECEIVE_AND_DELETE message cannot be settled at all (the SDK's ValueError)
             return m, InvalidOperationError if name == "rd" else MessageAlreadySettled
         if m.holder is g and m.until >= self.now and m.state in (LOCKED, DLQ_LOCKED):

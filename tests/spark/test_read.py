@@ -66,7 +66,7 @@ def test_snapshot_has_one_spark_partition_per_broker_partition_and_changes_nothi
         deferred = None
         while deferred is None:
             for m in r.receive_messages(10, max_wait_time=2):
-                if m.body == b"b0":
+                if m.body_bytes == b"b0":
                     r.defer_message(m)
                     deferred = m.sequence_number
                 else:
@@ -79,7 +79,7 @@ def test_snapshot_has_one_spark_partition_per_broker_partition_and_changes_nothi
     assert len(rows) == 8
     by_id = {r.messageId: r for r in rows}
     m = by_id["m-1"]
-    assert bytes(m.body) == b"\x00\x01"
+    assert bytes(m.body_bytes) == b"\x00\x01"
     assert (m.entity, m.partitionKey, m.correlationId, m.subject) == (q, "k", "c-1", "greeting")
     assert m.contentType == "application/octet-stream"
     assert m.applicationProperties == {"n": "7", "flag": "true", "name": "x"}
@@ -130,7 +130,7 @@ def test_dead_letter_subqueue(spark: Any, url: str, make_queue: Any, client: Any
         s.send_messages([ServiceBusMessage("ok"), ServiceBusMessage("poison", message_id="p")])
     with client.get_queue_receiver(q, max_wait_time=2) as r:
         for m in r.receive_messages(2, max_wait_time=2):
-            if m.body == b"poison":
+            if m.body_bytes == b"poison":
                 r.dead_letter_message(m, reason="Bad", error_description="cannot parse")
             else:
                 r.abandon_message(m)

@@ -319,7 +319,7 @@ def test_parse_received_builds_messages() -> None:
     first, second = msgs
     assert first.sequence_number == (2 << PARTITION_SHIFT) | 3
     assert first.delivery_count == 2
-    assert first.body == b"hello" and str(first) == "hello"
+    assert first.body_bytes == b"hello" and str(first) == "hello"
     assert first.application_properties == {"k": 1} and first.subject == "s"
     assert first.message_id == m.message_id
     assert first.locked_until_utc is not None and first.lock_token is not None

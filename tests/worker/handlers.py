@@ -16,7 +16,7 @@ KEY = os.environ.get("SBREDIS_TEST_KEY", "worker-log")
 
 def handle(message: ServiceBusReceivedMessage) -> None:
     """`sleep <seconds>` sleeps, `fail` raises KeyError, anything else is recorded."""
-    body = message.body.decode()
+    body = message.body_bytes.decode()
     _log.rpush(KEY, f"start {body} {message.delivery_count}")
     if body.startswith("sleep"):
         time.sleep(float(body.split()[1]))

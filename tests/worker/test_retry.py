@@ -123,7 +123,7 @@ def test_send_returns_the_sequence_number(url: str, make_queue: Any, client: Any
     with client.get_queue_receiver(q) as r:
         got = r.receive_messages(3, max_wait_time=5)
         assert [m.sequence_number for m in got] == seqs
-        assert [m.body for m in got] == [b'{"args":[%d],"kwargs":{}}' % i for i in range(3)]
+        assert [m.body_bytes for m in got] == [b'{"args":[%d],"kwargs":{}}' % i for i in range(3)]
 
 
 def test_backoff_grows_to_its_cap() -> None:
