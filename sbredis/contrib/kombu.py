@@ -537,7 +537,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             with self._sb.client.get_queue_receiver(
                 entity, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
             ) as receiver:
-                while batch := receiver.receive_messages(max_message_count=100, max_wait_time=0):
+                while batch := receiver.receive_messages(max_message_count=100, wait=False):
                     n += len(batch)
         except MessagingEntityNotFoundError:
             pass
@@ -671,7 +671,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         if not no_ack and self._consumers:
             want = max(1, min(self.prefetch_batch, self.qos.can_consume_max_estimate() or 1))
         try:
-            got = receiver.receive_messages(max_message_count=want, max_wait_time=0)
+            got = receiver.receive_messages(max_message_count=want, wait=False)
         except MessagingEntityNotFoundError:
             self._sb.forget(entity)
             if queue in self._transient:  # deleted by another channel that declared it too

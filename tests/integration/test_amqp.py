@@ -100,7 +100,7 @@ def test_amqp_annotations_schedule_and_key_the_message(client: Any, make_queue: 
         s.send_messages(m)
     with client.get_queue_receiver(q, max_wait_time=0) as r:
         [peeked] = r.peek_messages(5)
-        assert r.receive_messages(5, max_wait_time=0) == []  # scheduled, not yet active
+        assert r.receive_messages(5, wait=False) == []  # scheduled, not yet active
     assert peeked.partition_key == "pk-1"
     assert abs(peeked.scheduled_enqueue_time_utc - later) < timedelta(milliseconds=2)
     assert peeked.raw_amqp_message.annotations[b"x-opt-partition-key"] == b"pk-1"
@@ -285,9 +285,10 @@ def test_received_properties_by_bytes_keys_and_receiver_next(client: Any, make_q
         r.complete_message(m)
         with pytest.raises(StopIteration):
             r.next()
+    assert m.sent_application_properties == {"index": 3, "raw": "v"}  # str keys, as sent
     props = m.application_properties
-    assert props == {"index": 3, "raw": "v"}  # str keys, as sent
-    assert props[b"index"] == props["index"] == 3 and b"raw" in props and props.get(b"raw") == "v"
+    assert props == {b"index": 3, b"raw": b"v"}  # the SDK's: bytes keys and str values
+    assert props[b"index"] == props["index"] == 3 and "raw" in props and props.get("raw") == b"v"
     assert props.get(b"missing") is None and b"\xff" not in props
     with pytest.raises(KeyError):
         props[b"missing"]

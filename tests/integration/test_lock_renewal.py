@@ -262,7 +262,7 @@ def test_prefetch_keeps_messages_locked_ahead_and_close_releases_them(
             rest = other.receive_messages(10, max_wait_time=0.3)
             assert [str(m) for m in rest] == ["5", "6", "7", "8", "9"]  # 1 handed out + 4 locked ahead
             other.abandon_messages(rest)
-        nxt = r.receive_messages(2, max_wait_time=0)
+        nxt = r.receive_messages(2, wait=False)
         assert [str(m) for m in nxt] == ["1", "2"]  # served from what was kept ahead
         r.complete_messages([first, *nxt])
     with client.get_queue_receiver(q) as r:

@@ -35,7 +35,7 @@ def slow(msg: Any) -> None:
 
 def crash_once(msg: Any) -> None:
     """Kills the Python worker (as a lost executor would) on the first delivery of 'crash'."""
-    if msg.body_bytes == b"crash" and msg.delivery_count == 1:
+    if msg.body_bytes == b"crash" and msg.delivery_count == 0:
         os._exit(1)
     _record(msg)
 

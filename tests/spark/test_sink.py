@@ -56,7 +56,7 @@ def test_rows_become_messages_with_their_properties(spark: Any, url: str, make_q
         "corr",
         "subj",
     )
-    assert full.application_properties == {"n": "1"}
+    assert full.sent_application_properties == {"n": "1"}
     assert full.expires_at_utc - full.enqueued_time_utc == timedelta(seconds=60)
     with client.get_queue_receiver(q) as r:
         (sched,) = [m for m in r.peek_messages(10, sequence_number=1) if m.message_id == "id-2"]

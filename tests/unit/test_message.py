@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sbredis import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
-from sbredis.amqp import AmqpMessageBodyType
 from sbredis._core import codec
+from sbredis.amqp import AmqpMessageBodyType
 from sbredis.exceptions import (
     InvalidArgumentError,
     InvalidOperationError,
