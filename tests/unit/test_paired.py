@@ -268,7 +268,7 @@ def test_properties_move_into_the_backlog_copy_and_back() -> None:
     destination, back = paired.from_backlog(_received(copy))
     assert destination == "orders"
     for name in (
-        "body",
+        "body_bytes",
         "message_id",
         "session_id",
         "partition_key",
@@ -280,7 +280,7 @@ def test_properties_move_into_the_backlog_copy_and_back() -> None:
         "to",
         "reply_to",
         "reply_to_session_id",
-        "application_properties",
+        "sent_application_properties",
     ):
         assert getattr(back, name) == getattr(m, name), name
     assert back.ttl_ms == 90_000 and back.sched_ms == m.sched_ms

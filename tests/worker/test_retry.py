@@ -49,8 +49,8 @@ def test_the_delivery_count_carries_on_across_retries(start: Any, make_queue: An
     seen: list[tuple[int, int]] = []
 
     def handle(m: Any) -> None:
-        seen.append((m.sequence_number, m.delivery_count))
-        if m.delivery_count < 3:
+        seen.append((m.sequence_number, m.delivery_count + 1))  # the attempt number
+        if m.delivery_count < 2:
             raise RuntimeError("not yet")
 
     with client.get_queue_sender(q) as s:
@@ -86,7 +86,7 @@ def test_worker_retry_stops_at_the_entity_max_delivery_count(start: Any, make_qu
     calls: list[int] = []
 
     def handle(m: Any) -> None:
-        calls.append(m.delivery_count)
+        calls.append(m.delivery_count + 1)  # the attempt number
         raise RuntimeError("always")
 
     with client.get_queue_sender(q) as s:

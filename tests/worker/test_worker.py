@@ -37,7 +37,7 @@ def test_success_completes_and_errors_abandon_until_dead_lettered(start: Any, ma
     seen: list[tuple[str, int]] = []
 
     def handle(m: Any) -> None:
-        seen.append((m.body_bytes.decode(), m.delivery_count))
+        seen.append((m.body_bytes.decode(), m.delivery_count + 1))  # the attempt number
         if m.body_bytes == b"bad":
             raise RuntimeError("nope")
 
@@ -111,7 +111,7 @@ def test_the_lock_is_renewed_while_the_handler_runs(start: Any, make_queue: Any,
     deliveries: list[int] = []
 
     def handle(m: Any) -> None:
-        deliveries.append(m.delivery_count)
+        deliveries.append(m.delivery_count + 1)  # the attempt number
         time.sleep(2.5)
 
     w = start(handle, q, concurrency=2)
@@ -263,11 +263,11 @@ def test_completions_batch_but_each_message_gets_its_own_outcome(start: Any, mak
     class Record(Middleware):
         def after_settle(self, worker: Worker, message: Any, action: str, exception: BaseException | None) -> None:
             outcomes.append(
-                (message.body_bytes, message.delivery_count, type(exception).__name__ if exception else None)
+                (message.body_bytes, message.delivery_count + 1, type(exception).__name__ if exception else None)
             )
 
     def handle(m: Any) -> None:
-        if m.delivery_count > 1:
+        if m.delivery_count > 0:
             return
         if m.body_bytes == b"slow":
             slow_started.set()
