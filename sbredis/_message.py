@@ -658,6 +658,14 @@ def as_message(message: Any) -> ServiceBusMessage:
     )
 
 
+class LegacyMessage(NamedTuple):
+    """ServiceBusReceivedMessage.message: the part of the SDK's deprecated AMQP message that has
+    a meaning here."""
+
+    delivery_tag: bytes | None
+    delivery_annotations: dict[bytes, Any]
+
+
 class LockRef(NamedTuple):
     """Internal: the lock under which one receive call handed out its messages. Immutable, and
     one object per call that each of its messages references (no per-message allocation)."""
@@ -810,6 +818,11 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
     def application_properties(self, value: Mapping[str, Any] | None) -> None:
         raise InvalidOperationError("a received message's application_properties cannot be changed")
 
+    def sent_ttl_ms(self) -> int:
+        """Internal (the send paths): the time to live the message was sent with, in ms (0 for
+        none), which sending it again carries, as the SDK's resent message carries its header."""
+        return int(self._hdr().get("ttl") or 0)
+
     def encoded(self) -> bytes:
         """Internal: as ServiceBusMessage.encoded, with the properties as they were sent (the
         received form's bytes and dead-letter entries are a view, not what is sent on)."""
@@ -865,6 +878,17 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         if not nonce:
             return None
         return str(uuid.UUID(bytes=bytes.fromhex(nonce) + self.sequence_number.to_bytes(8, "big")))
+
+    @property
+    def message(self) -> LegacyMessage:
+        """The SDK's deprecated ``message`` (its AMQP message object): here only ``delivery_tag``,
+        the lock token's 16 bytes (None for a message that holds no lock), and
+        ``delivery_annotations`` with the lock token under ``x-opt-lock-token``, as the SDK's link
+        gives them. Use ``raw_amqp_message`` for the message's AMQP sections."""
+        token = self.lock_token
+        if token is None:
+            return LegacyMessage(None, {})
+        return LegacyMessage(uuid.UUID(token).bytes, {b"x-opt-lock-token": uuid.UUID(token)})
 
     @property
     def dead_letter_source(self) -> str | None:

@@ -6,7 +6,14 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusMessageBatch, as_message, check_properties
+from .._message import (
+    PARTITION_SHIFT,
+    ServiceBusMessage,
+    ServiceBusMessageBatch,
+    ServiceBusReceivedMessage,
+    as_message,
+    check_properties,
+)
 from ..amqp import AmqpAnnotatedMessage
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 
@@ -36,6 +43,8 @@ def as_messages(message: Any) -> list[ServiceBusMessage]:
     for m in messages:
         if m.application_properties:
             check_properties(m.application_properties)
+        if isinstance(m, ServiceBusReceivedMessage) and not m.ttl_ms:
+            m.ttl_ms = m.sent_ttl_ms()
     return messages
 
 

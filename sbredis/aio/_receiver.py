@@ -377,6 +377,7 @@ class ServiceBusReceiver:
             isinstance(sequence_number, bool) or not isinstance(sequence_number, int) or sequence_number < 0
         ):
             raise InvalidArgumentError("sequence_number must be a non-negative int")
+        self._check_open()
         await self._context.forwarder.pull(self.entity_name)  # messages forwarded here, still upstream
         meta = await self._meta()
         try:

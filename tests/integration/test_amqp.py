@@ -98,7 +98,7 @@ def test_amqp_annotations_schedule_and_key_the_message(client: Any, make_queue: 
     m.properties = AmqpMessageProperties()
     with client.get_queue_sender(q) as s:
         s.send_messages(m)
-    with client.get_queue_receiver(q, max_wait_time=0) as r:
+    with client.get_queue_receiver(q) as r:
         [peeked] = r.peek_messages(5)
         assert r.receive_messages(5, wait=False) == []  # scheduled, not yet active
     assert peeked.partition_key == "pk-1"
