@@ -870,7 +870,12 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
 
     @property
     def locked_until_utc(self) -> datetime | None:
-        return codec.from_ms(self.locked_until_ms) if self.locked_until_ms else None
+        """When the message's lock ends; None, as the SDK gives, once it is settled, for a message
+        that holds no lock, and for a session message (the session holds the lock: see
+        ``receiver.session.locked_until_utc``)."""
+        if self.settled or not self.locked_until_ms or self.session_id is not None:
+            return None
+        return codec.from_ms(self.locked_until_ms)
 
     @property
     def lock_token(self) -> str | None:

@@ -659,6 +659,11 @@ class ServiceBusReceiver:
         self._check_open()
         if self._session is not None:
             await self._session.ensure_locked()
+        elif self._group == Group.MAIN and (await self._meta()).sessions:
+            # as the SDK's receiver fails to open: a session entity's messages need a session receiver
+            raise InvalidOperationError(
+                f"'{self.entity_name}' requires sessions: pass session_id (or NEXT_AVAILABLE_SESSION) to receive"
+            )
         return self
 
     async def __aexit__(

@@ -65,8 +65,7 @@ def _sub_queue(opts: SourceOptions) -> ServiceBusSubQueue | None:
 
 
 def _ms(m: ServiceBusReceivedMessage) -> int:
-    until = m.locked_until_utc
-    return int(until.timestamp() * 1000) if until is not None else 0
+    return m.locked_until_ms
 
 
 def _settle_quietly(receiver: Any, what: str, msgs: list[ServiceBusReceivedMessage]) -> int:
