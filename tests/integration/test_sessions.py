@@ -70,9 +70,8 @@ def test_send_to_a_session_queue_bypassing_the_client_check_is_refused_by_the_sc
 def test_plain_receiver_on_a_session_queue_is_refused(client: ServiceBusClient, make_queue: Any) -> None:
     q = make_queue(requires_session=True)
     send(client, q, msg("m", "a"))
-    with pytest.raises(InvalidOperationError, match="requires sessions"):  # at open, as the SDK's
-        with client.get_queue_receiver(q):
-            pass
+    with pytest.raises(InvalidOperationError, match="requires sessions"), client.get_queue_receiver(q):
+        pass  # it fails at open, as the SDK's does
     r = client.get_queue_receiver(q)
     with pytest.raises(InvalidOperationError, match="requires sessions"):
         r.receive_messages(1, max_wait_time=0.1)
