@@ -79,6 +79,15 @@ def check_wait(name: str, value: Any) -> float | None:
     return float(value)
 
 
+def check_timeout(value: Any) -> float | None:
+    """A ``timeout=`` the SDK refuses unless above 0 (receive_deferred_messages, peek_messages,
+    renew_message_lock, the session's state and lock calls): a ValueError, as the SDK's."""
+    seconds = check_wait("timeout", value)
+    if seconds is not None and seconds <= 0:
+        raise InvalidArgumentError("timeout must be greater than 0")
+    return seconds
+
+
 def sequence_numbers(value: Any) -> list[int]:
     """One sequence number or an iterable of them, as a list (each checked by split_sequence_number).
 

@@ -319,7 +319,7 @@ class ServiceBusReceiver:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a deferred message (nothing was received).
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
         seqs = validation.sequence_numbers(sequence_numbers)
         self._check_open()
         meta = self._meta()
@@ -371,7 +371,7 @@ class ServiceBusReceiver:
         Raises:
             InvalidArgumentError: a bad count or sequence number.
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
         n = validation.check_count("max_message_count", max_message_count)
         if sequence_number is not None and (
             isinstance(sequence_number, bool) or not isinstance(sequence_number, int) or sequence_number < 0
@@ -627,7 +627,7 @@ class ServiceBusReceiver:
             MessageLockLostError: the lock elapsed or is not ours.
             InvalidOperationError: a session receiver's message (renew the session's lock instead).
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
         if self._session is not None:
             raise InvalidOperationError("A session message's lock is the session lock: renew receiver.session instead.")
         self._settle("renew", [message], (), transaction)

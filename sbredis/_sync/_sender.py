@@ -180,7 +180,7 @@ class ServiceBusSender:
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusQuotaExceededError,
             ServiceBusConnectionError (retryable), OperationTimeoutError (retryable).
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
         self._check_open()
         messages = validation.as_messages(message)
         if transaction is not None:
@@ -208,7 +208,7 @@ class ServiceBusSender:
                 after the year 2999.
             As send_messages otherwise.
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
         self._check_open()
         at = schedule_ms("schedule_time_utc", schedule_time_utc)
         batch = validation.as_messages(messages)
@@ -230,7 +230,7 @@ class ServiceBusSender:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
         self._check_open()
         seqs = validation.sequence_numbers(sequence_numbers)
         meta = self._context.entity(self.entity_name)
