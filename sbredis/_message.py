@@ -687,7 +687,8 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
     ``lock_ref``, the LockRef the message was handed out under (immutable, shared by one receive
     call's messages); ``local_seq``, its partition-local sequence number; ``locked_until_ms``, the
     lock's end (Unix ms, 0 for none), which a renewal moves; ``settled``, set once the message is
-    settled (or from the start when it holds no lock to settle). They are plain attributes, not
+    settled (or from the start when it holds no lock to settle); ``session_locked``, set when a
+    session receiver hands it out (the session's lock holds it). They are plain attributes, not
     properties, because settlement reads them per message on its hot path.
     """
 
@@ -704,6 +705,7 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         "lock_ref",
         "locked_until_ms",
         "partition_id",
+        "session_locked",
         "settled",
         "state",
     )
@@ -768,6 +770,7 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         self.settled = settled
         self.auto_renew_error: Exception | None = None
         self.via_partition_key = None
+        self.session_locked = False
         self.state = state
         self.dead_letter_reason = self.dead_letter_error_description = None
 
@@ -871,9 +874,9 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
     @property
     def locked_until_utc(self) -> datetime | None:
         """When the message's lock ends; None, as the SDK gives, once it is settled, for a message
-        that holds no lock, and for a session message (the session holds the lock: see
-        ``receiver.session.locked_until_utc``)."""
-        if self.settled or not self.locked_until_ms or self.session_id is not None:
+        that holds no lock, and for a message a session receiver handed out (the session holds
+        the lock: see ``receiver.session.locked_until_utc``)."""
+        if self.settled or not self.locked_until_ms or self.session_locked:
             return None
         return codec.from_ms(self.locked_until_ms)
 

@@ -272,7 +272,10 @@ class ServiceBusReceiver:
     def _hand_out(self, messages: list[ServiceBusReceivedMessage]) -> list[ServiceBusReceivedMessage]:
         """Register handed-out locked messages with the receiver's AutoLockRenewer, if any (a
         session receiver's renewer renews the session lock, which covers its messages)."""
-        if self._renewer is not None and self._session is None:
+        if self._session is not None:
+            for m in messages:
+                m.session_locked = True
+        elif self._renewer is not None:
             for m in messages:
                 if m.lock_ref.nonce:
                     self._renewer.register(self, m)
@@ -360,7 +363,7 @@ class ServiceBusReceiver:
                 ServiceBusMessageState.DEFERRED,
             )
             out += msgs
-        return out
+        return self._hand_out(out) if self._session is not None else out
 
     def peek_messages(
         self, max_message_count: int = 1, *, sequence_number: int | None = None, timeout: float | None = None
