@@ -136,7 +136,7 @@ def test_dead_letter_subqueue(spark: Any, url: str, make_queue: Any, client: Any
                 r.abandon_message(m)
     rows = read(spark, url, q, subQueue="deadletter").collect()
     assert [(r.messageId, r.deadLetterReason, r.deadLetterErrorDescription, r.deliveryCount) for r in rows] == [
-        ("p", "Bad", "cannot parse", 1)
+        ("p", "Bad", "cannot parse", 0)
     ]
     with client.get_queue_receiver(q, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dlq:
         assert len(dlq.peek_messages(5)) == 1  # still there
