@@ -18,7 +18,9 @@ Each kombu queue is an sbredis queue (created on declare). The mapping:
   consumer. A consumer that dies stops renewing: the lock elapses, the message is delivered again
   with ``delivery_count`` + 1 (``delivery_info["redelivered"]`` is true), and after the queue's
   ``max_delivery_count`` it is dead-lettered with reason ``MaxDeliveryCountExceeded``.
-  ``delivery_info`` also carries ``delivery_count`` and ``sequence_number``.
+  ``delivery_info`` also carries ``delivery_count`` (the attempt number, 1 on the first delivery:
+  the message's own ``delivery_count`` + 1, since that counts the deliveries before it) and
+  ``sequence_number``.
 * A message whose ``headers["eta"]`` (Celery's ETA and countdown) is in the future is sent as a
   scheduled message: it appears at its time instead of waiting unacknowledged in a worker.
 * ``expiration`` becomes the message's ``time_to_live``; a queue's ``x-message-ttl`` its
