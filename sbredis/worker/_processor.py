@@ -448,7 +448,10 @@ class Worker:
                 continue
             await self._hook("before_receive", free)
             try:
-                messages = await receiver.receive_messages(max_message_count=free, max_wait_time=self.poll_interval)
+                poll = self.poll_interval
+                messages = await receiver.receive_messages(
+                    max_message_count=free, max_wait_time=poll if poll > 0 else None, wait=poll > 0
+                )
             except ServiceBusError as e:
                 pause = await self._back_off(e, pause, "receive from")
                 continue

@@ -47,7 +47,7 @@ def drain(client: Any, topic: str, sub: str, wait: float = 0, **kw: Any) -> list
     with client.get_subscription_receiver(topic, sub, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, **kw) as r:
         out: list[Any] = []
         while True:
-            got = r.receive_messages(100, max_wait_time=wait)
+            got = r.receive_messages(100, max_wait_time=wait or None, wait=wait > 0)
             if not got:
                 return out
             out += got
