@@ -79,7 +79,7 @@ def test_snapshot_has_one_spark_partition_per_broker_partition_and_changes_nothi
     assert len(rows) == 8
     by_id = {r.messageId: r for r in rows}
     m = by_id["m-1"]
-    assert bytes(m.body_bytes) == b"\x00\x01"
+    assert bytes(m.body) == b"\x00\x01"
     assert (m.entity, m.partitionKey, m.correlationId, m.subject) == (q, "k", "c-1", "greeting")
     assert m.contentType == "application/octet-stream"
     assert m.applicationProperties == {"n": "7", "flag": "true", "name": "x"}
