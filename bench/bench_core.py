@@ -172,7 +172,7 @@ class Bench:
         done = 0
         t0 = pc()
         while done < total:
-            msgs = receiver.receive_messages(BATCH, max_wait_time=0)
+            msgs = receiver.receive_messages(BATCH, wait=False)
             if not msgs:
                 break
             for m in msgs:
@@ -325,7 +325,7 @@ class Bench:
             t0 = pc()
             sender.send_messages(m)
             t1 = pc()
-            got = receiver.receive_messages(1, max_wait_time=0)
+            got = receiver.receive_messages(1, wait=False)
             t2 = pc()
             got[0].body  # noqa: B018
             t3 = pc()

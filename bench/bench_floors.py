@@ -268,7 +268,7 @@ class Floors:
     def drain_sbredis(self) -> tuple[float, int]:
         u0, t0 = self.srv(), pc()
         while True:
-            msgs = self.receiver.receive_messages(BATCH, max_wait_time=0)
+            msgs = self.receiver.receive_messages(BATCH, wait=False)
             if not msgs:
                 break
             for m in msgs:

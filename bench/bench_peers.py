@@ -740,7 +740,7 @@ def sb_rows(
         return [ServiceBusMessage(body, application_properties=props) for _ in range(BATCH)]
 
     def empty() -> None:
-        while msgs := receiver.receive_messages(BATCH, max_wait_time=0):
+        while msgs := receiver.receive_messages(BATCH, wait=False):
             receiver.complete_messages(msgs)
 
     def send(n: int) -> float:
@@ -766,7 +766,7 @@ def sb_rows(
         with win:
             t0 = pc()
             while done < n:
-                msgs = receiver.receive_messages(BATCH, max_wait_time=0)
+                msgs = receiver.receive_messages(BATCH, wait=False)
                 if not msgs:
                     break
                 for m in msgs:

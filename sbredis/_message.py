@@ -129,16 +129,15 @@ def _check_properties(props: Any) -> dict[str, Any] | None:
     return dict(props)
 
 
-class ApplicationProperties(dict[str, Any]):
-    """A received message's application properties: a dict whose keys are str, that also finds
-    them by their UTF-8 bytes (``props[b"key"]``), since the SDK's AMQP decoder hands keys out as
-    bytes and code written for it looks them up so."""
+class ApplicationProperties(dict[Any, Any]):
+    """A received message's application properties as the SDK's AMQP decoder hands them out: keys,
+    and str values, as UTF-8 bytes. A str key finds its bytes key too (``props["key"]``)."""
 
     def __missing__(self, key: Any) -> Any:
-        if isinstance(key, bytes):
+        if isinstance(key, str):
             try:
-                return dict.__getitem__(self, key.decode())
-            except (UnicodeDecodeError, KeyError):
+                return dict.__getitem__(self, key.encode())
+            except (UnicodeEncodeError, KeyError):
                 pass
         raise KeyError(key)
 
@@ -149,12 +148,33 @@ class ApplicationProperties(dict[str, Any]):
             return default
 
     def __contains__(self, key: object) -> bool:
-        if isinstance(key, bytes):
+        if dict.__contains__(self, key):
+            return True
+        if isinstance(key, str):
             try:
-                key = key.decode()
-            except UnicodeDecodeError:
+                return dict.__contains__(self, key.encode())
+            except UnicodeEncodeError:
                 return False
-        return dict.__contains__(self, key)
+        return False
+
+
+_DEAD_LETTER_KEYS = (b"DeadLetterReason", b"DeadLetterErrorDescription")
+
+
+def _received_properties(
+    props: dict[str, Any] | None, reason: str | None, description: str | None
+) -> ApplicationProperties | None:
+    """A received message's application_properties (see ApplicationProperties); a dead-lettered
+    one's carry its reason and description, as Service Bus adds them."""
+    if props is None and reason is None and description is None:
+        return None
+    out = ApplicationProperties()
+    for key, value in (props or {}).items():
+        out[_as_bytes(key)] = _as_bytes(value)
+    for dl_key, text in zip(_DEAD_LETTER_KEYS, (reason, description), strict=True):
+        if text is not None:
+            out[dl_key] = text.encode()
+    return out
 
 
 class ServiceBusMessage:
@@ -169,7 +189,7 @@ class ServiceBusMessage:
         InvalidOperationError: session_id and partition_key are both set and differ.
     """
 
-    __slots__ = ("_amqp", "_blob", "_body", "_h", "_props", "sched_ms", "ttl_ms")
+    __slots__ = ("_amqp", "_blob", "_body", "_h", "_props", "sched_ms", "ttl_ms", "via_partition_key")
 
     def __init__(
         self,
@@ -187,8 +207,12 @@ class ServiceBusMessage:
         to: str | None = None,
         reply_to: str | None = None,
         reply_to_session_id: str | None = None,
+        via_partition_key: str | None = None,
     ) -> None:
         self._body = body if type(body) is bytes else _body_bytes(body)
+        # the SDK's transaction routing hint: kept on the message, not stored (an sbredis
+        # transaction spans entities without a via entity)
+        self.via_partition_key = _check_str("via_partition_key", via_partition_key)
         self._amqp: AmqpAnnotatedMessage | None = None
         self._props = None if application_properties is None else _check_properties(application_properties)
         self.ttl_ms = 0
@@ -201,6 +225,9 @@ class ServiceBusMessage:
             self._blob = None
             self._h = {}
             self.message_id = message_id
+        if body is None:  # received as None, as the SDK's message without a body section
+            self._hdr()["nb"] = 1
+            self._blob = None
         if session_id is not None:
             self.session_id = session_id
         if partition_key is not None:
@@ -238,11 +265,17 @@ class ServiceBusMessage:
 
     @property
     def body(self) -> Any:
-        """bytes; for a message sent as an AmqpAnnotatedMessage with a value or sequence body, that
-        body (the value, or an iterator of the sequence sections)."""
-        if not self._body and self._h and "am" in self._h:
-            return _amqp_body(self._h["am"], self._body)
-        return self._body
+        """As the SDK's: for a data body, an iterator of its bytes sections (``b"".join(msg.body)``,
+        ``next(msg.body)``), None for a message sent without a body; for a message sent as an
+        AmqpAnnotatedMessage with a value or sequence body, the value, or an iterator of the
+        sequence sections. ``body_bytes`` gives a data body as one bytes value."""
+        return _body_view(self._hdr(), self.body_bytes)
+
+    @property
+    def body_bytes(self) -> bytes | None:
+        """sbredis's own: the data body as one bytes value (its sections joined); None for a
+        message sent without a body; b"" for a value or sequence body (see ``body``)."""
+        return None if self._hdr().get("nb") else self._body
 
     @property
     def body_type(self) -> AmqpMessageBodyType:
@@ -267,6 +300,12 @@ class ServiceBusMessage:
     def application_properties(self, value: Mapping[str, Any] | None) -> None:
         self._props = _check_properties(value)
         self._blob = None
+
+    @property
+    def sent_application_properties(self) -> dict[Any, Any] | None:
+        """sbredis's own: the application properties as the sender set them. On a message to
+        send, ``application_properties``; a received message's differ (see there)."""
+        return self.application_properties
 
     @property
     def message_id(self) -> str | uuid.UUID | None:
@@ -296,9 +335,11 @@ class ServiceBusMessage:
     @session_id.setter
     def session_id(self, value: str | None) -> None:
         value = _check_str("session_id", value)
+        # the SDK accepts a session id that differs from the partition key set before it; the
+        # session id then decides the partition, so the stale key is dropped
         pk = self._hdr().get("pk")
         if value is not None and pk is not None and pk != value:
-            raise InvalidOperationError("partition_key and session_id must be equal when both are set")
+            self._set("pk", None)
         self._set("sid", value)
 
     @property
@@ -390,6 +431,7 @@ class ServiceBusMessage:
         """Write an AmqpAnnotatedMessage's sections into `m` (the fields with a ServiceBusMessage
         counterpart become those properties; the others are stored under the header's "am")."""
         h = self._hdr()
+        h.pop("nb", None)
         am: dict[str, Any] = {}
         sections = view.sections()
         if view.body_type is AmqpMessageBodyType.DATA:
@@ -476,7 +518,7 @@ class ServiceBusMessage:
         annotations: dict[Any, Any] = codec.decode_value(am["a"], received) if "a" in am else {}
         if received:
             assert isinstance(self, ServiceBusReceivedMessage)
-            header.delivery_count = max(0, self.delivery_count - 1)
+            header.delivery_count = self.delivery_count
             enqueued = self.enqueued_time_utc
             props.setdefault("creation_time", codec.to_ms(enqueued))
             if self.expires_at_utc is not None:
@@ -525,11 +567,12 @@ class ServiceBusMessage:
         self._absorb(message)
 
     def __str__(self) -> str:
-        body = self.body
-        return body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+        if self.body_type is AmqpMessageBodyType.DATA:
+            return (self.body_bytes or b"").decode("utf-8", "replace")
+        return str(self.body)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(message_id={self.message_id!r}, body_size={len(self._body)})"
+        return f"{type(self).__name__}(message_id={self.message_id!r}, body_size={len(self.body_bytes or b'')})"
 
 
 _BODY_TYPES = {"d": AmqpMessageBodyType.DATA, "s": AmqpMessageBodyType.SEQUENCE, "v": AmqpMessageBodyType.VALUE}
@@ -559,6 +602,28 @@ def _amqp_body(am: dict[str, Any], data: bytes) -> Any:
 
 # AMQP properties held to ServiceBusMessage's length limit (the others have none)
 _ID_PROPERTIES = {"message_id", "group_id", "x-opt-partition-key"}
+
+
+def _body_view(h: dict[str, Any], data: bytes | None) -> Any:
+    """A message's ``body`` as the SDK gives it (see ServiceBusMessage.body)."""
+    if data is None:
+        return None
+    am = h.get("am")
+    if not am:
+        return iter((data,))
+    if am.get("bt") in ("v", "s"):
+        return _amqp_body(am, data)
+    lengths = am.get("ds")
+    if not lengths:
+        return iter((data,))
+    return _sections(data, lengths)
+
+
+def _sections(data: bytes, lengths: list[int]) -> Iterator[bytes]:
+    at = 0
+    for n in lengths:
+        yield data[at : at + n]
+        at += n
 
 
 def _text(name: str, value: Any) -> str | None:
@@ -631,6 +696,14 @@ def as_message(message: Any) -> ServiceBusMessage:
     )
 
 
+class LegacyMessage(NamedTuple):
+    """ServiceBusReceivedMessage.message: the part of the SDK's deprecated AMQP message that has
+    a meaning here."""
+
+    delivery_tag: bytes | None
+    delivery_annotations: dict[bytes, Any]
+
+
 class LockRef(NamedTuple):
     """Internal: the lock under which one receive call handed out its messages. Immutable, and
     one object per call that each of its messages references (no per-message allocation)."""
@@ -652,7 +725,8 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
     ``lock_ref``, the LockRef the message was handed out under (immutable, shared by one receive
     call's messages); ``local_seq``, its partition-local sequence number; ``locked_until_ms``, the
     lock's end (Unix ms, 0 for none), which a renewal moves; ``settled``, set once the message is
-    settled (or from the start when it holds no lock to settle). They are plain attributes, not
+    settled (or from the start when it holds no lock to settle); ``session_locked``, set when a
+    session receiver hands it out (the session's lock holds it). They are plain attributes, not
     properties, because settlement reads them per message on its hot path.
     """
 
@@ -669,6 +743,7 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         "lock_ref",
         "locked_until_ms",
         "partition_id",
+        "session_locked",
         "settled",
         "state",
     )
@@ -732,6 +807,8 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         self.locked_until_ms = locked_until_ms
         self.settled = settled
         self.auto_renew_error: Exception | None = None
+        self.via_partition_key = None
+        self.session_locked = False
         self.state = state
         self.dead_letter_reason = self.dead_letter_error_description = None
 
@@ -745,15 +822,22 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
             header = codec.header_of(self._raw)
             props = header.pop("ap", None)
             self._h = header
-            self._props = ApplicationProperties(codec.decode_properties(props)) if props else None
+            self._props = _received_properties(
+                codec.decode_properties(props) if props else None,
+                self.dead_letter_reason,
+                self.dead_letter_error_description,
+            )
         return self._h
 
     @property
     def body(self) -> Any:
-        body = codec.body_of(self._raw)
-        if not body and "am" in self._hdr():
-            return _amqp_body(self._hdr()["am"], body)
-        return body
+        return _body_view(self._hdr(), self.body_bytes)
+
+    @property
+    def body_bytes(self) -> bytes | None:
+        """sbredis's own: the data body as one bytes value (its sections joined); None for a
+        message sent without a body; b"" for a value or sequence body (see ``body``)."""
+        return None if self._hdr().get("nb") else codec.body_of(self._raw)
 
     @property
     def raw_amqp_message(self) -> AmqpAnnotatedMessage:
@@ -763,13 +847,41 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         return self._amqp
 
     @property
-    def application_properties(self) -> dict[str, Any] | None:
+    def application_properties(self) -> dict[Any, Any] | None:
+        """As the SDK gives them: keys, and str values, as UTF-8 bytes (``props[b"key"] ==
+        b"value"``); str keys find them too. A dead-lettered message's also hold DeadLetterReason
+        and DeadLetterErrorDescription, as Service Bus adds them. ``sent_application_properties``
+        gives them as they were sent."""
         self._hdr()
         return self._props
 
     @application_properties.setter
     def application_properties(self, value: Mapping[str, Any] | None) -> None:
         raise InvalidOperationError("a received message's application_properties cannot be changed")
+
+    def sent_ttl_ms(self) -> int:
+        """Internal (the send paths): the time to live the message was sent with, in ms (0 for
+        none), which sending it again carries, as the SDK's resent message carries its header."""
+        return int(self._hdr().get("ttl") or 0)
+
+    def encoded(self) -> bytes:
+        """Internal: as ServiceBusMessage.encoded, with the properties as they were sent (the
+        received form's bytes and dead-letter entries are a view, not what is sent on)."""
+        if self._blob:
+            return self._blob
+        self._hdr()
+        view, self._props = self._props, self.sent_application_properties
+        try:
+            return super().encoded()
+        finally:
+            self._props = view
+
+    @property
+    def sent_application_properties(self) -> dict[str, Any] | None:
+        """sbredis's own: the application properties as the sender set them (str keys and str
+        values), without the dead-letter entries Service Bus adds."""
+        props = codec.header_of(self._raw).get("ap")
+        return codec.decode_properties(props) if props else None
 
     @property
     def sequence_number(self) -> int:
@@ -799,7 +911,12 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
 
     @property
     def locked_until_utc(self) -> datetime | None:
-        return codec.from_ms(self.locked_until_ms) if self.locked_until_ms else None
+        """When the message's lock ends; None, as the SDK gives, once it is settled, for a message
+        that holds no lock, and for a message a session receiver handed out (the session holds
+        the lock: see ``receiver.session.locked_until_utc``)."""
+        if self.settled or not self.locked_until_ms or self.session_locked:
+            return None
+        return codec.from_ms(self.locked_until_ms)
 
     @property
     def lock_token(self) -> str | None:
@@ -807,6 +924,17 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         if not nonce:
             return None
         return str(uuid.UUID(bytes=bytes.fromhex(nonce) + self.sequence_number.to_bytes(8, "big")))
+
+    @property
+    def message(self) -> LegacyMessage:
+        """The SDK's deprecated ``message`` (its AMQP message object): here only ``delivery_tag``,
+        the lock token's 16 bytes (None for a message that holds no lock), and
+        ``delivery_annotations`` with the lock token under ``x-opt-lock-token``, as the SDK's link
+        gives them. Use ``raw_amqp_message`` for the message's AMQP sections."""
+        token = self.lock_token
+        if token is None:
+            return LegacyMessage(None, {})
+        return LegacyMessage(uuid.UUID(token).bytes, {b"x-opt-lock-token": uuid.UUID(token)})
 
     @property
     def dead_letter_source(self) -> str | None:
@@ -822,10 +950,11 @@ class ServiceBusReceivedMessage(ServiceBusMessage):
         h = self._hdr()
         ttl = h.get("ttl")
         props: dict[str | bytes, Any] | None = None
-        if self.application_properties:
-            props = {k: v for k, v in self.application_properties.items()}
+        sent = self.sent_application_properties
+        if sent:
+            props = {k: v for k, v in sent.items()}
         return ServiceBusMessage(
-            self.body,
+            self.body_bytes,
             application_properties=props,
             message_id=None if new_message_id else self.message_id,
             session_id=self.session_id,

@@ -10,6 +10,7 @@ from .._message import (
     PARTITION_SHIFT,
     ServiceBusMessage,
     ServiceBusMessageBatch,
+    ServiceBusReceivedMessage,
     as_message,
     check_properties,
     utf8_text,
@@ -49,6 +50,8 @@ def as_messages(message: Any) -> list[ServiceBusMessage]:
     for m in messages:
         if m.application_properties:
             check_properties(m.application_properties)
+        if isinstance(m, ServiceBusReceivedMessage) and not m.ttl_ms:
+            m.ttl_ms = m.sent_ttl_ms()
     return messages
 
 
@@ -81,6 +84,15 @@ def check_wait(name: str, value: Any) -> float | None:
     if value < 0:
         raise InvalidArgumentError(f"{name} must not be negative")
     return float(value)
+
+
+def check_timeout(value: Any) -> float | None:
+    """A ``timeout=`` the SDK refuses unless above 0 (receive_deferred_messages, peek_messages,
+    renew_message_lock, the session's state and lock calls): a ValueError, as the SDK's."""
+    seconds = check_wait("timeout", value)
+    if seconds is not None and seconds <= 0:
+        raise InvalidArgumentError("timeout must be greater than 0")
+    return seconds
 
 
 def sequence_numbers(value: Any) -> list[int]:

@@ -62,6 +62,7 @@ class ServiceBusSender:
         self.entity_name = entity
         self._into_subscription = into_subscription
         self._rr = random.randrange(1 << 30)
+        self._closed = False
         # paired namespaces: decided once, here; an unpaired client's sends go straight to _store
         paired = context.paired
         store = self._store if paired is None or into_subscription else paired.route(entity, self._store)
@@ -199,7 +200,8 @@ class ServiceBusSender:
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusQuotaExceededError,
             ServiceBusConnectionError (retryable), OperationTimeoutError (retryable).
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
+        self._check_open()
         messages = validation.as_messages(message)
         if transaction is not None:
             if presettled:
@@ -226,7 +228,8 @@ class ServiceBusSender:
                 after the year 2999.
             As send_messages otherwise.
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
+        self._check_open()
         at = schedule_ms("schedule_time_utc", schedule_time_utc)
         batch = validation.as_messages(messages)
         if not batch:
@@ -247,7 +250,8 @@ class ServiceBusSender:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
+        self._check_open()
         seqs = validation.sequence_numbers(sequence_numbers)
         meta = self._context.entity(self.entity_name)
         groups: dict[int, list[int]] = {}
@@ -282,11 +286,18 @@ class ServiceBusSender:
             limit = max_size_in_bytes
         return ServiceBusMessageBatch(limit, entity_name=self.entity_name)
 
+    def _check_open(self) -> None:
+        if self._closed:  # a ValueError, as the SDK's: a closed sender is not opened again
+            raise InvalidOperationError("the sender is closed: get a new one from the ServiceBusClient")
+
     def close(self) -> None:
-        """Wait for queued sends (pre-settled ones too); the connections are the client's."""
+        """Wait for queued sends (pre-settled ones too); the connections are the client's. A
+        closed sender refuses further use, as the SDK's does."""
+        self._closed = True
         self._pipe.drain()
 
     def __enter__(self) -> ServiceBusSender:
+        self._check_open()
         return self
 
     def __exit__(

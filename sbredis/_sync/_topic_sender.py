@@ -67,7 +67,8 @@ class ServiceBusTopicSender(ServiceBusSender):
             InvalidArgumentError: not sequence numbers of this topic.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
+        self._check_open()
         seqs = validation.sequence_numbers(sequence_numbers)
         meta = self._topic()
         groups: dict[int, list[int]] = {}

@@ -216,7 +216,9 @@ class ServiceBusClient:
                 raise InvalidArgumentError(f"unknown sub_queue {sub_queue!r}") from None
             if sub is ServiceBusSubQueue.TRANSFER_DEAD_LETTER:
                 path += TRANSFER  # the transfer queue's dead-letter group
-        check_wait("max_wait_time", max_wait_time)
+        wait = check_wait("max_wait_time", max_wait_time)
+        if wait is not None and wait <= 0:  # as the SDK: a ValueError (receive_messages(wait=False) does not wait)
+            raise InvalidArgumentError("max_wait_time must be greater than 0")
         if prefetch_count != 0:
             check_count("prefetch_count", prefetch_count)
         # the other API's renewer would call this receiver's renew_each wrongly (a thread calling

@@ -219,21 +219,31 @@ class ServiceBusReceiver:
         return msgs
 
     async def receive_messages(
-        self, max_message_count: int | None = 1, max_wait_time: float | None = None
+        self, max_message_count: int | None = 1, max_wait_time: float | None = None, *, wait: bool = True
     ) -> list[ServiceBusReceivedMessage]:
         """Up to `max_message_count` messages; waits up to `max_wait_time` seconds for the first.
 
-        With no max_wait_time here or on the receiver, waits until a message arrives.
+        With no max_wait_time here or on the receiver, waits until a message arrives. With
+        ``wait=False`` (sbredis's own), takes what is available now and returns at once, an empty
+        list when nothing is (the SDK refuses a max_wait_time of 0).
 
         Raises:
-            InvalidArgumentError: a bad count or wait time.
+            InvalidArgumentError: a bad count, or a max_wait_time that is not above 0 (a ValueError,
+                as in the SDK).
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusConnectionError.
         """
         n = validation.check_count("max_message_count", 1 if max_message_count is None else max_message_count)
-        wait = validation.check_wait("max_wait_time", max_wait_time)
-        if wait is None:
-            wait = self._max_wait_time
+        seconds = validation.check_wait("max_wait_time", max_wait_time)
+        if seconds is not None and seconds <= 0:
+            raise InvalidArgumentError("max_wait_time must be greater than 0 (wait=False receives without waiting)")
+        if not wait:
+            seconds = 0.0
+        elif seconds is None:
+            seconds = self._max_wait_time
         self._check_open()
+        return await self._receive_now(n, seconds)
+
+    async def _receive_now(self, n: int, wait: float | None) -> list[ServiceBusReceivedMessage]:
         with instrument.operation("receive", self.entity_name) as op:
             got = await self._receive_waiting(n, wait)
             op.done(got)
@@ -266,7 +276,10 @@ class ServiceBusReceiver:
     def _hand_out(self, messages: list[ServiceBusReceivedMessage]) -> list[ServiceBusReceivedMessage]:
         """Register handed-out locked messages with the receiver's AutoLockRenewer, if any (a
         session receiver's renewer renews the session lock, which covers its messages)."""
-        if self._renewer is not None and self._session is None:
+        if self._session is not None:
+            for m in messages:
+                m.session_locked = True
+        elif self._renewer is not None:
             for m in messages:
                 if m.lock_ref.nonce:
                     self._renewer.register(self, m)
@@ -289,7 +302,8 @@ class ServiceBusReceiver:
 
     async def __anext__(self) -> ServiceBusReceivedMessage:
         """Next message; stops when max_wait_time passes with nothing (never, when unset)."""
-        batch = await self.receive_messages(1, self._max_wait_time)
+        self._check_open()
+        batch = await self._receive_now(1, self._max_wait_time)
         if not batch:
             raise StopAsyncIteration
         return batch[0]
@@ -312,7 +326,7 @@ class ServiceBusReceiver:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a deferred message (nothing was received).
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
         seqs = validation.sequence_numbers(sequence_numbers)
         self._check_open()
         meta = await self._meta()
@@ -359,7 +373,7 @@ class ServiceBusReceiver:
                 if taken := receive_deferred.taken(reply):
                     rest.append((p, v[taken:]))
             pending = rest
-        return out
+        return self._hand_out(out) if self._session is not None else out
 
     async def peek_messages(
         self, max_message_count: int = 1, *, sequence_number: int | None = None, timeout: float | None = None
@@ -370,12 +384,13 @@ class ServiceBusReceiver:
         Raises:
             InvalidArgumentError: a bad count or sequence number.
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
         n = validation.check_count("max_message_count", max_message_count)
         if sequence_number is not None and (
             isinstance(sequence_number, bool) or not isinstance(sequence_number, int) or sequence_number < 0
         ):
             raise InvalidArgumentError("sequence_number must be a non-negative int")
+        self._check_open()
         await self._context.forwarder.pull(self.entity_name)  # messages forwarded here, still upstream
         meta = await self._meta()
         try:
@@ -628,7 +643,7 @@ class ServiceBusReceiver:
             MessageLockLostError: the lock elapsed or is not ours.
             InvalidOperationError: a session receiver's message (renew the session's lock instead).
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
         if self._session is not None:
             raise InvalidOperationError("A session message's lock is the session lock: renew receiver.session instead.")
         await self._settle("renew", [message], (), transaction)
@@ -636,8 +651,8 @@ class ServiceBusReceiver:
 
     # -- lifecycle
     def _check_open(self) -> None:
-        if self._closed:
-            raise InvalidOperationError("the receiver is closed")
+        if self._closed:  # a ValueError, as the SDK's
+            raise InvalidOperationError("the receiver is closed: get a new one from the ServiceBusClient")
 
     async def close(self) -> None:
         """Release messages fetched ahead but never handed out (their delivery is not counted)."""
@@ -657,8 +672,14 @@ class ServiceBusReceiver:
             )
 
     async def __aenter__(self) -> ServiceBusReceiver:
+        self._check_open()
         if self._session is not None:
             await self._session.ensure_locked()
+        elif self._group == Group.MAIN and (await self._meta()).sessions:
+            # as the SDK's receiver fails to open: a session entity's messages need a session receiver
+            raise InvalidOperationError(
+                f"'{self.entity_name}' requires sessions: pass session_id (or NEXT_AVAILABLE_SESSION) to receive"
+            )
         return self
 
     async def __aexit__(

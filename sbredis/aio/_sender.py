@@ -61,6 +61,7 @@ class ServiceBusSender:
         self.entity_name = entity
         self._into_subscription = into_subscription
         self._rr = random.randrange(1 << 30)
+        self._closed = False
         # paired namespaces: decided once, here; an unpaired client's sends go straight to _store
         paired = context.paired
         store = self._store if paired is None or into_subscription else paired.route(entity, self._store)
@@ -198,7 +199,8 @@ class ServiceBusSender:
             MessagingEntityNotFoundError, MessagingEntityDisabledError, ServiceBusQuotaExceededError,
             ServiceBusConnectionError (retryable), OperationTimeoutError (retryable).
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
+        self._check_open()
         messages = validation.as_messages(message)
         if transaction is not None:
             if presettled:
@@ -225,7 +227,8 @@ class ServiceBusSender:
                 after the year 2999.
             As send_messages otherwise.
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
+        self._check_open()
         at = schedule_ms("schedule_time_utc", schedule_time_utc)
         batch = validation.as_messages(messages)
         if not batch:
@@ -246,7 +249,8 @@ class ServiceBusSender:
             InvalidArgumentError: not sequence numbers of this entity.
             MessageNotFoundError: a number is not a pending scheduled message.
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
+        self._check_open()
         seqs = validation.sequence_numbers(sequence_numbers)
         meta = await self._context.entity(self.entity_name)
         groups: dict[int, list[int]] = {}
@@ -281,11 +285,18 @@ class ServiceBusSender:
             limit = max_size_in_bytes
         return ServiceBusMessageBatch(limit, entity_name=self.entity_name)
 
+    def _check_open(self) -> None:
+        if self._closed:  # a ValueError, as the SDK's: a closed sender is not opened again
+            raise InvalidOperationError("the sender is closed: get a new one from the ServiceBusClient")
+
     async def close(self) -> None:
-        """Wait for queued sends (pre-settled ones too); the connections are the client's."""
+        """Wait for queued sends (pre-settled ones too); the connections are the client's. A
+        closed sender refuses further use, as the SDK's does."""
+        self._closed = True
         await self._pipe.drain()
 
     async def __aenter__(self) -> ServiceBusSender:
+        self._check_open()
         return self
 
     async def __aexit__(

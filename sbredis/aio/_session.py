@@ -193,7 +193,7 @@ class ServiceBusSession:
     # -- the SDK's methods
     async def get_state(self, *, timeout: float | None = None) -> bytes | None:
         """The session's state (None when it has none)."""
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
         await self._open()
         state = await self._run(session_state.get_call(self.entity_name, self._partition, self._key(), self._nonce))
         return session_state.parse_state(state)
@@ -206,7 +206,7 @@ class ServiceBusSession:
             InvalidArgumentError: not bytes, str or None.
             MessageSizeExceededError: larger than the entity's maximum message size.
         """
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
         value = sess.state_bytes(state)
         await self._open()
         await self._run(session_state.set_call(self.entity_name, self._partition, self._key(), self._nonce, value))
@@ -221,7 +221,7 @@ class ServiceBusSession:
     async def renew_lock(self, *, timeout: float | None = None) -> datetime:
         """Extend the session lock (and the locks of its messages) by the lock duration from now;
         returns the new locked_until_utc."""
-        validation.check_wait("timeout", timeout)
+        validation.check_timeout(timeout)
         await self._open()
         reply = await self._run(session_renew.call(self.entity_name, self._partition, self._key(), self._nonce))
         now, self._locked_ms = session_renew.parse(reply)

@@ -179,7 +179,7 @@ def run_send(args: argparse.Namespace, out: Output) -> int:
 def _ask(m: Any, out: Output) -> str:
     out.warn(
         f"#{m.sequence_number} id={m.message_id} delivery_count={m.delivery_count} subject={m.subject or '-'}\n"
-        + m.body.decode("utf-8", "replace")
+        + (m.body_bytes or b"").decode("utf-8", "replace")
     )
     choices = {"c": "complete", "a": "abandon", "d": "dead-letter", "f": "defer", "s": "abandon", "": "abandon"}
     while True:
@@ -214,7 +214,8 @@ def run_receive(args: argparse.Namespace, out: Output) -> int:
     sub_queue = sub_queue_of(args)
     rows: list[dict[str, Any]] = []
     with _clients.client(args) as c, _clients.receiver(c, args.entity, receive_mode=mode, sub_queue=sub_queue) as r:
-        msgs = r.receive_messages(args.count, max_wait_time=args.max_wait)
+        wait = args.max_wait  # --max-wait 0: one look, without waiting
+        msgs = r.receive_messages(args.count, max_wait_time=wait if wait != 0 else None, wait=wait != 0)
         while len(msgs) < args.count:  # what arrived at once, up to --count
             more = r.receive_messages(args.count - len(msgs), max_wait_time=0.2)
             if not more:

@@ -80,7 +80,7 @@ def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
 
 def message_dict(m: ServiceBusReceivedMessage, full: bool = True) -> dict[str, Any]:
     """A received or peeked message as a dict (the body as text when it is UTF-8, else base64)."""
-    body = m.body
+    body = m.body_bytes or b""
     try:
         text, encoding = body.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
@@ -110,7 +110,7 @@ def message_dict(m: ServiceBusReceivedMessage, full: bool = True) -> dict[str, A
             expires_at_utc=m.expires_at_utc,
             locked_until_utc=m.locked_until_utc,
             state=m.state.name.lower(),
-            application_properties=m.application_properties,
+            application_properties=m.sent_application_properties,
         )
     return d
 

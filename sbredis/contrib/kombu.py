@@ -18,7 +18,9 @@ Each kombu queue is an sbredis queue (created on declare). The mapping:
   consumer. A consumer that dies stops renewing: the lock elapses, the message is delivered again
   with ``delivery_count`` + 1 (``delivery_info["redelivered"]`` is true), and after the queue's
   ``max_delivery_count`` it is dead-lettered with reason ``MaxDeliveryCountExceeded``.
-  ``delivery_info`` also carries ``delivery_count`` and ``sequence_number``.
+  ``delivery_info`` also carries ``delivery_count`` (the attempt number, 1 on the first delivery:
+  the message's own ``delivery_count`` + 1, since that counts the deliveries before it) and
+  ``sequence_number``.
 * A message whose ``headers["eta"]`` (Celery's ETA and countdown) is in the future is sent as a
   scheduled message: it appears at its time instead of waiting unacknowledged in a worker.
 * ``expiration`` becomes the message's ``time_to_live``; a queue's ``x-message-ttl`` its
@@ -537,7 +539,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             with self._sb.client.get_queue_receiver(
                 entity, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
             ) as receiver:
-                while batch := receiver.receive_messages(max_message_count=100, max_wait_time=0):
+                while batch := receiver.receive_messages(max_message_count=100, wait=False):
                     n += len(batch)
         except MessagingEntityNotFoundError:
             pass
@@ -671,7 +673,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         if not no_ack and self._consumers:
             want = max(1, min(self.prefetch_batch, self.qos.can_consume_max_estimate() or 1))
         try:
-            got = receiver.receive_messages(max_message_count=want, max_wait_time=0)
+            got = receiver.receive_messages(max_message_count=want, wait=False)
         except MessagingEntityNotFoundError:
             self._sb.forget(entity)
             if queue in self._transient:  # deleted by another channel that declared it too
@@ -686,14 +688,15 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         return self._delivered(queue, receiver, got[0])
 
     def _payload(self, m: ServiceBusReceivedMessage) -> dict[str, Any]:
-        payload: dict[str, Any] = loads(m.body)
+        payload: dict[str, Any] = loads(m.body_bytes or b"")
         props = payload.setdefault("properties", {})
         props["delivery_tag"] = m.lock_token or uuid.uuid4().hex
         info = props.setdefault("delivery_info", {})
-        info["redelivered"] = m.delivery_count > 1
-        info["delivery_count"] = m.delivery_count
+        info["redelivered"] = m.delivery_count > 0
+        # the attempt number (1 at first); the message's delivery_count counts the ones before it
+        info["delivery_count"] = m.delivery_count + 1
         info["sequence_number"] = m.sequence_number
-        payload["redelivered"] = m.delivery_count > 1
+        payload["redelivered"] = m.delivery_count > 0
         return payload
 
     def _delivered(self, queue: str, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage) -> dict[str, Any]:

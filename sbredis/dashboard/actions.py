@@ -70,8 +70,8 @@ def matches(m: ServiceBusReceivedMessage, find: str) -> bool:
     if find in (m.message_id, m.session_id):
         return True
     name, sep, value = find.partition("=")
-    if sep and m.application_properties:
-        for k, v in m.application_properties.items():
+    if sep and m.sent_application_properties:
+        for k, v in m.sent_application_properties.items():
             key = k.decode() if isinstance(k, bytes) else str(k)
             if key == name.strip() and str(v) == value.strip():
                 return True
@@ -143,7 +143,7 @@ def system_properties(m: ServiceBusReceivedMessage) -> dict[str, Any]:
         "dead_letter_reason": m.dead_letter_reason,
         "dead_letter_error_description": m.dead_letter_error_description,
         "dead_letter_source": m.dead_letter_source,
-        "size": len(m.body),
+        "size": len(m.body_bytes or b""),
     }
 
 

@@ -372,7 +372,7 @@ def messages_page(
     rows = []
     for m in found.messages:
         sysprops = "".join(f"<tr><th scope=row>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in system_of(m).items())
-        app = m.application_properties or {}
+        app = m.sent_application_properties or {}
         appprops = (
             "".join(
                 f"<tr><th scope=row>{e(k.decode() if isinstance(k, bytes) else k)}</th><td>{e(v)}</td></tr>"
@@ -387,7 +387,7 @@ def messages_page(
             and (queue in ("deadletter", "transferdeadletter") or (queue == "scheduled" and ent.kind == "queue"))
             else ""  # a subscription's scheduled copies are cancelled through their topic's sequence numbers
         )
-        preview = body_of(m.body, view)
+        preview = body_of(m.body_bytes or b"", view)
         short = preview if len(preview) <= 80 else preview[:79] + "…"
         rows.append(
             f'<tr class="msg">{check}<td>{m.sequence_number}</td><td>{e(m.message_id)}</td><td>{e(m.session_id)}</td>'

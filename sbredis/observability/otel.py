@@ -58,7 +58,7 @@ def destination(entity: str) -> dict[str, str]:
 def creation_context(message: Any) -> trace.SpanContext | None:
     """The span context a message carries in its application properties (W3C ``traceparent``, or
     ``Diagnostic-Id``); None when it has none or it does not parse."""
-    props = message.application_properties
+    props = message.sent_application_properties
     if not props:
         return None
     parent = props.get(TRACEPARENT) or props.get(DIAGNOSTIC_ID)
@@ -82,7 +82,7 @@ def creation_context(message: Any) -> trace.SpanContext | None:
 
 
 def _has_context(message: Any) -> bool:
-    props = message.application_properties
+    props = message.sent_application_properties
     return bool(props) and (TRACEPARENT in props or DIAGNOSTIC_ID in props)
 
 
@@ -95,7 +95,7 @@ def _inject(message: Any, span: Span) -> None:
     state = ctx.trace_state.to_header() if ctx.trace_state else ""
     if state:
         carrier[TRACESTATE] = state
-    props = dict(message.application_properties or {})
+    props = dict(message.sent_application_properties or {})
     props[DIAGNOSTIC_ID] = carrier[TRACEPARENT]
     props.update(carrier)
     try:

@@ -305,7 +305,7 @@ def _copy(
     application properties and the three movable properties as given."""
     partition_key = m.partition_key
     return ServiceBusMessage(
-        m.body,
+        m.body_bytes,
         application_properties=props or None,
         message_id=m.message_id,
         session_id=session_id,
@@ -326,7 +326,7 @@ def to_backlog(m: ServiceBusMessage, destination: str) -> ServiceBusMessage:
     """The copy of `m` that waits in a backlog queue: session id, time to live and scheduled
     enqueue time move into application properties (so nothing in the backlog queue expires,
     waits for its schedule or needs a session), and ``x-ms-path`` names the destination."""
-    props: dict[str | bytes, Any] = {k: v for k, v in (m.application_properties or {}).items()}
+    props: dict[str | bytes, Any] = {k: v for k, v in (m.sent_application_properties or {}).items()}
     for key in MOVED:
         props.pop(key, None)
     props[PATH] = destination
@@ -345,7 +345,7 @@ def from_backlog(m: ServiceBusMessage) -> tuple[str, ServiceBusMessage]:
     Raises:
         InvalidOperationError: the message carries no destination (not written by a paired sender).
     """
-    props: dict[str | bytes, Any] = {k: v for k, v in (m.application_properties or {}).items()}
+    props: dict[str | bytes, Any] = {k: v for k, v in (m.sent_application_properties or {}).items()}
     destination = props.pop(PATH, None)
     if not isinstance(destination, str) or not destination:
         raise InvalidOperationError(f"a backlog message without a {PATH} property: no destination")

@@ -77,13 +77,13 @@ def _prop_text(value: Any) -> str | None:
 
 def to_row(m: ServiceBusReceivedMessage) -> tuple[Any, ...]:
     """A peeked message as a tuple in READ_SCHEMA's order."""
-    props = m.application_properties
+    props = m.sent_application_properties
     return (
         m.entity_name,
         m.partition_id,
         m.local_seq,
         m.sequence_number,
-        m.body,
+        m.body_bytes,
         m.id_text,
         m.enqueued_time_utc,
         m.expires_at_utc,

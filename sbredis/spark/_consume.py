@@ -64,7 +64,7 @@ def _handle(msgs: list[Any], handler: Any, receiver: Any, max_deliveries: int, c
             done.append(m)
         except Exception as e:
             counts["handler_errors"] += 1
-            if m.delivery_count >= max_deliveries:
+            if m.delivery_count + 1 >= max_deliveries:  # this delivery and those before it
                 dead.append((m, f"{type(e).__name__}: {e}"[:_DESCRIPTION_MAX]))
             else:
                 retry.append(m)

@@ -65,8 +65,7 @@ def _sub_queue(opts: SourceOptions) -> ServiceBusSubQueue | None:
 
 
 def _ms(m: ServiceBusReceivedMessage) -> int:
-    until = m.locked_until_utc
-    return int(until.timestamp() * 1000) if until is not None else 0
+    return m.locked_until_ms
 
 
 def _settle_quietly(receiver: Any, what: str, msgs: list[ServiceBusReceivedMessage]) -> int:
@@ -115,7 +114,10 @@ def read_lease(opts: SourceOptions, lease: Lease) -> Iterator[tuple[Any, ...]]:
                 left -= 1
                 yield _columns.to_row(m)
         while left > 0 and not finished:
-            msgs = receiver.receive_messages(min(left, _PAGE), max_wait_time=opts.receive_wait)
+            wait = opts.receive_wait  # 0: one look, without waiting
+            msgs = receiver.receive_messages(
+                min(left, _PAGE), max_wait_time=wait if wait != 0 else None, wait=wait != 0
+            )
             if not msgs:
                 break
             tokens = [m.lock_token or "" for m in msgs]

@@ -3,7 +3,7 @@
     from sbredis.worker import Worker
 
     def handle(message):          # a ServiceBusReceivedMessage; may also be `async def`
-        print(message.body)       # return: completed; raise: abandoned (or dead-lettered)
+        print(str(message))       # return: completed; raise: abandoned (or dead-lettered)
 
     Worker("redis://127.0.0.1:6379/0", handle, entity="orders", concurrency=8, prefetch=16).run()
 

@@ -154,7 +154,7 @@ class App:
             if task is None:
                 raise DeadLetter("UnknownTask", f"no task named {message.subject!r} on {entity!r}")
             try:
-                call = json.loads(message.body)
+                call = json.loads(message.body_bytes or b"")
                 args, kwargs = call.get("args", []), call.get("kwargs", {})
             except (ValueError, AttributeError) as e:
                 raise DeadLetter("BadTaskMessage", f"the body is not a task call: {e}") from e
@@ -224,7 +224,7 @@ def _instruction(task: Task[Any, Any], message: ServiceBusReceivedMessage, error
         return DeadLetter(type(error).__name__, str(error)[:4096])
     if task.retry is None:
         return error
-    dc = message.delivery_count or 1
+    dc = message.delivery_count + 1  # the attempt number: delivery_count counts the ones before
     if task.retry.exhausted(dc):
         return DeadLetter(*retries_exhausted(dc, error))
     return RetryAfter(task.retry.delay(dc), repr(error))

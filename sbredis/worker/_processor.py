@@ -448,7 +448,10 @@ class Worker:
                 continue
             await self._hook("before_receive", free)
             try:
-                messages = await receiver.receive_messages(max_message_count=free, max_wait_time=self.poll_interval)
+                poll = self.poll_interval
+                messages = await receiver.receive_messages(
+                    max_message_count=free, max_wait_time=poll if poll > 0 else None, wait=poll > 0
+                )
             except ServiceBusError as e:
                 pause = await self._back_off(e, pause, "receive from")
                 continue
@@ -528,7 +531,7 @@ class Worker:
             log.info("handler asked to retry %r in %.3g s: %r", m, error.seconds, error.__cause__ or error)
             return await self._settle(receiver, m, "abandon", delay=error.seconds)
         if self.retry is not None:
-            dc = m.delivery_count or 1
+            dc = m.delivery_count + 1  # the attempt number: delivery_count counts the ones before
             if self.retry.exhausted(dc):
                 log.warning("handler failed on %r after %d deliveries, dead-lettering it: %r", m, dc, error)
                 return await self._settle(receiver, m, "dead_letter", *retries_exhausted(dc, error))

@@ -129,7 +129,10 @@ class SessionSlots:
                 wait = min(w.poll_interval, max(0.0, idle_since + w.session_idle_timeout - time.monotonic()))
                 await self.hook("before_receive", 1)
                 try:
-                    messages = await receiver.receive_messages(max_message_count=1, max_wait_time=wait)
+                    # a wait of 0 (the session's idle time is up): one look, without waiting
+                    messages = await receiver.receive_messages(
+                        max_message_count=1, max_wait_time=wait if wait > 0 else None, wait=wait > 0
+                    )
                 except ServiceBusError as e:
                     log.warning("session %r of %r let go of: %s", session.session_id, w.path, e.message)
                     break

@@ -53,7 +53,7 @@ def test_resubmit(sb: Any, make_queue: Any, admin: Any, client: Any) -> None:
     with client.get_queue_receiver(q) as r:
         back = r.peek_messages(50, sequence_number=0)
     assert {m.message_id for m in back} == ids
-    assert all(m.application_properties == {"k": "v"} and m.subject == "s" for m in back)
+    assert all(m.sent_application_properties == {"k": "v"} and m.subject == "s" for m in back)
     assert sorted(str(m) for m in back) == sorted(f"m{i}" for i in range(30))
 
     empty = sb("dlq", "resubmit", q, "--yes")

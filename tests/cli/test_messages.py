@@ -38,10 +38,10 @@ def test_send_from_argument_file_and_stdin(sb: Any, make_queue: Any, client: Any
         msgs = rec.receive_messages(3, max_wait_time=2)
         msgs += rec.receive_messages(3 - len(msgs), max_wait_time=1) if len(msgs) < 3 else []
         rec.complete_messages(msgs)
-    by_body = {m.body: m for m in msgs}
+    by_body = {m.body_bytes: m for m in msgs}
     assert set(by_body) == {b"hello", b"\x00\xffbinary", b'{"from": "stdin"}\n'}
     hello = by_body[b"hello"]
-    assert hello.application_properties == {"n": 5, "region": "eu"}
+    assert hello.sent_application_properties == {"n": 5, "region": "eu"}
     assert (hello.subject, hello.message_id) == ("greeting", "m-1")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -29,10 +30,21 @@ class Outcome:
     output: str
 
 
+# the environment has one subscription: session-enabled when the sample lists its sessions or
+# receives from it by session (the SDK's samples assume a namespace set up for what they show)
+_SUBSCRIPTION_SESSIONS = re.compile(r"list_subscription_sessions\(|get_subscription_receiver\([^)]*session_id")
+
+
+def uses_sessions(source: str) -> bool:
+    """Whether a sample's subscription must be session-enabled (the same rule for every sample)."""
+    return _SUBSCRIPTION_SESSIONS.search(source) is not None
+
+
 def run_sample(path: Path, url: str, workdir: Path) -> Outcome:
     """Port `path`, create the entities its environment names, run it, and return what happened."""
     from sbredis.management import ServiceBusAdministrationClient
 
+    source = path.read_text()
     port = url.rsplit(":", 1)[1].split("/", 1)[0]
     tag = uuid.uuid4().hex[:8]
     names = {
@@ -45,7 +57,11 @@ def run_sample(path: Path, url: str, workdir: Path) -> Outcome:
         admin.create_queue(names["SERVICEBUS_QUEUE_NAME"])
         admin.create_queue(names["SERVICEBUS_SESSION_QUEUE_NAME"], requires_session=True)
         admin.create_topic(names["SERVICEBUS_TOPIC_NAME"])
-        admin.create_subscription(names["SERVICEBUS_TOPIC_NAME"], names["SERVICEBUS_SUBSCRIPTION_NAME"])
+        admin.create_subscription(
+            names["SERVICEBUS_TOPIC_NAME"],
+            names["SERVICEBUS_SUBSCRIPTION_NAME"],
+            requires_session=uses_sessions(source),
+        )
     env = dict(os.environ)
     env.update(names)
     env.update(
@@ -62,7 +78,7 @@ def run_sample(path: Path, url: str, workdir: Path) -> Outcome:
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")])),
     )
     ported = workdir / path.name
-    ported.write_text(port_source(path.read_text()))
+    ported.write_text(port_source(source))
     try:
         done = subprocess.run(
             [sys.executable, str(ported)],

@@ -370,7 +370,7 @@ def test_settings_cancel_and_send(page: Any, dashboard: Any, admin: Any, client:
         page.get_by_role("button", name="Yes, send").click()
         with client.get_queue_receiver("later") as r:
             (m,) = r.receive_messages(1, max_wait_time=2)
-        assert str(m) == '{"ping": 1}' and m.application_properties == {"kind": "test", "n": 2}
+        assert str(m) == '{"ping": 1}' and m.sent_application_properties == {"kind": "test", "n": 2}
     finally:
         admin.delete_queue("later")
 

@@ -87,7 +87,7 @@ def _check_topics(ns: dict[str, Any], printed: str, url: str) -> None:
         client.get_queue_receiver("eu-orders", max_wait_time=5) as r,
     ):
         [copy] = r.receive_messages(max_message_count=10, max_wait_time=5)
-    assert str(copy) == "o-1" and copy.application_properties == {"region": "eu", "routed": True}
+    assert str(copy) == "o-1" and copy.sent_application_properties == {"region": "eu", "routed": True}
 
 
 def _check_readme(ns: dict[str, Any], printed: str, url: str) -> None:

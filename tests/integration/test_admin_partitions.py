@@ -138,7 +138,7 @@ def test_status_is_enforced(admin: Any, client: Any, make_queue: Any) -> None:
                     r.abandon_message(m)
             else:
                 with pytest.raises(MessagingEntityDisabledError):
-                    r.receive_messages(1, max_wait_time=0)
+                    r.receive_messages(1, wait=False)
     with client.get_queue_receiver(q) as r:
         assert sorted(str(m) for m in r.receive_messages(10, max_wait_time=0.5)) == [
             "Active",

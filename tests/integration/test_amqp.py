@@ -65,7 +65,8 @@ def test_the_three_body_types_and_every_section_come_back(client: Any, make_queu
     assert seq_raw.properties.subject == b"sequence" and got[0].subject == "sequence"
     assert seq_raw.properties.user_id == b"me" and seq_raw.properties.group_sequence == 7
     assert seq_raw.application_properties == {b"body_type": b"sequence", b"n": 3}
-    assert got[0].application_properties == {"body_type": "sequence", "n": 3}
+    assert got[0].application_properties == {b"body_type": b"sequence", b"n": 3}
+    assert got[0].sent_application_properties == {"body_type": "sequence", "n": 3}
 
     assert value_raw.body == {b"key": [-123, b"data", False], "when": datetime(2030, 1, 1, tzinfo=UTC)}
     assert got[1].body == value_raw.body
@@ -75,7 +76,7 @@ def test_the_three_body_types_and_every_section_come_back(client: Any, make_queu
     assert value_raw.header.delivery_count == 0  # AMQP counts earlier attempts
 
     assert list(data_raw.body) == [b"aa", b"bb", b"cc"]
-    assert got[2].body == b"aabbcc"
+    assert list(got[2].body) == [b"aa", b"bb", b"cc"] and got[2].body_bytes == b"aabbcc"
     assert data_raw.delivery_annotations == {b"delann_key": b"delann_value"}
     assert data_raw.header.time_to_live == 60000 and got[2].time_to_live == timedelta(seconds=60)
     assert (got[2].message_id, got[2].correlation_id, got[2].content_type) == ("id-1", "c", "text/plain")
@@ -97,9 +98,9 @@ def test_amqp_annotations_schedule_and_key_the_message(client: Any, make_queue: 
     m.properties = AmqpMessageProperties()
     with client.get_queue_sender(q) as s:
         s.send_messages(m)
-    with client.get_queue_receiver(q, max_wait_time=0) as r:
+    with client.get_queue_receiver(q) as r:
         [peeked] = r.peek_messages(5)
-        assert r.receive_messages(5, max_wait_time=0) == []  # scheduled, not yet active
+        assert r.receive_messages(5, wait=False) == []  # scheduled, not yet active
     assert peeked.partition_key == "pk-1"
     assert abs(peeked.scheduled_enqueue_time_utc - later) < timedelta(milliseconds=2)
     assert peeked.raw_amqp_message.annotations[b"x-opt-partition-key"] == b"pk-1"
@@ -284,9 +285,10 @@ def test_received_properties_by_bytes_keys_and_receiver_next(client: Any, make_q
         r.complete_message(m)
         with pytest.raises(StopIteration):
             r.next()
+    assert m.sent_application_properties == {"index": 3, "raw": "v"}  # str keys, as sent
     props = m.application_properties
-    assert props == {"index": 3, "raw": "v"}  # str keys, as sent
-    assert props[b"index"] == props["index"] == 3 and b"raw" in props and props.get(b"raw") == "v"
+    assert props == {b"index": 3, b"raw": b"v"}  # the SDK's: bytes keys and str values
+    assert props[b"index"] == props["index"] == 3 and "raw" in props and props.get("raw") == b"v"
     assert props.get(b"missing") is None and b"\xff" not in props
     with pytest.raises(KeyError):
         props[b"missing"]

@@ -77,7 +77,7 @@ def message(kind: str, body: str, session: str) -> ServiceBusMessage:
     """A message of `kind`; the bad properties are put in place after construction (which refuses
     them), as a caller changing the dict it set would."""
     m = ServiceBusMessage(body, session_id=None if kind == "no_session" else session, application_properties={})
-    props = m.application_properties
+    props = m.sent_application_properties
     assert props is not None
     if kind == "surrogate_value":
         props["p"] = "x\ud800y"

@@ -55,7 +55,7 @@ def test_entity_ttl_applies_to_a_batch_of_plain_messages(client: Any, admin: Any
         assert [str(m) for m in peeked] == ["a", "b", "c"]
         assert {m.expires_at_utc - m.enqueued_time_utc for m in peeked} == {300 * MS}
         time.sleep(0.4)  # past the TTL: a receive hands none out (and dead-letters them)
-        assert r.receive_messages(5, max_wait_time=0) == []
+        assert r.receive_messages(5, wait=False) == []
     with dlq(client, q) as d:
         got = eventually(lambda: d.receive_messages(5, max_wait_time=0.2))
         assert [(str(m), m.dead_letter_reason) for m in got] == [(b, "TTLExpiredException") for b in ("a", "b", "c")]
@@ -91,7 +91,7 @@ def test_expired_dead_lettered_when_enabled(client: Any, admin: Any, make_queue:
         s.send_messages(ServiceBusMessage("short", time_to_live=100 * MS))
     time.sleep(0.25)
     with client.get_queue_receiver(q) as r:
-        assert r.receive_messages(1, max_wait_time=0) == []
+        assert r.receive_messages(1, wait=False) == []
     with dlq(client, q) as d:
         [m] = d.receive_messages(1, max_wait_time=1)
         assert str(m) == "short" and m.dead_letter_reason == "TTLExpiredException"
@@ -135,7 +135,7 @@ def test_locked_message_does_not_expire_while_locked(client: Any, make_queue: An
     with client.get_queue_receiver(q) as r:
         [m] = r.receive_messages(1, max_wait_time=1)
         time.sleep(0.35)
-        r.receive_messages(1, max_wait_time=0)  # a sweep runs; the locked message is left alone
+        r.receive_messages(1, wait=False)  # a sweep runs; the locked message is left alone
         r.renew_message_lock(m)
         r.complete_message(m)  # completed under lock: never dead-lettered
     with dlq(client, q) as d:
@@ -150,7 +150,7 @@ def test_abandon_after_ttl_expires_at_once(client: Any, make_queue: Any) -> None
         [m] = r.receive_messages(1, max_wait_time=1)
         time.sleep(0.3)
         r.abandon_message(m)
-        assert r.receive_messages(1, max_wait_time=0) == []
+        assert r.receive_messages(1, wait=False) == []
     with dlq(client, q) as d:
         [dl] = d.receive_messages(1, max_wait_time=1)
         assert dl.dead_letter_reason == "TTLExpiredException"
@@ -175,7 +175,7 @@ def test_deferred_message_expires(client: Any, make_queue: Any) -> None:
         [m] = r.receive_messages(1, max_wait_time=1)
         r.defer_message(m)
         time.sleep(0.3)
-        r.receive_messages(1, max_wait_time=0)  # the sweep expires the deferred message
+        r.receive_messages(1, wait=False)  # the sweep expires the deferred message
         with pytest.raises(MessageNotFoundError):
             r.receive_deferred_messages([m.sequence_number])
     with dlq(client, q) as d:
@@ -191,7 +191,7 @@ def test_scheduled_message_materializes_at_its_time(client: Any, admin: Any, mak
     with client.get_queue_receiver(q) as r:
         [peeked] = r.peek_messages(1)
         assert peeked.state is ServiceBusMessageState.SCHEDULED and peeked.sequence_number == seq
-        assert r.receive_messages(1, max_wait_time=0) == []
+        assert r.receive_messages(1, wait=False) == []
         [m] = r.receive_messages(1, max_wait_time=5)
         assert str(m) == "later" and m.sequence_number == seq
         # a scheduled message's enqueued time is its scheduled time; expiry counts from there
@@ -224,7 +224,7 @@ def test_scheduled_enqueue_time_on_message(client: Any, make_queue: Any) -> None
     with client.get_queue_sender(q) as s:
         s.send_messages(ServiceBusMessage("x", scheduled_enqueue_time_utc=at))
     with client.get_queue_receiver(q) as r:
-        assert r.receive_messages(1, max_wait_time=0) == []
+        assert r.receive_messages(1, wait=False) == []
         assert [str(m) for m in eventually(lambda: r.receive_messages(1, max_wait_time=0.1))] == ["x"]
 
 
@@ -304,4 +304,8 @@ def test_a_received_message_changed_and_sent_on_keeps_its_body(client: Any, make
         m.subject = "second"
         s.send_messages(m)
         [again] = r.receive_messages(1)
-        assert (again.body, again.subject, again.application_properties) == (b"\x00payload", "second", {"k": 1})
+        assert (again.body_bytes, again.subject, again.sent_application_properties) == (
+            b"\x00payload",
+            "second",
+            {"k": 1},
+        )

@@ -61,7 +61,7 @@ def test_forwarding_chain(admin: Any, client: Any, hops: int) -> None:
         assert len(dead) == 30
         assert {m.dead_letter_reason for m in dead} == {"MaxTransferHopCountExceeded"}
         assert {m.dead_letter_source for m in dead} == {stuck}
-        assert sorted(m.application_properties["i"] for m in dead) == list(range(30))
+        assert sorted(m.sent_application_properties["i"] for m in dead) == list(range(30))
 
 
 def test_a_forwarding_cycle_ends_in_the_transfer_dead_letter_subqueue(admin: Any, client: Any) -> None:
@@ -92,7 +92,7 @@ def test_forwarding_keeps_properties_and_dedups_at_the_destination(admin: Any, c
         s.send_messages(ServiceBusMessage("again", message_id="same"))
     [got] = take_all(client, dst)
     assert (str(got), got.message_id, got.subject, got.correlation_id) == ("x", "same", "subj", "c")
-    assert got.application_properties == {"a": 1}
+    assert got.sent_application_properties == {"a": 1}
 
 
 def test_dead_lettered_messages_forward_with_their_reason(admin: Any, client: Any) -> None:
@@ -108,11 +108,11 @@ def test_dead_lettered_messages_forward_with_their_reason(admin: Any, client: An
     got = {str(m): m for m in take_all(client, dst)}
     assert set(got) == {"explicit", "abandoned"}
     assert got["explicit"].dead_letter_source == src
-    assert got["explicit"].application_properties == {
+    assert got["explicit"].sent_application_properties == {
         "DeadLetterReason": "bad",
         "DeadLetterErrorDescription": "very",
     }
-    assert got["abandoned"].application_properties["DeadLetterReason"] == "MaxDeliveryCountExceeded"
+    assert got["abandoned"].sent_application_properties["DeadLetterReason"] == "MaxDeliveryCountExceeded"
     assert take_all(client, src, sub_queue=ServiceBusSubQueue.DEAD_LETTER) == []
 
 

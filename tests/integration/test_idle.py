@@ -66,7 +66,7 @@ def test_idle_queue_is_deleted_and_a_used_one_is_not(admin: Any, client: Any) ->
     assert admin.get_queue(forever).name == forever
     # once unused, `busy` goes too, and a receive (a use) on the way would have kept it
     with client.get_queue_receiver(busy) as r:
-        r.receive_messages(1, max_wait_time=0)
+        r.receive_messages(1, wait=False)
     assert busy not in admin.delete_idle_entities()
     assert eventually(lambda: busy in admin.delete_idle_entities(), 5)
     with pytest.raises(MessagingEntityNotFoundError):
@@ -108,7 +108,7 @@ def test_topic_lives_while_a_subscription_is_used_and_idle_subscription_goes(adm
     start = time.monotonic()
     with client.get_subscription_receiver(topic, "used") as r:
         while time.monotonic() - start < 2.5:
-            r.receive_messages(1, max_wait_time=0)
+            r.receive_messages(1, wait=False)
             deleted = admin.delete_idle_entities()
             assert topic not in deleted
             time.sleep(0.3)

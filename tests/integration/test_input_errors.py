@@ -134,8 +134,8 @@ def test_bad_application_properties(env: Any, props: dict[Any, Any], entity: str
     refused(raw, lambda: ServiceBusMessage("x", application_properties=props))
     sender = client.get_topic_sender(entity) if entity == "t" else client.get_queue_sender(entity)
     good, bad = ServiceBusMessage("good"), ServiceBusMessage("bad", application_properties={"ok": 1})
-    assert bad.application_properties is not None
-    bad.application_properties.update(props)
+    assert bad.sent_application_properties is not None
+    bad.sent_application_properties.update(props)
     refused(raw, lambda: sender.send_messages([good, bad]))
     refused(raw, lambda: sender.schedule_messages(bad, datetime.now(UTC) + timedelta(hours=1)))
     batch = sender.create_message_batch()
@@ -145,7 +145,7 @@ def test_bad_application_properties(env: Any, props: dict[Any, Any], entity: str
 @BOTH_APIS
 def test_lone_surrogates_in_session_ids_and_state(env: Any) -> None:
     _, client, raw = env
-    refused(raw, lambda: client.get_queue_receiver("sq", session_id=LONE).receive_messages(1, max_wait_time=0))
+    refused(raw, lambda: client.get_queue_receiver("sq", session_id=LONE).receive_messages(1, wait=False))
     client.get_queue_sender("sq").send_messages(ServiceBusMessage("x", session_id="a"))
     with client.get_queue_receiver("sq", session_id="a") as r:
         refused(raw, lambda: r.session.set_state(f"state {LONE}"))
@@ -287,7 +287,7 @@ def test_receive_waits_on_an_empty_queue(env: Any, wait: float) -> None:
 def test_counts(env: Any, value: Any) -> None:
     _, client, raw = env
     with client.get_queue_receiver("q") as r:
-        refused(raw, lambda: r.receive_messages(value, max_wait_time=0))
+        refused(raw, lambda: r.receive_messages(value, wait=False))
         refused(raw, lambda: r.peek_messages(value))
     if value != 0:  # prefetch_count=0 turns prefetching off
         refused(raw, lambda: client.get_queue_receiver("q", prefetch_count=value))

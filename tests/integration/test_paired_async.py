@@ -92,7 +92,7 @@ def test_concurrent_sends_fail_over_together_and_the_syphon_moves_them_back_rest
                     peeked = await r.peek_messages(1)
             waiting = peeked[0]
             assert waiting.session_id is None and waiting.message_id == "m0"
-            props = waiting.application_properties or {}
+            props = waiting.sent_application_properties or {}
             assert props[PATH] == "orders" and props[SESSION_ID] == "s0" and props["i"] == 0
             assert props[TIME_TO_LIVE] == timedelta(minutes=5)
 
@@ -120,7 +120,7 @@ def test_concurrent_sends_fail_over_together_and_the_syphon_moves_them_back_rest
                 continue
             i = int(str(m))
             assert m.session_id == f"s{i % 2}" and m.message_id == f"m{i}"
-            assert m.application_properties == {"i": i}  # the moved properties are gone again
+            assert m.sent_application_properties == {"i": i}  # the moved properties are gone again
             assert m.time_to_live == timedelta(minutes=5)
         for sid in ("s0", "s1"):  # one sender, one backlog queue: each session in send order
             order = [int(str(m)) for m in got if m.session_id == sid and str(m) not in ("warm", "back")]
@@ -252,7 +252,7 @@ def test_the_syphon_retries_while_the_primary_is_away_and_dead_letters_what_it_c
             ]
             assert all(m.delivery_count >= 1 for m in dead)  # abandoned while the primary was away
         got = await drain(pair.primary.url, "orders", 1)
-        assert [str(m) for m in got] == ["ok"] and got[0].application_properties is None
+        assert [str(m) for m in got] == ["ok"] and got[0].sent_application_properties is None
 
     run(scenario)
 

@@ -55,4 +55,4 @@ def test_the_sync_syphon_retries_while_the_primary_is_away_and_dead_letters_what
         assert all(m.delivery_count >= 1 for m in dead)  # abandoned while the primary was away
     with ServiceBusClient(pair.primary.url) as pc:
         got = drain(pc, "orders", 1)
-    assert [str(m) for m in got] == ["ok"] and got[0].application_properties is None
+    assert [str(m) for m in got] == ["ok"] and got[0].sent_application_properties is None

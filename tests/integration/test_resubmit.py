@@ -77,7 +77,7 @@ def test_selected_dead_letters_to_one_subscription(sync_clients: Any, make_queue
     with client.get_subscription_receiver(topic, "none") as r:
         copies = r.peek_messages(10, sequence_number=0)
     assert sorted(m.message_id for m in copies) == ["m1", "m4", "m5"]
-    assert all(m.application_properties == {"k": 1} and str(m) == m.message_id for m in copies)
+    assert all(m.sent_application_properties == {"k": 1} and str(m) == m.message_id for m in copies)
     # the others stay dead-lettered: received in passing, then given back (abandoned)
     assert sorted(m.message_id for m in peek_dlq(client, q)) == ["m0", "m2", "m3"]
 

@@ -47,7 +47,7 @@ def drain(client: Any, topic: str, sub: str, wait: float = 0, **kw: Any) -> list
     with client.get_subscription_receiver(topic, sub, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, **kw) as r:
         out: list[Any] = []
         while True:
-            got = r.receive_messages(100, max_wait_time=wait)
+            got = r.receive_messages(100, max_wait_time=wait or None, wait=wait > 0)
             if not got:
                 return out
             out += got
@@ -201,7 +201,7 @@ def test_sql_correlation_false_filters_and_actions_end_to_end(admin: Any, client
     assert sorted(str(m) for m in drain(client, topic, "like")) == ["1", "3"]
     acted = sorted(drain(client, topic, "act"), key=str)
     assert [str(m) for m in acted] == ["1", "2", "5"]
-    assert [m.application_properties for m in acted] == [{"qty": 30}, {"qty": 10}, {"qty": 70}]
+    assert [m.sent_application_properties for m in acted] == [{"qty": 30}, {"qty": 10}, {"qty": 70}]
     assert [m.message_id for m in acted] == ["id_1", "idx2", "idy5"]
 
 
@@ -263,7 +263,7 @@ def test_one_copy_per_action_rule_and_one_for_plain_rules(admin: Any, client: An
         s.send_messages([ServiceBusMessage("a", application_properties={"n": 1})])
         s.send_messages([ServiceBusMessage("b", application_properties={"n": 2})])
     got = drain(client, topic, "s")
-    tags = sorted((str(m), (m.application_properties or {}).get("tag", "")) for m in got)
+    tags = sorted((str(m), (m.sent_application_properties or {}).get("tag", "")) for m in got)
     assert tags == [("a", ""), ("a", "one"), ("b", ""), ("b", "one"), ("b", "two")]
 
 

@@ -83,7 +83,7 @@ def test_send_receive_complete(traced: Traced, client: Any, make_queue: Callable
         "messaging.destination.partition.id": str(m.partition_id),
     }
     # the send span's context travelled in the message
-    props = m.application_properties or {}
+    props = m.sent_application_properties or {}
     assert props["traceparent"] == traceparent(send) == props["Diagnostic-Id"]
 
     receive = traced.one(f"receive {q}")
@@ -124,7 +124,7 @@ def test_batches_get_a_creation_context_per_message(
     creates = traced.spans(f"create {q}")
     assert len(creates) == 5 and all(s.kind is SpanKind.PRODUCER for s in creates)
     by_parent = {traceparent(s): s for s in creates}
-    assert {(m.application_properties or {})["traceparent"] for m in got} == set(by_parent)
+    assert {(m.sent_application_properties or {})["traceparent"] for m in got} == set(by_parent)
     sends = traced.spans(f"send {q}")
     assert sorted(dict(s.attributes or {})["messaging.batch.message_count"] for s in sends) == [2, 3]
     assert set().union(*(links_of(s) for s in sends)) == {s.get_span_context().span_id for s in creates}
@@ -146,7 +146,7 @@ def test_an_existing_traceparent_is_kept(traced: Traced, client: Any, make_queue
     with client.get_queue_receiver(q, max_wait_time=2) as receiver:
         (m,) = receiver.receive_messages(1)
         receiver.complete_message(m)
-    assert m.application_properties == {"traceparent": theirs, "k": 1}
+    assert m.sent_application_properties == {"traceparent": theirs, "k": 1}
     receive = traced.one(f"receive {q}")
     assert [f"{link.context.trace_id:032x}" for link in receive.links] == ["0af7651916cd43dd8448eb211c80319c"]
 
@@ -215,7 +215,7 @@ def test_worker_process_span_continues_the_send_trace(
     def work(message: Any) -> None:
         with traced.tracer.start_as_current_span("handler work") as span:
             inner.append(span.get_span_context())
-        if message.body == b"fail":
+        if message.body_bytes == b"fail":
             raise ValueError("no")
 
     async def awork(message: Any) -> None:
@@ -267,7 +267,7 @@ def test_nothing_is_added_while_no_tracer_records(client: Any, make_queue: Calla
     with client.get_queue_receiver(q, max_wait_time=2) as receiver:
         got = receiver.receive_messages(2) + receiver.receive_messages(2, max_wait_time=1)
         receiver.complete_messages(got)
-    assert len(got) == 2 and all(m.application_properties is None for m in got)
+    assert len(got) == 2 and all(m.sent_application_properties is None for m in got)
 
 
 def test_disabled_means_no_spans(client: Any, make_queue: Callable[..., str]) -> None:

@@ -226,7 +226,7 @@ def test_failed_sends_and_worker_processing(
         sender.send_messages([ServiceBusMessage("ok"), ServiceBusMessage("bad")])
 
     def handle(m: Any) -> None:
-        if m.body == b"bad":
+        if m.body_bytes == b"bad":
             raise KeyError("bad")
 
     worker = Worker(url, handle, entity=q, poll_interval=0.2, dead_letter_on=KeyError)

@@ -1,6 +1,6 @@
 """The handler the worker-kill test runs in `sbredis worker` processes.
 
-Each delivery is recorded (RPUSH to $SBREDIS_BATTERY_LOG: "<body> <delivery_count> <pid>") before
+Each delivery is recorded (RPUSH to $SBREDIS_BATTERY_LOG: "<body> <attempt number: delivery_count + 1> <pid>") before
 the handler's work ($SBREDIS_BATTERY_WORK seconds of sleep), and "done <body> <pid>" after it; a
 body starting with "poison" always fails.
 """
@@ -21,8 +21,8 @@ _PID = os.getpid()
 
 
 def handle(message: ServiceBusReceivedMessage) -> None:
-    body = message.body.decode()
-    _log.rpush(_KEY, f"{body} {message.delivery_count} {_PID}")
+    body = message.body_bytes.decode()
+    _log.rpush(_KEY, f"{body} {message.delivery_count + 1} {_PID}")
     if body.startswith("poison"):
         raise ValueError("a poison message")
     if _WORK:

@@ -115,7 +115,7 @@ def test_user_limited_to_one_queue_is_refused_the_others(acl_server: RedisServer
                 client.get_queue_sender("theirs").send_messages(ServiceBusMessage("no"))
             assert "ACL" in str(refused.value) and SECRET not in str(refused.value)
             with pytest.raises(ServiceBusAuthorizationError):
-                client.get_queue_receiver("theirs").receive_messages(1, max_wait_time=0)
+                client.get_queue_receiver("theirs").receive_messages(1, wait=False)
         with (
             ServiceBusAdministrationClient.from_connection_string(url) as narrow_admin,
             pytest.raises(ServiceBusAuthorizationError),

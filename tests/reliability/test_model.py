@@ -293,12 +293,12 @@ class QueueModel(RuleBasedStateMachine):
         if avail:
             assert got, f"nothing received while {len(avail)} message(s) are available"
         else:
-            assert not got, f"received {[g.body.decode() for g in got]} while none is available"
+            assert not got, f"received {[g.body_bytes.decode() for g in got]} while none is available"
         out = []
         for g in got:
-            m = self.msgs.get(g.body.decode())
+            m = self.msgs.get(g.body_bytes.decode())
             assert m is not None and m.state in states, f"{g} handed out but it is {m and m.state}"
-            assert g.delivery_count == m.dc + 1, (g.delivery_count, m.dc)
+            assert (g.delivery_count + 1) == m.dc + 1, ((g.delivery_count + 1), m.dc)
             assert g.enqueued_time_utc == codec.from_ms(m.enq)
             dead = states == (DLQ,)  # dead-lettered messages never expire
             assert g.expires_at_utc == (codec.from_ms(m.exp) if m.exp and not dead else None)
@@ -319,7 +319,7 @@ class QueueModel(RuleBasedStateMachine):
 
     def _receive(self, name: str, n: int, states: tuple[str, ...]) -> list[Any]:
         avail = any(m.state in states for m in self.msgs.values())
-        return self.receivers[name].receive_messages(n, max_wait_time=1 if avail else 0)
+        return self.receivers[name].receive_messages(n, max_wait_time=1 if avail else None, wait=avail)
 
     @rule(name=st.sampled_from(["a", "b"]), n=st.integers(1, 4))
     def receive(self, name: str, n: int) -> None:
@@ -327,7 +327,7 @@ class QueueModel(RuleBasedStateMachine):
         for g, m in zip(got, self._check_taken(got, (ACTIVE,), n), strict=True):
             assert g.locked_until_utc == codec.from_ms(self.now + LOCK_MS)
             m.state, m.holder, m.until, m.home = LOCKED, g, self.now + LOCK_MS, ACTIVE
-            m.dc = g.delivery_count
+            m.dc = g.delivery_count + 1
             self.handles.append((name, g))
 
     @rule(n=st.integers(1, 3))
@@ -343,7 +343,7 @@ class QueueModel(RuleBasedStateMachine):
         for g, m in zip(got, self._check_taken(got, (DLQ,), n), strict=True):
             assert g.dead_letter_reason == m.reason
             m.state, m.holder, m.until, m.home = DLQ_LOCKED, g, self.now + LOCK_MS, ACTIVE
-            m.dc = g.delivery_count
+            m.dc = g.delivery_count + 1
             self.handles.append(("dlq", g))
 
     @precondition(lambda self: any(m.seq for m in self.msgs.values()))
@@ -362,8 +362,8 @@ class QueueModel(RuleBasedStateMachine):
             assert got == []
             return
         (g,) = got
-        assert g.sequence_number == m.seq and g.delivery_count == m.dc + 1
-        m.dc = g.delivery_count
+        assert g.sequence_number == m.seq and (g.delivery_count + 1) == m.dc + 1
+        m.dc = g.delivery_count + 1
         if name == "rd":
             m.state = GONE
         else:
@@ -372,7 +372,7 @@ class QueueModel(RuleBasedStateMachine):
 
     # -- rules: settling
     def _expect(self, name: str, g: Any) -> tuple[Msg, type[Exception] | None]:
-        m = self.msgs[g.body.decode()]
+        m = self.msgs[g.body_bytes.decode()]
         if g.settled:  # a RECEIVE_AND_DELETE message cannot be settled at all (the SDK's ValueError)
             return m, InvalidOperationError if name == "rd" else MessageAlreadySettled
         if m.holder is g and m.until >= self.now and m.state in (LOCKED, DLQ_LOCKED):

@@ -128,7 +128,7 @@ def test_action_growth_past_the_message_size_dead_letters_the_copy(admin: Any, c
     with client.get_topic_sender(topic) as s:
         s.send_messages(ServiceBusMessage("body", application_properties={"p": "x" * 10_000}))
     assert [str(m) for m in drain(client, topic, "plain")] == ["body"]
-    assert [(m.application_properties or {})["q"] for m in drain(client, topic, "small")] == ["x" * 10_000 + "!"]
+    assert [(m.sent_application_properties or {})["q"] for m in drain(client, topic, "small")] == ["x" * 10_000 + "!"]
     for sub, words in (
         ("double", "longer than the maximum message size"),
         ("copies", "The copy after the action of a rule is"),
@@ -137,7 +137,7 @@ def test_action_growth_past_the_message_size_dead_letters_the_copy(admin: Any, c
         [d] = dead(client, topic, sub)
         assert d.dead_letter_reason == "MessageSizeExceeded"
         assert words in (d.dead_letter_error_description or "")
-        assert str(d) == "body" and (d.application_properties or {})["p"] == "x" * 10_000  # the message as sent
+        assert str(d) == "body" and (d.sent_application_properties or {})["p"] == "x" * 10_000  # the message as sent
 
 
 def test_a_rule_over_its_work_limit_dead_letters_the_copy(admin: Any, client: Any, slowlog: Any) -> None:
@@ -214,13 +214,13 @@ def test_untouched_properties_come_out_exactly_as_sent(admin: Any, client: Any, 
     with client.get_topic_sender(topic) as s:
         s.send_messages(ServiceBusMessage(b"\x01body", application_properties=sent, subject="s", message_id="m-1"))
     [m] = drain(client, topic, "act")
-    got = dict(m.application_properties or {})
+    got = dict(m.sent_application_properties or {})
     assert got == dict(EXACT, added=1, f=5.0)
     assert {k: type(v) for k, v in got.items()} == {k: type(v) for k, v in dict(EXACT, added=1, f=5.0).items()}
     assert str(got["minus_zero"]) == "-0.0"
-    assert m.subject == "routed" and m.message_id == "m-1" and bytes(m.body) == b"\x01body"
+    assert m.subject == "routed" and m.message_id == "m-1" and bytes(m.body_bytes) == b"\x01body"
     [m] = drain(client, topic, "set_same")
-    got = dict(m.application_properties or {})
+    got = dict(m.sent_application_properties or {})
     assert got == dict(props, two_point_zero=2.5)
     assert type(got["tenth"]) is float and got["tenth"] == 0.1
 

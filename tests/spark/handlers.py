@@ -14,7 +14,7 @@ SLOW_SECONDS = 0.4
 
 def _record(msg: Any) -> None:
     with redis.Redis.from_url(os.environ["SBREDIS_TEST_URL"]) as r:
-        r.rpush(f"handled:{msg.entity_name}", msg.body)
+        r.rpush(f"handled:{msg.entity_name}", msg.body_bytes)
 
 
 def record(msg: Any) -> None:
@@ -23,8 +23,8 @@ def record(msg: Any) -> None:
 
 def flaky(msg: Any) -> None:
     """Fails on bodies starting with 'fail'."""
-    if msg.body.startswith(b"fail"):
-        raise ValueError(f"cannot handle {msg.body!r}")
+    if msg.body_bytes.startswith(b"fail"):
+        raise ValueError(f"cannot handle {msg.body_bytes!r}")
     _record(msg)
 
 
@@ -35,7 +35,7 @@ def slow(msg: Any) -> None:
 
 def crash_once(msg: Any) -> None:
     """Kills the Python worker (as a lost executor would) on the first delivery of 'crash'."""
-    if msg.body == b"crash" and msg.delivery_count == 1:
+    if msg.body_bytes == b"crash" and msg.delivery_count == 0:
         os._exit(1)
     _record(msg)
 

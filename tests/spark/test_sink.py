@@ -46,7 +46,7 @@ def test_rows_become_messages_with_their_properties(spark: Any, url: str, make_q
         "subject STRING",
     )
     writer(df, url, q).save()
-    got = {m.body: m for m in drain(client, q)}
+    got = {m.body_bytes: m for m in drain(client, q)}
     assert set(got) == {b"plain", b"full"}  # the scheduled one is not due yet
     full = got[b"full"]
     assert (full.message_id, full.partition_key, full.content_type, full.correlation_id, full.subject) == (
@@ -56,7 +56,7 @@ def test_rows_become_messages_with_their_properties(spark: Any, url: str, make_q
         "corr",
         "subj",
     )
-    assert full.application_properties == {"n": "1"}
+    assert full.sent_application_properties == {"n": "1"}
     assert full.expires_at_utc - full.enqueued_time_utc == timedelta(seconds=60)
     with client.get_queue_receiver(q) as r:
         (sched,) = [m for m in r.peek_messages(10, sequence_number=1) if m.message_id == "id-2"]
@@ -96,7 +96,7 @@ def test_bad_rows_go_to_the_reject_path_when_asked(
     assert "over the maximum of 1024 bytes" in reasons["too-big"]
     assert "longer than 128" in reasons["bbbbbbb"]
     assert json.loads(report.read_text())["rejected"] == 3
-    assert [m.body for m in drain(client, q)] == [b"ok"]
+    assert [m.body_bytes for m in drain(client, q)] == [b"ok"]
 
 
 def test_writes_that_cannot_work_are_refused_before_sending(spark: Any, url: str, make_queue: Any) -> None:

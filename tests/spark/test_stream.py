@@ -80,7 +80,7 @@ def test_streaming_sink_copies_a_queue(spark: Any, url: str, make_queue: Any, cl
     assert query.awaitTermination(120)
     with client.get_queue_receiver(dst, max_wait_time=1) as r:
         got = r.receive_messages(10, max_wait_time=1)
-    assert sorted((m.message_id, m.body, m.subject) for m in got) == [
+    assert sorted((m.message_id, m.body_bytes, m.subject) for m in got) == [
         (f"id-{i}", f"c{i}".encode(), "s") for i in range(5)
     ]
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from sbredis import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
 from sbredis._core import codec
+from sbredis.amqp import AmqpMessageBodyType
 from sbredis.exceptions import (
     InvalidArgumentError,
     InvalidOperationError,
@@ -61,15 +62,25 @@ def test_wrong_body_types_are_rejected(body: Any) -> None:
         (bytearray(b"ab"), b"ab"),
         (memoryview(b"cd"), b"cd"),
         ([b"a", bytearray(b"b"), b"c"], b"abc"),
-        (None, b""),
         ("", b""),
     ],
 )
 def test_accepted_bodies(body: Any, expected: bytes) -> None:
     m = ServiceBusMessage(body)
-    assert m.body == expected
-    assert isinstance(m.body, bytes)
-    assert received(m).body == expected
+    assert m.body_bytes == expected
+    assert isinstance(m.body_bytes, bytes)
+    assert b"".join(m.body) == expected  # the SDK's shape: an iterator of bytes sections
+    r = received(m)
+    assert r.body_bytes == expected
+    assert next(r.body) == expected
+    assert r.body_type is AmqpMessageBodyType.DATA
+
+
+def test_no_body_is_received_as_none() -> None:
+    m = ServiceBusMessage(None)
+    assert m.body is None and m.body_bytes is None
+    r = received(m)
+    assert r.body is None and r.body_bytes is None and str(r) == ""
 
 
 def test_str_decodes_the_body() -> None:
@@ -130,11 +141,7 @@ def test_session_id_and_partition_key_must_agree() -> None:
     assert m.partition_key == "a"
 
     m = ServiceBusMessage("x", partition_key="p")
-    with pytest.raises(InvalidOperationError):
-        m.session_id = "s"
-    assert m.session_id is None
-    m.partition_key = None
-    m.session_id = "s"
+    m.session_id = "s"  # accepted, as the SDK does: the session id then decides the partition
     assert (m.session_id, m.partition_key) == ("s", "s")
 
 
@@ -223,7 +230,7 @@ def test_application_properties_are_copied() -> None:
     m = ServiceBusMessage("x", application_properties=mine)
     mine["a"] = 2
     assert m.application_properties == {"a": 1}
-    assert received(m).application_properties == {"a": 1}
+    assert received(m).sent_application_properties == {"a": 1}
 
 
 def test_in_place_property_change_after_encoding_is_sent() -> None:
@@ -231,7 +238,7 @@ def test_in_place_property_change_after_encoding_is_sent() -> None:
     m.encoded()  # what a send does
     assert m.application_properties is not None
     m.application_properties["attempt"] = 2
-    assert received(m).application_properties == {"attempt": 2}
+    assert received(m).sent_application_properties == {"attempt": 2}
 
 
 def test_setting_properties_after_encoding_is_reflected() -> None:
@@ -241,7 +248,7 @@ def test_setting_properties_after_encoding_is_reflected() -> None:
     m.subject = "s"
     m.message_id = "id-2"
     r = received(m)
-    assert (r.application_properties, r.subject, r.message_id) == ({"a": 2}, "s", "id-2")
+    assert (r.sent_application_properties, r.subject, r.message_id) == ({"a": 2}, "s", "id-2")
 
 
 def test_a_generated_id_message_is_stored_as_the_json_header_says() -> None:
@@ -325,10 +332,10 @@ def test_blob_round_trips_body_and_properties(body: bytes | str, props: dict[str
         assert codec.decode_properties(header["ap"]).keys() == props.keys()
 
     r = received(m)
-    assert r.body == raw_body
+    assert r.body_bytes == raw_body
     assert str(r) == raw_body.decode("utf-8", "replace")
     assert (r.message_id, r.subject, r.correlation_id) == (m.message_id, "s", "c")
-    got = r.application_properties
+    got = r.sent_application_properties
     if not props:
         assert got is None
         return
@@ -340,7 +347,7 @@ def test_blob_round_trips_body_and_properties(body: bytes | str, props: dict[str
 @given(st.dictionaries(st.binary(max_size=10).filter(lambda b: b.isascii()), st.binary()))
 def test_bytes_keys_and_bytes_likes(props: dict[bytes, bytes]) -> None:
     m = ServiceBusMessage("x", application_properties={**props, "ba": bytearray(b"\x00\x01"), "mv": memoryview(b"z")})
-    got = received(m).application_properties
+    got = received(m).sent_application_properties
     assert got is not None
     assert got["ba"] == b"\x00\x01" and got["mv"] == b"z"
     for k, v in props.items():
@@ -349,14 +356,14 @@ def test_bytes_keys_and_bytes_likes(props: dict[bytes, bytes]) -> None:
 
 def test_special_floats_and_big_ints_round_trip() -> None:
     m = ServiceBusMessage("x", application_properties={"nan": float("nan"), "inf": float("-inf"), "big": 2**63 - 1})
-    got = received(m).application_properties
+    got = received(m).sent_application_properties
     assert got is not None
     assert math.isnan(got["nan"]) and got["inf"] == float("-inf") and got["big"] == 2**63 - 1
 
 
 def test_strings_that_look_like_tags_stay_strings() -> None:
     props = {"b": "$b", "dt": "$dt", "u": '{"$u": "x"}'}
-    assert received(ServiceBusMessage("x", application_properties=props)).application_properties == props
+    assert received(ServiceBusMessage("x", application_properties=props)).sent_application_properties == props
 
 
 def test_timedelta_max_round_trips() -> None:
@@ -461,3 +468,44 @@ def test_schedule_times_after_the_year_2999_are_refused() -> None:
         m.scheduled_enqueue_time_utc = datetime(3000, 1, 1, tzinfo=UTC)
     m.scheduled_enqueue_time_utc = datetime(2999, 12, 31, tzinfo=UTC)
     assert m.scheduled_enqueue_time_utc == datetime(2999, 12, 31, tzinfo=UTC)
+
+
+# ------------------------------------------------------------------ the SDK's received shapes
+def test_received_application_properties_are_bytes_as_the_sdks() -> None:
+    r = received(ServiceBusMessage("x", application_properties={"Color": "red", "n": 3}))
+    assert r.application_properties == {b"Color": b"red", b"n": 3}
+    assert r.application_properties[b"Color"] == b"red"
+    assert r.application_properties["Color"] == b"red" and "Color" in r.application_properties
+    assert r.sent_application_properties == {"Color": "red", "n": 3}
+
+
+def test_a_dead_lettered_messages_properties_carry_its_reason() -> None:
+    m = ServiceBusMessage("x", application_properties={"k": "v"})
+    r = received(m, group="d", dead_letter_reason="bad", dead_letter_error_description="why")
+    assert r.application_properties == {b"k": b"v", b"DeadLetterReason": b"bad", b"DeadLetterErrorDescription": b"why"}
+    assert r.sent_application_properties == {"k": "v"}
+    resent = r.copy_for_resend()
+    assert resent.application_properties == {"k": "v"}
+
+
+def test_a_changed_received_message_is_sent_with_its_properties_as_sent() -> None:
+    r = received(ServiceBusMessage("x", application_properties={"k": "v"}), dead_letter_reason="bad")
+    r.subject = "again"
+    assert codec.decode_properties(codec.header_of(r.encoded())["ap"]) == {"k": "v"}
+
+
+def test_via_partition_key_is_kept() -> None:
+    m = ServiceBusMessage("x", via_partition_key="v")
+    assert m.via_partition_key == "v"
+    m.via_partition_key = None
+    assert m.via_partition_key is None
+    assert received(m).via_partition_key is None
+
+
+def test_session_id_after_a_different_partition_key_is_accepted_as_the_sdk_does() -> None:
+    m = ServiceBusMessage("x")
+    m.partition_key = "pkey"
+    m.session_id = "s"
+    assert (m.session_id, m.partition_key) == ("s", "s")  # the session decides the partition
+    with pytest.raises(ValueError):
+        m.partition_key = "pkey"

@@ -318,9 +318,9 @@ def test_parse_received_builds_messages() -> None:
     assert now == 5000
     first, second = msgs
     assert first.sequence_number == (2 << PARTITION_SHIFT) | 3
-    assert first.delivery_count == 2
-    assert first.body == b"hello" and str(first) == "hello"
-    assert first.application_properties == {"k": 1} and first.subject == "s"
+    assert first.delivery_count == 1
+    assert first.body_bytes == b"hello" and str(first) == "hello"
+    assert first.sent_application_properties == {"k": 1} and first.subject == "s"
     assert first.message_id == m.message_id
     assert first.locked_until_utc is not None and first.lock_token is not None
     assert first.expires_at_utc is not None and second.expires_at_utc is None

@@ -252,7 +252,7 @@ def test_properties_move_into_the_backlog_copy_and_back() -> None:
     assert copy.time_to_live is None and copy.scheduled_enqueue_time_utc is None
     assert copy.ttl_ms == 0 and copy.sched_ms == 0  # nothing expires or waits in a backlog queue
     assert copy.message_id == "m-1"
-    assert copy.application_properties == {
+    assert copy.sent_application_properties == {
         "k": 1,
         "b": b"\x00",
         "x-ms-path": "orders",
@@ -260,12 +260,15 @@ def test_properties_move_into_the_backlog_copy_and_back() -> None:
         "x-ms-timetolive": timedelta(seconds=90),
         "x-ms-scheduledenqueuetimeutc": when,
     }
-    assert m.session_id == "s-1" and m.application_properties == {"k": 1, "b": b"\x00"}  # the original is untouched
+    assert m.session_id == "s-1" and m.sent_application_properties == {
+        "k": 1,
+        "b": b"\x00",
+    }  # the original is untouched
 
     destination, back = paired.from_backlog(_received(copy))
     assert destination == "orders"
     for name in (
-        "body",
+        "body_bytes",
         "message_id",
         "session_id",
         "partition_key",
@@ -277,7 +280,7 @@ def test_properties_move_into_the_backlog_copy_and_back() -> None:
         "to",
         "reply_to",
         "reply_to_session_id",
-        "application_properties",
+        "sent_application_properties",
     ):
         assert getattr(back, name) == getattr(m, name), name
     assert back.ttl_ms == 90_000 and back.sched_ms == m.sched_ms
@@ -287,7 +290,7 @@ def test_a_plain_message_round_trips_without_extra_properties() -> None:
     m = ServiceBusMessage("x", partition_key="pk")
     destination, back = paired.from_backlog(_received(paired.to_backlog(m, "t")))
     assert destination == "t"
-    assert back.application_properties is None
+    assert back.sent_application_properties is None
     assert back.partition_key == "pk" and back.session_id is None
     assert back.message_id == m.message_id
 

@@ -16,8 +16,8 @@ KEY = os.environ.get("SBREDIS_TEST_KEY", "worker-log")
 
 def handle(message: ServiceBusReceivedMessage) -> None:
     """`sleep <seconds>` sleeps, `fail` raises KeyError, anything else is recorded."""
-    body = message.body.decode()
-    _log.rpush(KEY, f"start {body} {message.delivery_count}")
+    body = message.body_bytes.decode()
+    _log.rpush(KEY, f"start {body} {message.delivery_count + 1}")
     if body.startswith("sleep"):
         time.sleep(float(body.split()[1]))
     if body == "fail":

@@ -37,8 +37,8 @@ def test_success_completes_and_errors_abandon_until_dead_lettered(start: Any, ma
     seen: list[tuple[str, int]] = []
 
     def handle(m: Any) -> None:
-        seen.append((m.body.decode(), m.delivery_count))
-        if m.body == b"bad":
+        seen.append((m.body_bytes.decode(), m.delivery_count + 1))  # the attempt number
+        if m.body_bytes == b"bad":
             raise RuntimeError("nope")
 
     w = start(handle, q)
@@ -55,7 +55,7 @@ def test_listed_exceptions_and_dead_letter_dead_letter_at_once(start: Any, make_
     q = make_queue(max_delivery_count=10)
 
     def handle(m: Any) -> None:
-        if m.body == b"value":
+        if m.body_bytes == b"value":
             raise ValueError("bad value")
         raise DeadLetter("Poison", "explicit")
 
@@ -63,9 +63,9 @@ def test_listed_exceptions_and_dead_letter_dead_letter_at_once(start: Any, make_
     send(client, q, "value", "explicit")
     eventually(lambda: len(dead_letters(client, q)) == 2, timeout=10)
     w.stop()
-    reasons = {(m.body, m.dead_letter_reason, m.dead_letter_error_description) for m in dead_letters(client, q)}
+    reasons = {(m.body_bytes, m.dead_letter_reason, m.dead_letter_error_description) for m in dead_letters(client, q)}
     assert reasons == {(b"value", "ValueError", "bad value"), (b"explicit", "Poison", "explicit")}
-    assert all(m.delivery_count == 1 for m in dead_letters(client, q))
+    assert all(m.delivery_count == 0 for m in dead_letters(client, q))
 
 
 def test_a_dead_letter_with_long_texts_is_clipped_not_refused(start: Any, make_queue: Any, client: Any) -> None:
@@ -128,7 +128,7 @@ def test_the_lock_is_renewed_while_the_handler_runs(start: Any, make_queue: Any,
     deliveries: list[int] = []
 
     def handle(m: Any) -> None:
-        deliveries.append(m.delivery_count)
+        deliveries.append(m.delivery_count + 1)  # the attempt number
         time.sleep(2.5)
 
     w = start(handle, q, concurrency=2)
@@ -146,24 +146,24 @@ def test_middleware_hooks(start: Any, make_queue: Any, client: Any) -> None:
 
     class Record(Middleware):
         def after_receive(self, worker: Worker, messages: list[Any]) -> None:
-            calls.extend(("received", m.body) for m in messages)
+            calls.extend(("received", m.body_bytes) for m in messages)
 
         async def before_process(self, worker: Worker, message: Any) -> None:
-            calls.append(("before_process", message.body))
-            if message.body == b"skip":
+            calls.append(("before_process", message.body_bytes))
+            if message.body_bytes == b"skip":
                 raise DeadLetter("Skipped")
 
         def after_process(self, worker: Worker, message: Any, exception: BaseException | None) -> None:
-            calls.append(("after_process", message.body, type(exception).__name__ if exception else None))
+            calls.append(("after_process", message.body_bytes, type(exception).__name__ if exception else None))
 
         def before_settle(self, worker: Worker, message: Any, action: str) -> None:
-            calls.append(("before_settle", message.body, action))
+            calls.append(("before_settle", message.body_bytes, action))
 
         def after_settle(self, worker: Worker, message: Any, action: str, exception: BaseException | None) -> None:
-            calls.append(("after_settle", message.body, action, exception))
+            calls.append(("after_settle", message.body_bytes, action, exception))
 
     ran: list[bytes] = []
-    w = start(lambda m: ran.append(m.body), q, middleware=[Record()], concurrency=1)
+    w = start(lambda m: ran.append(m.body_bytes), q, middleware=[Record()], concurrency=1)
     send(client, q, "a", "skip")
     eventually(lambda: sum(1 for c in calls if c[0] == "after_settle") == 2, timeout=10)
     w.stop()
@@ -210,7 +210,7 @@ def test_grace_period_expiry_abandons_and_force_stops(start: Any, make_queue: An
     assert not finished.is_set()  # stop returned without waiting for the handler
     with client.get_queue_receiver(q, max_wait_time=2) as r:  # released at once, not after the lock
         (m,) = r.receive_messages(1, max_wait_time=2)
-        assert m.body == b"stuck" and m.delivery_count == 2
+        assert m.body_bytes == b"stuck" and m.delivery_count == 1
         r.complete_message(m)
 
     started.clear()
@@ -243,8 +243,8 @@ def test_a_subscription_worker_processes_its_copies_only(start: Any, admin: Any,
         seen: list[str] = []
 
         def handle(m: Any) -> None:
-            seen.append(m.body.decode())
-            if m.body == b"bad":
+            seen.append(m.body_bytes.decode())
+            if m.body_bytes == b"bad":
                 raise RuntimeError("nope")
 
         w = start(handle, topic, subscription="a")
@@ -279,12 +279,14 @@ def test_completions_batch_but_each_message_gets_its_own_outcome(start: Any, mak
 
     class Record(Middleware):
         def after_settle(self, worker: Worker, message: Any, action: str, exception: BaseException | None) -> None:
-            outcomes.append((message.body, message.delivery_count, type(exception).__name__ if exception else None))
+            outcomes.append(
+                (message.body_bytes, message.delivery_count + 1, type(exception).__name__ if exception else None)
+            )
 
     def handle(m: Any) -> None:
-        if m.delivery_count > 1:
+        if m.delivery_count > 0:
             return
-        if m.body == b"slow":
+        if m.body_bytes == b"slow":
             slow_started.set()
             time.sleep(2.3)  # past its lock, which nothing renews
         together.wait()

@@ -36,7 +36,7 @@ def parse(reply: list[Any], entity: str, partition: int, group: str) -> list[Ser
             reply[i + 3],
             ref,
             int(reply[i]),
-            int(reply[i + 1]),
+            max(0, int(reply[i + 1]) - 1),  # as a receiver sees it: the deliveries before the last
             int(reply[i + 4]),
             int(reply[i + 5]),
             0,
@@ -84,7 +84,7 @@ def parse_fields(reply: list[Any], group: str) -> Fields:
     none: list[str | None] = [None] * n
     return Fields(
         [int(v) for v in reply[2::stride]],
-        [int(v) for v in reply[3::stride]],
+        [max(0, int(v) - 1) for v in reply[3::stride]],  # as parse: the deliveries before the last
         [int(v) for v in reply[4::stride]],
         reply[5::stride],
         [int(v) for v in reply[6::stride]],

@@ -32,7 +32,8 @@ def parse(
     state: ServiceBusMessageState = ServiceBusMessageState.ACTIVE,
 ) -> tuple[int, list[ServiceBusReceivedMessage]]:
     """(server now ms, messages) from a receive, receive_deferred or session_receive reply (its
-    delivery counts and expiries are integer replies already)."""
+    delivery counts and expiries are integer replies already). The stored count includes this
+    delivery; a message's delivery_count, as the SDK's, counts the ones before it (0 at first)."""
     now = int(reply[0])
     locked = int(reply[1]) if mode is ServiceBusReceiveMode.PEEK_LOCK else 0
     if not locked:
@@ -47,12 +48,12 @@ def parse(
     if group != Group.DEAD_LETTER:
         for seq, dc, blob, enq, exp in zip(fields, fields, fields, fields, fields, strict=True):
             m = new(cls)
-            fill(m, blob, ref, int(seq), dc, int(enq), exp, locked, settled, state)
+            fill(m, blob, ref, int(seq), dc - 1, int(enq), exp, locked, settled, state)
             out.append(m)
         return now, out
     for seq, dc, blob, enq, exp, reason, description in zip(*[fields] * 7, strict=True):
         m = new(cls)
-        fill(m, blob, ref, int(seq), dc, int(enq), exp, locked, settled, state)
+        fill(m, blob, ref, int(seq), dc - 1, int(enq), exp, locked, settled, state)
         m.dead_letter_reason = text_or_none(reason)
         m.dead_letter_error_description = text_or_none(description)
         out.append(m)
