@@ -675,7 +675,12 @@ class ServiceBusReceiver:
         self._check_open()
         if self._session is not None:
             self._session.ensure_locked()
-        elif self._group == Group.MAIN and (self._meta()).sessions:
+        elif (
+            self._group == Group.MAIN
+            and (self._meta()).sessions
+            # read again before refusing: the entity may have been created again without sessions
+            and (self._context.entity(self.entity_name, refresh=True)).sessions
+        ):
             # as the SDK's receiver fails to open: a session entity's messages need a session receiver
             raise InvalidOperationError(
                 f"'{self.entity_name}' requires sessions: pass session_id (or NEXT_AVAILABLE_SESSION) to receive"

@@ -25,6 +25,7 @@ receiver right now, nor deferred or scheduled ones).
 from __future__ import annotations
 
 import argparse
+from contextlib import closing
 from typing import Any
 
 from .. import ServiceBusClient, ServiceBusSubQueue
@@ -110,7 +111,9 @@ def _peek_all(
     c: ServiceBusClient, entity: str, limit: int, sub_queue: ServiceBusSubQueue | None
 ) -> list[ServiceBusReceivedMessage]:
     msgs: list[ServiceBusReceivedMessage] = []
-    with _clients.receiver(c, entity, sub_queue=sub_queue) as r:
+    # closing(), not the receiver's own `with`: opening a plain receiver on a session-enabled entity
+    # is refused (as the SDK's), while browsing every session's messages is what a dry run shows
+    with closing(_clients.receiver(c, entity, sub_queue=sub_queue)) as r:
         page = r.peek_messages(min(limit, 250), sequence_number=0)
         while page:
             msgs += page

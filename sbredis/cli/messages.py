@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -257,7 +258,9 @@ def run_peek(args: argparse.Namespace, out: Output) -> int:
     if args.count < 1 or args.from_seq < 0:
         raise UsageError("--count must be at least 1 and --from-seq not negative")
     sub_queue = sub_queue_of(args)
-    with _clients.client(args) as c, _clients.receiver(c, args.entity, sub_queue=sub_queue) as r:
+    # closing(), not the receiver's own `with`, which refuses a plain receiver on a session-enabled
+    # entity as the SDK does: peeking every session's messages is what this command is for
+    with _clients.client(args) as c, closing(_clients.receiver(c, args.entity, sub_queue=sub_queue)) as r:
         msgs = r.peek_messages(args.count, sequence_number=args.from_seq)
     if not msgs:
         return _nothing(args, out)

@@ -15,6 +15,7 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,7 +87,9 @@ def browse(c: ServiceBusClient, path: str, queue: str, find: str = "", limit: in
     state = STATES.get(queue)
     out: list[ServiceBusReceivedMessage] = []
     scanned = 0
-    with receiver(c, path, sub_queue=SUB_QUEUES.get(queue)) as r:
+    # closing(), not the receiver's own `with`, which refuses a plain receiver on a session-enabled
+    # entity as the SDK does: the browser peeks every session's messages
+    with closing(receiver(c, path, sub_queue=SUB_QUEUES.get(queue))) as r:
         page = r.peek_messages(250, sequence_number=0)
         while page:
             for m in page:

@@ -20,10 +20,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "bench_peers.py"
 
 
+@pytest.mark.timeout(360)  # under a parallel run the quick bench can take minutes
 def test_quick_raw_and_sbredis(tmp_path: Path) -> None:
     out = tmp_path / "peers.json"
     cmd = [sys.executable, str(SCRIPT), "--quick", "--only", "raw,sbredis", "--payloads", "256", "--out", str(out)]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=90)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "end to end" in proc.stdout
 

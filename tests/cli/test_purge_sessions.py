@@ -21,6 +21,10 @@ def test_purge_a_session_queue(sb: Any, admin: Any, client: Any) -> None:
             s.send_messages([ServiceBusMessage(f"m{i}", session_id=f"s{i % 3}") for i in range(12)])
         dry = sb("purge", q, "--dry-run")
         assert dry.code == 0 and "would purge 12 active message(s)" in dry.out, dry
+        peeked = sb("peek", q, "--count", "20", "--json")  # every session's messages, nothing locked
+        assert peeked.code == 0 and sorted(m["body"] for m in peeked.json()) == sorted(f"m{i}" for i in range(12)), (
+            peeked
+        )
         with client.get_queue_receiver(q, session_id="s1"):  # held while the purge runs
             r = sb("purge", q, "--yes", "--batch", "3")
             assert r.code == 0 and "purged 8 active message(s)" in r.out, r

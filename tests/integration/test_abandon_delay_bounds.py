@@ -30,12 +30,12 @@ def test_the_ends_of_the_delay_range(client: Any, make_queue: Any) -> None:
         r.abandon_message(got["half"], delay=0.5)
         r.abandon_message(got["now"], delay=0)  # no delay: available again at once
         (again,) = r.receive_messages(1, max_wait_time=5)
-        assert (str(again), again.delivery_count) == ("now", 2)
+        assert (str(again), again.delivery_count) == ("now", 1)
         r.complete_message(again)
         peeked = {m.sequence_number: m for m in r.peek_messages(10, sequence_number=0)}
         for name in ("hour", "longest"):  # still set aside
             m = peeked.get(got[name].sequence_number)
             assert m is not None and m.state is ServiceBusMessageState.SCHEDULED, (name, list(peeked.values()))
         back = eventually(lambda: r.receive_messages(1, max_wait_time=0.2), timeout=10)
-        assert [(str(m), m.delivery_count) for m in back] == [("half", 2)]
+        assert [(str(m), m.delivery_count) for m in back] == [("half", 1)]
         r.complete_messages(back)

@@ -146,7 +146,7 @@ def test_dead_lettered_session_messages_forward_to_a_session_queue(admin: Any, c
             r.dead_letter_message(m, reason="bad")
     sid, got = drain_session(client, dl, "x")
     assert sid == "x" and [str(m) for m in got] == ["m0", "m1", "m2"]
-    assert all(m.application_properties["DeadLetterReason"] == "bad" for m in got)  # as the plain forward keeps it
+    assert all(m.application_properties["DeadLetterReason"] == b"bad" for m in got)  # as the plain forward keeps it
 
 
 def test_a_session_queue_forwarding_to_itself_ends_in_the_transfer_dead_letter_subqueue(

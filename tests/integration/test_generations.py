@@ -79,12 +79,12 @@ def test_a_plain_receiver_follows_a_recreate_without_sessions(admin: Any, client
     """A receiver that had read the queue as requiring sessions kept refusing plain receives after
     it was created again without them."""
     admin.create_queue(queue_name, requires_session=True)
+    with pytest.raises(InvalidOperationError), client.get_queue_receiver(queue_name):
+        pass
+    admin.delete_queue(queue_name)
+    admin.create_queue(queue_name)
+    client.get_queue_sender(queue_name).send_messages(ServiceBusMessage("plain"))
     with client.get_queue_receiver(queue_name) as receiver:
-        with pytest.raises(InvalidOperationError):
-            receiver.receive_messages(1, max_wait_time=0)
-        admin.delete_queue(queue_name)
-        admin.create_queue(queue_name)
-        client.get_queue_sender(queue_name).send_messages(ServiceBusMessage("plain"))
         assert [str(m) for m in receive_all(receiver, 1)] == ["plain"]
 
 

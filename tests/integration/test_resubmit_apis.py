@@ -84,7 +84,7 @@ def test_to_a_topic_every_matching_subscription_gets_a_copy(
         for sub in ("x", "y"):
             with client.get_subscription_receiver(t, sub) as r:
                 got = r.receive_messages(10, max_wait_time=1)
-            assert [m.application_properties for m in got] == [{"k": "v"}]
+            assert [m.sent_application_properties for m in got] == [{"k": "v"}]
             assert [str(m) for m in got] == ["p"]  # the oldest dead letter first
     finally:
         admin.delete_topic(t)

@@ -33,6 +33,7 @@ def main() -> None:
             print(json.dumps({"received": len(got)}), file=sys.stderr, flush=True)
             first_until = [m.locked_until_utc.timestamp() * 1000 for m in got]
             time.sleep(hold)
+            last_until = [m.locked_until_utc.timestamp() * 1000 for m in got]  # None once settled, as in the SDK
             r.complete_messages(got)  # raises MessageLockLostError had a lock elapsed
         renewer.close()
         out["messages"] = [
@@ -41,10 +42,10 @@ def main() -> None:
                 "enqueued_ms": m.enqueued_time_utc.timestamp() * 1000,
                 "expires_ms": m.expires_at_utc.timestamp() * 1000 if m.expires_at_utc else None,
                 "first_locked_until_ms": first,
-                "locked_until_ms": m.locked_until_utc.timestamp() * 1000,
+                "locked_until_ms": last,
                 "renew_error": repr(m.auto_renew_error) if m.auto_renew_error else None,
             }
-            for m, first in zip(got, first_until, strict=True)
+            for m, first, last in zip(got, first_until, last_until, strict=True)
         ]
     print(json.dumps(out), flush=True)
 

@@ -193,7 +193,7 @@ def test_a_session_receiver_holds_at_most_2000_unsettled_messages(
         held += got
     assert len(held) == 2_000
     with pytest.raises(ServiceBusQuotaExceededError):
-        receiver.receive_messages(max_message_count=1, max_wait_time=0)
+        receiver.receive_messages(max_message_count=1, wait=False)
     deferred = held.pop()
     receiver.defer_message(deferred)
     held += receiver.receive_messages(max_message_count=500, max_wait_time=1)
