@@ -212,8 +212,8 @@ def run_worker(system: str, url: str, queue: str, out_dir: str, concurrency: int
                 now = time.time()
                 done = []
                 for m in msgs:
-                    m.body  # noqa: B018 - the consumer reads the body
-                    props = m.application_properties or {}
+                    m.body_bytes  # noqa: B018 - the consumer reads the body
+                    props = m.sent_application_properties or {}
                     lat = rec.hit(props["ts"], props["r"], props["n"], now)
                     if lat is not None:
                         done.append((props["r"], lat))
