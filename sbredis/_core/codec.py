@@ -156,8 +156,8 @@ def to_ms(when: datetime) -> int:
     """A datetime as Unix ms; a naive datetime is taken as UTC (as the Azure SDK does)."""
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    # floor division of timedeltas is exact; a float quotient rounded datetime.max up past the
-    # last datetime, and the stored value no longer decoded
+    # floor division of timedeltas is exact; a float quotient would round datetime.max up past the
+    # last datetime, a value that cannot be decoded again
     return (when - _EPOCH) // timedelta(milliseconds=1)
 
 
