@@ -85,6 +85,15 @@ class Bench:
         self.cpu = (client / n * 1e6, (self.server_cpu() - mark[2]) / n * 1e6)
         return n / dt
 
+    def command_usec(self) -> dict[str, tuple[int, int]]:
+        """INFO commandstats: command -> (calls, µs), a script's nested commands counted in its EVALSHA."""
+        return {k[8:]: (int(v["calls"]), int(v["usec"])) for k, v in self.r.info("commandstats").items()}
+
+    def usec_per_call(self, before: dict[str, tuple[int, int]], command: str) -> float:
+        calls, usec = self.command_usec().get(command, (0, 0))
+        c0, u0 = before.get(command, (0, 0))
+        return (usec - u0) / max(1, calls - c0)
+
     # -- helpers
     def queue(self, n: int) -> str:
         """A new queue holding n messages."""
@@ -241,7 +250,7 @@ class Bench:
         return await self._araw(body)
 
     # -- single operations
-    def latency(self) -> tuple[dict[str, list[float]], dict[str, tuple[float, float]]]:
+    def latency(self) -> tuple[dict[str, list[float]], dict[str, tuple[float, ...]]]:
         """Per-operation latencies in ms: send, receive, complete one message and the raw commands,
         all interleaved; then the CPU µs per operation (client, server) of each kind, run in a
         block of its own."""
@@ -252,7 +261,7 @@ class Bench:
         r = self.r
         names = ["send", "receive", "complete", *RAW_OPS]
         out: dict[str, list[float]] = {n: [] for n in names}
-        cpu: dict[str, tuple[float, float]] = {}
+        cpu: dict[str, tuple[float, ...]] = {}  # client CPU, server CPU, command µs per call
         clock = time.perf_counter
         key = f"bench-l-raw-{uuid.uuid4().hex[:8]}"
         stream = f"bench-l-xs-{uuid.uuid4().hex[:8]}"
@@ -283,21 +292,21 @@ class Bench:
                 ts = (t0, t1, t2, t3, t4, t5, t6, t7, t8)
                 for j, name in enumerate(names):
                     out[name].append((ts[j + 1] - ts[j]) * 1e3)
-            # CPU per operation: each kind in a block of its own
-            t = self.start()
+            # CPU per operation: each kind in a block of its own (and its script's µs per call)
+            t, cs = self.start(), self.command_usec()
             for _ in range(k):
                 s.send_messages(ServiceBusMessage(body))
             self.stop(t, k)
-            cpu["send"] = self.cpu
-            t = self.start()
+            cpu["send"] = (*self.cpu, self.usec_per_call(cs, "evalsha"))
+            t, cs = self.start(), self.command_usec()
             got = [rc.receive_messages(1, max_wait_time=2)[0] for _ in range(k)]
             self.stop(t, k)
-            cpu["receive"] = self.cpu
-            t = self.start()
+            cpu["receive"] = (*self.cpu, self.usec_per_call(cs, "evalsha"))
+            t, cs = self.start(), self.command_usec()
             for m in got:
                 rc.complete_message(m)
             self.stop(t, k)
-            cpu["complete"] = self.cpu
+            cpu["complete"] = (*self.cpu, self.usec_per_call(cs, "evalsha"))
         raw: dict[str, Callable[[int], Any]] = {
             "raw EVALSHA": lambda i: r.evalsha(self.sha, 0),
             "raw HSET": lambda i: r.hset(key, str(i), "x"),
@@ -307,14 +316,64 @@ class Bench:
         }
         ids: list[bytes] = []
         for name, fn in raw.items():
-            t = self.start()
+            t, cs = self.start(), self.command_usec()
             for i in range(k):
                 fn(i)
             self.stop(t, k)
-            cpu[name] = self.cpu
+            cpu[name] = (*self.cpu, self.usec_per_call(cs, name.split()[1].lower()))
         r.delete(key, stream)
         self.drop(q)
         return out, cpu
+
+    def profile(self) -> dict[str, dict[str, float]]:
+        """Client CPU µs per single operation split in two: sbredis's Python above redis-py (the
+        transport's script call replaced by the reply a real call gave), and redis-py's packing,
+        socket calls and parsing for a call of the same keys and arguments (a script returning 1)."""
+        from sbredis import ServiceBusMessage
+
+        k = self.latency_ops
+        q = self.queue(k + 1)
+        transport = self.client._transport
+        real = transport._run_once
+        replies: dict[str, Any] = {}
+        calls: dict[str, Any] = {}
+
+        def record(c: Any, entity: str) -> Any:
+            replies[c.script.name] = reply = real(c, entity)
+            calls[c.script.name] = c
+            return reply
+
+        out: dict[str, dict[str, float]] = {}
+        with self.client.get_queue_sender(q) as s, self.client.get_queue_receiver(q, prefetch_count=0) as rc:
+            transport._run_once = record
+            try:
+                s.send_messages(ServiceBusMessage(b"x" * 100))
+                got = [rc.receive_messages(1, max_wait_time=2)[0] for _ in range(k)]
+                rc.complete_message(got.pop())
+                transport._run_once = lambda c, entity: replies[c.script.name]
+                ops: dict[str, Callable[[int], Any]] = {
+                    "send": lambda i: s.send_messages(ServiceBusMessage(b"x" * 100)),
+                    "receive": lambda i: rc.receive_messages(1, max_wait_time=2),
+                    "complete": lambda i: rc.complete_message(got[i]),
+                }
+                for name, fn in ops.items():
+                    t0 = time.process_time()
+                    for i in range(k - 1):
+                        fn(i)
+                    out[name] = {"sbredis_python_us": (time.process_time() - t0) / (k - 1) * 1e6}
+            finally:
+                transport._run_once = real
+            for name in ops:
+                c = calls[{"send": "send", "receive": "receive", "complete": "complete"}[name]]
+                t0 = time.process_time()
+                for _ in range(k):
+                    transport.redis.evalsha(self.sha, len(c.keys), *c.keys, *c.argv)
+                out[name]["redis_py_us"] = (time.process_time() - t0) / k * 1e6
+            for m in got:  # settle what the stubbed calls left locked
+                if not m.settled:
+                    rc.abandon_message(m)
+        self.drop(q)
+        return out
 
     def cleanup(self) -> None:
         from sbredis.exceptions import MessagingEntityNotFoundError
@@ -385,6 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         rates: dict[str, list[float]] = {k: [] for k in runs}
         cpus: dict[str, list[tuple[float, float]]] = {k: [] for k in runs}
         lat: dict[str, dict[str, list[float]]] = {}
+        prof: dict[str, dict[str, list[float]]] = {}
         try:
             for r in range(rounds):
                 for name, fn in runs.items():
@@ -397,11 +457,15 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 times, cpu = b.latency()
                 for op, xs in times.items():
-                    d = lat.setdefault(op, {"p50": [], "p99": [], "cpu_client": [], "cpu_server": []})
+                    d = lat.setdefault(op, {"p50": [], "p99": [], "cpu_client": [], "cpu_server": [], "command": []})
                     d["p50"].append(pct(xs, 0.5))
                     d["p99"].append(pct(xs, 0.99))
                     d["cpu_client"].append(cpu[op][0])
                     d["cpu_server"].append(cpu[op][1])
+                    d["command"].append(cpu[op][2])
+                for op, parts in b.profile().items():
+                    for part, us in parts.items():
+                        prof.setdefault(op, {}).setdefault(part, []).append(us)
             info = machine_info(b.r)
         finally:
             b.cleanup()
@@ -448,9 +512,25 @@ def main(argv: list[str] | None = None) -> int:
             "p50_spread_pct": spread(d["p50"]),
             "cpu_us_client": statistics.median(d["cpu_client"]),
             "cpu_us_server": statistics.median(d["cpu_server"]),
+            "command_us": statistics.median(d["command"]),
         }
         for op, d in lat.items()
     }
+    # where a single operation's p50 goes: client CPU (sbredis's Python, redis-py), the script's
+    # (or command's) execution in Redis, and the rest (socket round trip, the server's network
+    # handling, scheduling on the loaded machine)
+    profile: dict[str, dict[str, float]] = {}
+    for op, raw in COMPARABLE.items():
+        parts = {part: statistics.median(xs) for part, xs in prof[op].items()}
+        p50_us = latency[op]["p50_ms"] * 1e3
+        parts["script_us"] = latency[op]["command_us"]
+        parts["rest_us"] = p50_us - parts["sbredis_python_us"] - parts["redis_py_us"] - parts["script_us"]
+        parts["p50_us"] = p50_us
+        rp50 = latency[raw]["p50_ms"] * 1e3
+        parts[f"{raw} p50_us"] = rp50
+        parts[f"{raw} client_cpu_us"] = latency[raw]["cpu_us_client"]
+        parts[f"{raw} command_us"] = latency[raw]["command_us"]
+        profile[op] = parts
     raw_p50 = latency["raw EVALSHA"]["p50_ms"]
     print()
     print(
@@ -475,6 +555,7 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": rounds,
         "loops": loops,
         "latency": latency,
+        "profile": profile,
         "machine": info,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
