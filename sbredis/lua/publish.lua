@@ -2,8 +2,8 @@
   publish: fan a batch of messages out of one topic partition into the same partition of every
   subscription whose rules match: every copy of every message is stored, or none (one script,
   one hash tag: the subscriptions' keys live under the topic partition's tag).
-  KEYS: the topic partition's 24 keys, then 24 per subscription (includes/keysets.lua), in the
-        order of the names in ARGV
+  KEYS: the topic partition's 24 keys, then 10 per subscription (the keys a fan-out writes,
+        includes/fansets.lua), in the order of the names in ARGV
   ARGV[1] subv: the version of the subscription set the caller built KEYS for
   ARGV[2] k: the number of subscriptions, then their k names
   ARGV[3 + k] source: '' for a send, else the forwarding source ('<path>:<p>:<incarnation>')
@@ -26,9 +26,11 @@
   (FilterException, RuleEvaluationLimitExceeded, MessageSizeExceeded: also an action's copy
   over max_msg). TTL: the message's, else the topic's default, capped by the topic's and by the
   subscription's.
+  Cost: a fixed part per subscription (its keys, one read of its cfg and one of its st, one write
+  of its st) and one XADD per copy; a topic has at most 2,000 subscriptions (docs/topics.md).
 ]]
 --@include partition
---@include keysets
+--@include fansets
 --@include rules
 --@include sessions
 local cfg = load_cfg()
@@ -36,7 +38,7 @@ if not cfg then return fail('NOTFOUND') end
 if cfg.status == 'Disabled' or cfg.status == 'SendDisabled' then return fail('DISABLED') end
 local subv = redis.call('HGET', K_CFG, 'subv') or '0'
 local k = tonumber(ARGV[2])
-if subv ~= ARGV[1] or keyset_count() ~= k then
+if subv ~= ARGV[1] or fanset_count() ~= k then
   local all = redis.call('HGETALL', K_CFG)
   local out = {-1, subv}
   for i = 1, #all, 2 do
@@ -96,29 +98,43 @@ if cfg.dedup_ms > 0 then
   end
 end
 
--- the subscriptions: settings and rules of this partition
+-- the subscriptions: settings and rules of this partition, read straight off HGETALL's reply (a
+-- table per cfg and a pass over it cost more than the read itself at 2,000 subscriptions)
 local subs = {}
 local decode_needed = false
 for j = 1, k do
-  local S = keyset(j)
+  local S = fanset(j)
   local raw = redis.call('HGETALL', S.cfg)
-  local c = {}
-  for i = 1, #raw, 2 do c[raw[i]] = raw[i + 1] end
-  local rules = {}
-  for name, v in pairs(c) do
-    if string.sub(name, 1, 3) == 'rf:' then
-      local rule = string.sub(name, 4)
-      local action = c['ra:' .. rule]
-      rules[#rules + 1] = {rule, v, action}
-      if action or (v ~= '[1,true]' and v ~= '[1,false]') then decode_needed = true end
+  local status, pre, ttl, dlf, sess
+  local rules, actions = {}, nil
+  for i = 1, #raw, 2 do
+    local f = raw[i]
+    if string.byte(f, 1) == 114 and string.byte(f, 3) == 58 then  -- 'r?:'
+      local kind = string.sub(f, 1, 3)
+      if kind == 'rf:' then
+        rules[#rules + 1] = {string.sub(f, 4), raw[i + 1]}
+      elseif kind == 'ra:' then
+        actions = actions or {}
+        actions[string.sub(f, 4)] = raw[i + 1]
+      end
+    elseif f == 'status' then status = raw[i + 1]
+    elseif f == 'pre' then pre = raw[i + 1]
+    elseif f == 'ttl_ms' then ttl = raw[i + 1]
+    elseif f == 'dlf' then dlf = raw[i + 1]
+    elseif f == 'sess' then sess = raw[i + 1]
     end
   end
-  table.sort(rules, function(a, b) return a[1] < b[1] end)
+  for r = 1, #rules do
+    local rule = rules[r]
+    rule[3] = actions and actions[rule[1]]
+    if rule[3] or (rule[2] ~= '[1,true]' and rule[2] ~= '[1,false]') then decode_needed = true end
+  end
+  if #rules > 1 then table.sort(rules, function(a, b) return a[1] < b[1] end) end
   -- while auto-delete-on-idle retires a subscription (cfg 'pre': its status before), it still
   -- gets copies: deleted with it, or kept if it is put back (idle.lua)
-  local status = c.pre or c.status
+  status = pre or status
   subs[j] = {S = S, name = ARGV[2 + j], on = status ~= nil and status ~= 'Disabled',
-             ttl = tonumber(c.ttl_ms or '0'), dlf = c.dlf == '1', rules = rules, sess = c.sess == '1',
+             ttl = tonumber(ttl or '0'), dlf = dlf == '1', rules = rules, sess = sess == '1',
              copies = {}, dead = {}, added = 0}
 end
 
@@ -243,12 +259,16 @@ for i = 1, n do
     end
   end
 end
+-- one read of each receiving subscription's st serves the size check and the writes
 for j = 1, k do
   local sub = subs[j]
   if sub.added > 0 then
     local S = sub.S
-    local stored = tonumber(redis.call('HGET', S.st, 'size') or '0')
-    if stored + sub.added > cfg.max_size then return fail('QUOTA') end
+    local st = redis.call('HMGET', S.st, 'size', 'seq', 'cur')
+    sub.size = tonumber(st[1] or '0')
+    if sub.size + sub.added > cfg.max_size then return fail('QUOTA') end
+    sub.seq = tonumber(st[2] or '0')
+    sub.cur = st[3]
   end
 end
 
@@ -264,11 +284,13 @@ for j = 1, k do
   local S = sub.S
   local nc = #sub.copies
   if nc > 0 then
-    if not sub.sess and redis.call('HEXISTS', S.st, 'cur') == 0 then  -- partition.lua's cursor_init
-      redis.call('HSET', S.st, 'cur', redis.call('HGET', S.st, 'seq') or '0')
-    end  -- available copies go past the subscription's cursor, unindexed
-    local seq = redis.call('HINCRBY', S.st, 'seq', nc) - nc
-    local ready, sched, exp = {}, {}, {}
+    local seq = sub.seq
+    if not sub.sess and not sub.cur then  -- partition.lua's cursor_init
+      redis.call('HSET', S.st, 'cur', seq, 'seq', seq + nc, 'size', sub.size + sub.added)
+    else  -- available copies go past the subscription's cursor, unindexed
+      redis.call('HSET', S.st, 'seq', seq + nc, 'size', sub.size + sub.added)
+    end
+    local sched, exp = {}, {}
     for c = 1, nc do
       local copy = sub.copies[c]
       local i = copy[4]
@@ -303,18 +325,14 @@ for j = 1, k do
         m[#m + 1] = sub.name
         m[#m + 1] = seq
         m[#m + 1] = #copy[1]  -- its size: a cancel need not read the copy back
-      elseif copy[5] then
+      elseif copy[5] then  -- (a session subscription's copy has one: else NOSESSION above)
         sess_ready(S.ses, copy[5], seq)
-      elseif sub.sess then  -- (not reached: a copy without a session id is refused, NOSESSION)
-        ready[#ready + 1] = seq
-        ready[#ready + 1] = seq
       end
       if x > 0 then
         exp[#exp + 1] = x
         exp[#exp + 1] = seq
       end
     end
-    if #ready > 0 then call_many('ZADD', S.m.ready, ready) end
     if #sched > 0 then call_many('ZADD', S.sched, sched) end
     if #exp > 0 then call_many('ZADD', S.exp, exp) end
   end
@@ -324,7 +342,7 @@ for j = 1, k do
                'rd', sub.dead[d][2], 'os', '0')
     redis.call('ZADD', S.d.ready, dseq, dseq)
   end
-  if sub.added > 0 then redis.call('HINCRBY', S.st, 'size', sub.added) end
+  if nc == 0 and sub.added > 0 then redis.call('HSET', S.st, 'size', sub.size + sub.added) end
 end
 for o = 1, #order do
   local tseq = order[o]
