@@ -347,6 +347,9 @@ def subscription_config(
     )
     cfg = partition_config(q, partition, gen)
     cfg["dlf"] = int(s.dead_lettering_on_filter_evaluation_exceptions)
+    # how many fields these settings are, with nf: publish.lua tells from HLEN that the rest of
+    # the hash is the $Default rule alone, without reading it all
+    cfg["nf"] = len(cfg) + 1
     return cfg
 
 

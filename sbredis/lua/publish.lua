@@ -98,35 +98,44 @@ if cfg.dedup_ms > 0 then
   end
 end
 
--- the subscriptions: settings and rules of this partition, read straight off HGETALL's reply (a
--- table per cfg and a pass over it cost more than the read itself at 2,000 subscriptions)
+-- the subscriptions: settings and rules of this partition. Most subscriptions have only the
+-- $Default rule: cfg 'nf' counts the fields the subscription's settings wrote (with itself), so
+-- when HLEN is that, 'pre' (idle.lua) and rf:$Default, there is no other rule and one HMGET reads
+-- all; else the rules are read off HGETALL's reply (at 2,000 subscriptions the reads of cfg are
+-- most of a one-message publish).
 local subs = {}
 local decode_needed = false
+local default_only = {}  -- program -> the rule list {{'$Default', program}}, shared (never changed)
+local NONE = {}  -- a subscription's dead-letter copies until it has one (never changed)
 for j = 1, k do
   local S = fanset(j)
-  local raw = redis.call('HGETALL', S.cfg)
-  local status, pre, ttl, dlf, sess
+  local c = redis.call('HMGET', S.cfg, 'status', 'pre', 'ttl_ms', 'dlf', 'sess', 'nf', 'rf:$Default', 'ra:$Default')
+  local status, pre, ttl, dlf, sess = c[1], c[2], c[3], c[4], c[5]
   local rules, actions = {}, nil
-  for i = 1, #raw, 2 do
-    local f = raw[i]
-    if string.byte(f, 1) == 114 and string.byte(f, 3) == 58 then  -- 'r?:'
-      local kind = string.sub(f, 1, 3)
-      if kind == 'rf:' then
-        rules[#rules + 1] = {string.sub(f, 4), raw[i + 1]}
-      elseif kind == 'ra:' then
-        actions = actions or {}
-        actions[string.sub(f, 4)] = raw[i + 1]
+  if c[6] and c[7] and not c[8] and redis.call('HLEN', S.cfg) == tonumber(c[6]) + (pre and 2 or 1) then
+    rules = default_only[c[7]]
+    if not rules then
+      rules = {{'$Default', c[7]}}
+      default_only[c[7]] = rules
+    end
+  else
+    local raw = redis.call('HGETALL', S.cfg)
+    for i = 1, #raw, 2 do
+      local f = raw[i]
+      if string.byte(f, 1) == 114 and string.byte(f, 3) == 58 then  -- 'r?:'
+        local kind = string.sub(f, 1, 3)
+        if kind == 'rf:' then
+          rules[#rules + 1] = {string.sub(f, 4), raw[i + 1]}
+        elseif kind == 'ra:' then
+          actions = actions or {}
+          actions[string.sub(f, 4)] = raw[i + 1]
+        end
       end
-    elseif f == 'status' then status = raw[i + 1]
-    elseif f == 'pre' then pre = raw[i + 1]
-    elseif f == 'ttl_ms' then ttl = raw[i + 1]
-    elseif f == 'dlf' then dlf = raw[i + 1]
-    elseif f == 'sess' then sess = raw[i + 1]
     end
   end
   for r = 1, #rules do
     local rule = rules[r]
-    rule[3] = actions and actions[rule[1]]
+    if actions then rule[3] = actions[rule[1]] end
     if rule[3] or (rule[2] ~= '[1,true]' and rule[2] ~= '[1,false]') then decode_needed = true end
   end
   if #rules > 1 then table.sort(rules, function(a, b) return a[1] < b[1] end) end
@@ -135,7 +144,7 @@ for j = 1, k do
   status = pre or status
   subs[j] = {S = S, name = ARGV[2 + j], on = status ~= nil and status ~= 'Disabled',
              ttl = tonumber(ttl or '0'), dlf = dlf == '1', rules = rules, sess = sess == '1',
-             copies = {}, dead = {}, added = 0}
+             copies = {}, dead = NONE, added = 0}
 end
 
 -- evaluation: nothing is written until every copy is known and fits
@@ -171,10 +180,11 @@ for i = 1, n do
     end
     -- a program gives the same answer for the same message: evaluate each distinct one once
     local matches, actions = {}, {}
+    local plain_copy = nil  -- {blob, ttl, at, i}: the plain copy of message i, shared
     for j = 1, k do
       local sub = subs[j]
       if sub.on then
-        local plain, acted, err, reason = false, {}, nil, nil
+        local plain, acted, err, reason = false, nil, nil, nil
         for r = 1, #sub.rules do
           local rule = sub.rules[r]
           local matched
@@ -225,6 +235,7 @@ for i = 1, n do
                 err, reason = copy[2], copy[3]
                 break
               end
+              acted = acted or {}
               acted[#acted + 1] = copy
             else
               plain = true
@@ -233,16 +244,22 @@ for i = 1, n do
         end
         if err then
           if sub.dlf then
+            if sub.dead == NONE then sub.dead = {} end
             sub.dead[#sub.dead + 1] = {blob, err, reason or 'FilterException'}
             sub.added = sub.added + #blob
           end
         else
           local first = #sub.copies + 1
           if plain then
-            sub.copies[#sub.copies + 1] = {blob, ttl, at, i}
+            -- one table for every subscription's plain copy of message i (a session
+            -- subscription's copy gets its own: the session id is added to it below)
+            local pc = plain_copy
+            if sub.sess or not pc then pc = {blob, ttl, at, i} end
+            if not sub.sess then plain_copy = pc end
+            sub.copies[#sub.copies + 1] = pc
             sub.added = sub.added + #blob
           end
-          for a = 1, #acted do
+          for a = 1, #(acted or NONE) do
             local c = acted[a]
             sub.copies[#sub.copies + 1] = {c[1], c[2], c[3], i}
             sub.added = sub.added + #c[1]
@@ -290,7 +307,7 @@ for j = 1, k do
     else  -- available copies go past the subscription's cursor, unindexed
       redis.call('HSET', S.st, 'seq', seq + nc, 'size', sub.size + sub.added)
     end
-    local sched, exp = {}, {}
+    local sched, exp = nil, nil  -- zset pairs, made when a copy needs one
     for c = 1, nc do
       local copy = sub.copies[c]
       local i = copy[4]
@@ -313,6 +330,7 @@ for j = 1, k do
         redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x, 'h', hop)
       end
       if enq > now then
+        sched = sched or {}
         sched[#sched + 1] = enq
         sched[#sched + 1] = seq
         local tseq = tseqs[i]
@@ -329,12 +347,13 @@ for j = 1, k do
         sess_ready(S.ses, copy[5], seq)
       end
       if x > 0 then
+        exp = exp or {}
         exp[#exp + 1] = x
         exp[#exp + 1] = seq
       end
     end
-    if #sched > 0 then call_many('ZADD', S.sched, sched) end
-    if #exp > 0 then call_many('ZADD', S.exp, exp) end
+    if sched then call_many('ZADD', S.sched, sched) end
+    if exp then call_many('ZADD', S.exp, exp) end
   end
   for d = 1, #sub.dead do
     local dseq = redis.call('HINCRBY', S.st, 'dseq', 1)
