@@ -2,7 +2,8 @@
 
 The caller passes the subscription set it last saw (TopicSubs, with its version ``subv``); when
 that is stale the script stores nothing and answers with the current set (:func:`stale`).
-cancel_topic_scheduled shares this KEYS layout and the stale answer.
+publish passes the 10 keys a fan-out writes per subscription (:func:`fan_keys`);
+cancel_topic_scheduled passes all 24 (:func:`topic_keys`) and shares the stale answer.
 """
 
 from __future__ import annotations
