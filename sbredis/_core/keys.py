@@ -143,6 +143,11 @@ PARTITION_KEY_NAMES = (
     "su",
 )
 NUM_PARTITION_KEYS = len(PARTITION_KEY_NAMES)
+# The keys of a subscription partition that a publish writes (publish.lua, includes/fansets.lua):
+# a fan-out to 2,000 subscriptions passes these 10 each, not all 24 (Redis copies every key into
+# the script call, a fixed cost per subscription whatever the batch).
+FAN_KEY_NAMES = ("cfg", "st", "log", "sched", "exp", "d:log", "d:ready", "sr", "sa", "sl")
+_FAN_INDEX = tuple(PARTITION_KEY_NAMES.index(n) for n in FAN_KEY_NAMES)
 
 
 def partition_tag(entity: str, partition: int) -> str:
@@ -185,6 +190,12 @@ def subscription_keys(topic: str, subscription: str, partition: int) -> tuple[st
     """All keys of partition `partition` of a subscription, under the topic partition's hash tag."""
     prefix = f"{partition_tag(topic, partition)}:s:{subscription}"
     return tuple(f"{prefix}:{name}" for name in PARTITION_KEY_NAMES)
+
+
+def subscription_fan_keys(topic: str, subscription: str, partition: int) -> tuple[str, ...]:
+    """The FAN_KEY_NAMES keys of partition `partition` of a subscription (what publish writes)."""
+    sk = subscription_keys(topic, subscription, partition)
+    return tuple(sk[i] for i in _FAN_INDEX)
 
 
 def transfer_keys(owner: tuple[str, ...]) -> tuple[str, ...]:

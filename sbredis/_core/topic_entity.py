@@ -54,6 +54,10 @@ from .rules import (
 )
 
 DEFAULT_RULE = "$Default"
+# Service Bus quotas, "Number of subscriptions per topic": 2,000 per topic; further creates are
+# refused with an exception. It also bounds a publish, which fans out to every subscription in one
+# script call (docs/topics.md, Fan-out cost).
+MAX_SUBSCRIPTIONS_PER_TOPIC = 2_000
 _SUB_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._\-]{0,48}[A-Za-z0-9])?$")
 _RULE_NAME = re.compile(r"^[A-Za-z0-9$](?:[A-Za-z0-9._\-$]{0,48}[A-Za-z0-9])?$")
 _DURATIONS = {
@@ -343,6 +347,9 @@ def subscription_config(
     )
     cfg = partition_config(q, partition, gen)
     cfg["dlf"] = int(s.dead_lettering_on_filter_evaluation_exceptions)
+    # how many fields these settings are, with nf: publish.lua tells from HLEN that the rest of
+    # the hash is the $Default rule alone, without reading it all
+    cfg["nf"] = len(cfg) + 1
     return cfg
 
 

@@ -34,6 +34,7 @@ from .._core.protocol import idle, stats
 from .._core.rules import CorrelationRuleFilter, TrueRuleFilter
 from .._core.topic_entity import (
     DEFAULT_RULE,
+    MAX_SUBSCRIPTIONS_PER_TOPIC,
     RuleProperties,
     SubscriptionProperties,
     TopicProperties,
@@ -64,6 +65,7 @@ from ..exceptions import (
     MessagingEntityAlreadyExistsError,
     MessagingEntityNotFoundError,
     ServiceBusError,
+    ServiceBusQuotaExceededError,
 )
 from ._forwarder import Forwarder
 from ._registry import Registry
@@ -266,11 +268,14 @@ class TopicAdministration:
             MessagingEntityNotFoundError: no such topic, or forward_to or forward_dead_lettered_messages_to
                 names no entity.
             MessagingEntityAlreadyExistsError: the topic has a subscription of that name.
+            ServiceBusQuotaExceededError: the topic has MAX_SUBSCRIPTIONS_PER_TOPIC (2,000)
+                subscriptions already (Service Bus's quota); nothing is written.
         """
         t, _ = self._topic_entry(topic_name)
         s = build_subscription(t.name, subscription_name, **kwargs)
         targets = forward_targets(s)
         check_forward_targets(targets, self._registry.get_many(targets))
+        self._check_subscription_quota(t.name)
         now = self._server_ms()
         path = subscription_path(t.name, s.name)
         default = build_rule(DEFAULT_RULE, TrueRuleFilter())
@@ -279,6 +284,16 @@ class TopicAdministration:
         record = self._subscription_record(t, s, now, now, gen)
         self._change(path, registry_commands.put(path, record), cmds, True)
         return addressed(s, self._transport.namespace)
+
+    def _check_subscription_quota(self, topic: str) -> None:
+        # Checked before the write, not inside it: two creates racing past 1,999 can both pass,
+        # one over the cap at most per concurrent creator (a publish stays bounded near the cap).
+        count = int(self._transport.execute("HLEN", subscriptions_index(topic)))
+        if count >= MAX_SUBSCRIPTIONS_PER_TOPIC:
+            raise ServiceBusQuotaExceededError(
+                f"The topic '{topic}' has {count} subscriptions, the maximum is {MAX_SUBSCRIPTIONS_PER_TOPIC}; "
+                "delete one before creating another."
+            )
 
     def get_subscription(self, topic_name: str, subscription_name: str) -> SubscriptionProperties:
         """Raises MessagingEntityNotFoundError when there is no such subscription."""

@@ -258,6 +258,7 @@ class ServiceBusReceiver:
         while True:
             got = await self._receive_once(min(n + self._prefetch, validation.MAX_RECEIVE_COUNT))
             if got:
+                got = await self._fill(got, n, deadline)
                 self._buffer.extend(got[n:])
                 return self._hand_out(got[:n])
             if self._expired_left and (deadline is None or time.monotonic() < deadline):
@@ -272,6 +273,19 @@ class ServiceBusReceiver:
             delay = pause if deadline is None else min(pause, deadline - now)
             await asyncio.sleep(delay)
             pause = min(pause * 2, _POLL_MAX)
+
+    async def _fill(
+        self, got: list[ServiceBusReceivedMessage], n: int, deadline: float | None
+    ) -> list[ServiceBusReceivedMessage]:
+        """Up to `n` messages: a script call stops reading on its time budget (READ_US,
+        docs/keyspace.md "Per-call caps") and says so, so call again, within the wait, while a
+        reply says more may be left."""
+        while len(got) < n and self._expired_left and (deadline is None or time.monotonic() < deadline):
+            extra = await self._receive_once(min(n - len(got), validation.MAX_RECEIVE_COUNT))
+            if not extra:
+                break
+            got += extra
+        return got
 
     def _hand_out(self, messages: list[ServiceBusReceivedMessage]) -> list[ServiceBusReceivedMessage]:
         """Register handed-out locked messages with the receiver's AutoLockRenewer, if any (a

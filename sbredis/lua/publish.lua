@@ -2,8 +2,8 @@
   publish: fan a batch of messages out of one topic partition into the same partition of every
   subscription whose rules match: every copy of every message is stored, or none (one script,
   one hash tag: the subscriptions' keys live under the topic partition's tag).
-  KEYS: the topic partition's 24 keys, then 24 per subscription (includes/keysets.lua), in the
-        order of the names in ARGV
+  KEYS: the topic partition's 24 keys, then 10 per subscription (the keys a fan-out writes,
+        includes/fansets.lua), in the order of the names in ARGV
   ARGV[1] subv: the version of the subscription set the caller built KEYS for
   ARGV[2] k: the number of subscriptions, then their k names
   ARGV[3 + k] source: '' for a send, else the forwarding source ('<path>:<p>:<incarnation>')
@@ -26,9 +26,11 @@
   (FilterException, RuleEvaluationLimitExceeded, MessageSizeExceeded: also an action's copy
   over max_msg). TTL: the message's, else the topic's default, capped by the topic's and by the
   subscription's.
+  Cost: a fixed part per subscription (its keys, one read of its cfg and one of its st, one write
+  of its st) and one XADD per copy; a topic has at most 2,000 subscriptions (docs/topics.md).
 ]]
 --@include partition
---@include keysets
+--@include fansets
 --@include rules
 --@include sessions
 local cfg = load_cfg()
@@ -36,7 +38,7 @@ if not cfg then return fail('NOTFOUND') end
 if cfg.status == 'Disabled' or cfg.status == 'SendDisabled' then return fail('DISABLED') end
 local subv = redis.call('HGET', K_CFG, 'subv') or '0'
 local k = tonumber(ARGV[2])
-if subv ~= ARGV[1] or keyset_count() ~= k then
+if subv ~= ARGV[1] or fanset_count() ~= k then
   local all = redis.call('HGETALL', K_CFG)
   local out = {-1, subv}
   for i = 1, #all, 2 do
@@ -96,30 +98,53 @@ if cfg.dedup_ms > 0 then
   end
 end
 
--- the subscriptions: settings and rules of this partition
+-- the subscriptions: settings and rules of this partition. Most subscriptions have only the
+-- $Default rule: cfg 'nf' counts the fields the subscription's settings wrote (with itself), so
+-- when HLEN is that, 'pre' (idle.lua) and rf:$Default, there is no other rule and one HMGET reads
+-- all; else the rules are read off HGETALL's reply (at 2,000 subscriptions the reads of cfg are
+-- most of a one-message publish).
 local subs = {}
 local decode_needed = false
+local default_only = {}  -- program -> the rule list {{'$Default', program}}, shared (never changed)
+local NONE = {}  -- a subscription's dead-letter copies until it has one (never changed)
 for j = 1, k do
-  local S = keyset(j)
-  local raw = redis.call('HGETALL', S.cfg)
-  local c = {}
-  for i = 1, #raw, 2 do c[raw[i]] = raw[i + 1] end
-  local rules = {}
-  for name, v in pairs(c) do
-    if string.sub(name, 1, 3) == 'rf:' then
-      local rule = string.sub(name, 4)
-      local action = c['ra:' .. rule]
-      rules[#rules + 1] = {rule, v, action}
-      if action or (v ~= '[1,true]' and v ~= '[1,false]') then decode_needed = true end
+  local S = fanset(j)
+  local c = redis.call('HMGET', S.cfg, 'status', 'pre', 'ttl_ms', 'dlf', 'sess', 'nf', 'rf:$Default', 'ra:$Default')
+  local status, pre, ttl, dlf, sess = c[1], c[2], c[3], c[4], c[5]
+  local rules, actions = {}, nil
+  if c[6] and c[7] and not c[8] and redis.call('HLEN', S.cfg) == tonumber(c[6]) + (pre and 2 or 1) then
+    rules = default_only[c[7]]
+    if not rules then
+      rules = {{'$Default', c[7]}}
+      default_only[c[7]] = rules
+    end
+  else
+    local raw = redis.call('HGETALL', S.cfg)
+    for i = 1, #raw, 2 do
+      local f = raw[i]
+      if string.byte(f, 1) == 114 and string.byte(f, 3) == 58 then  -- 'r?:'
+        local kind = string.sub(f, 1, 3)
+        if kind == 'rf:' then
+          rules[#rules + 1] = {string.sub(f, 4), raw[i + 1]}
+        elseif kind == 'ra:' then
+          actions = actions or {}
+          actions[string.sub(f, 4)] = raw[i + 1]
+        end
+      end
     end
   end
-  table.sort(rules, function(a, b) return a[1] < b[1] end)
+  for r = 1, #rules do
+    local rule = rules[r]
+    if actions then rule[3] = actions[rule[1]] end
+    if rule[3] or (rule[2] ~= '[1,true]' and rule[2] ~= '[1,false]') then decode_needed = true end
+  end
+  if #rules > 1 then table.sort(rules, function(a, b) return a[1] < b[1] end) end
   -- while auto-delete-on-idle retires a subscription (cfg 'pre': its status before), it still
   -- gets copies: deleted with it, or kept if it is put back (idle.lua)
-  local status = c.pre or c.status
+  status = pre or status
   subs[j] = {S = S, name = ARGV[2 + j], on = status ~= nil and status ~= 'Disabled',
-             ttl = tonumber(c.ttl_ms or '0'), dlf = c.dlf == '1', rules = rules, sess = c.sess == '1',
-             copies = {}, dead = {}, added = 0}
+             ttl = tonumber(ttl or '0'), dlf = dlf == '1', rules = rules, sess = sess == '1',
+             copies = {}, dead = NONE, added = 0}
 end
 
 -- evaluation: nothing is written until every copy is known and fits
@@ -155,10 +180,11 @@ for i = 1, n do
     end
     -- a program gives the same answer for the same message: evaluate each distinct one once
     local matches, actions = {}, {}
+    local plain_copy = nil  -- {blob, ttl, at, i}: the plain copy of message i, shared
     for j = 1, k do
       local sub = subs[j]
       if sub.on then
-        local plain, acted, err, reason = false, {}, nil, nil
+        local plain, acted, err, reason = false, nil, nil, nil
         for r = 1, #sub.rules do
           local rule = sub.rules[r]
           local matched
@@ -209,6 +235,7 @@ for i = 1, n do
                 err, reason = copy[2], copy[3]
                 break
               end
+              acted = acted or {}
               acted[#acted + 1] = copy
             else
               plain = true
@@ -217,16 +244,22 @@ for i = 1, n do
         end
         if err then
           if sub.dlf then
+            if sub.dead == NONE then sub.dead = {} end
             sub.dead[#sub.dead + 1] = {blob, err, reason or 'FilterException'}
             sub.added = sub.added + #blob
           end
         else
           local first = #sub.copies + 1
           if plain then
-            sub.copies[#sub.copies + 1] = {blob, ttl, at, i}
+            -- one table for every subscription's plain copy of message i (a session
+            -- subscription's copy gets its own: the session id is added to it below)
+            local pc = plain_copy
+            if sub.sess or not pc then pc = {blob, ttl, at, i} end
+            if not sub.sess then plain_copy = pc end
+            sub.copies[#sub.copies + 1] = pc
             sub.added = sub.added + #blob
           end
-          for a = 1, #acted do
+          for a = 1, #(acted or NONE) do
             local c = acted[a]
             sub.copies[#sub.copies + 1] = {c[1], c[2], c[3], i}
             sub.added = sub.added + #c[1]
@@ -243,12 +276,16 @@ for i = 1, n do
     end
   end
 end
+-- one read of each receiving subscription's st serves the size check and the writes
 for j = 1, k do
   local sub = subs[j]
   if sub.added > 0 then
     local S = sub.S
-    local stored = tonumber(redis.call('HGET', S.st, 'size') or '0')
-    if stored + sub.added > cfg.max_size then return fail('QUOTA') end
+    local st = redis.call('HMGET', S.st, 'size', 'seq', 'cur')
+    sub.size = tonumber(st[1] or '0')
+    if sub.size + sub.added > cfg.max_size then return fail('QUOTA') end
+    sub.seq = tonumber(st[2] or '0')
+    sub.cur = st[3]
   end
 end
 
@@ -264,11 +301,13 @@ for j = 1, k do
   local S = sub.S
   local nc = #sub.copies
   if nc > 0 then
-    if not sub.sess and redis.call('HEXISTS', S.st, 'cur') == 0 then  -- partition.lua's cursor_init
-      redis.call('HSET', S.st, 'cur', redis.call('HGET', S.st, 'seq') or '0')
-    end  -- available copies go past the subscription's cursor, unindexed
-    local seq = redis.call('HINCRBY', S.st, 'seq', nc) - nc
-    local ready, sched, exp = {}, {}, {}
+    local seq = sub.seq
+    if not sub.sess and not sub.cur then  -- partition.lua's cursor_init
+      redis.call('HSET', S.st, 'cur', seq, 'seq', seq + nc, 'size', sub.size + sub.added)
+    else  -- available copies go past the subscription's cursor, unindexed
+      redis.call('HSET', S.st, 'seq', seq + nc, 'size', sub.size + sub.added)
+    end
+    local sched, exp = nil, nil  -- zset pairs, made when a copy needs one
     for c = 1, nc do
       local copy = sub.copies[c]
       local i = copy[4]
@@ -291,6 +330,7 @@ for j = 1, k do
         redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x, 'h', hop)
       end
       if enq > now then
+        sched = sched or {}
         sched[#sched + 1] = enq
         sched[#sched + 1] = seq
         local tseq = tseqs[i]
@@ -303,20 +343,17 @@ for j = 1, k do
         m[#m + 1] = sub.name
         m[#m + 1] = seq
         m[#m + 1] = #copy[1]  -- its size: a cancel need not read the copy back
-      elseif copy[5] then
+      elseif copy[5] then  -- (a session subscription's copy has one: else NOSESSION above)
         sess_ready(S.ses, copy[5], seq)
-      elseif sub.sess then  -- (not reached: a copy without a session id is refused, NOSESSION)
-        ready[#ready + 1] = seq
-        ready[#ready + 1] = seq
       end
       if x > 0 then
+        exp = exp or {}
         exp[#exp + 1] = x
         exp[#exp + 1] = seq
       end
     end
-    if #ready > 0 then call_many('ZADD', S.m.ready, ready) end
-    if #sched > 0 then call_many('ZADD', S.sched, sched) end
-    if #exp > 0 then call_many('ZADD', S.exp, exp) end
+    if sched then call_many('ZADD', S.sched, sched) end
+    if exp then call_many('ZADD', S.exp, exp) end
   end
   for d = 1, #sub.dead do
     local dseq = redis.call('HINCRBY', S.st, 'dseq', 1)
@@ -324,7 +361,7 @@ for j = 1, k do
                'rd', sub.dead[d][2], 'os', '0')
     redis.call('ZADD', S.d.ready, dseq, dseq)
   end
-  if sub.added > 0 then redis.call('HINCRBY', S.st, 'size', sub.added) end
+  if nc == 0 and sub.added > 0 then redis.call('HSET', S.st, 'size', sub.size + sub.added) end
 end
 for o = 1, #order do
   local tseq = order[o]

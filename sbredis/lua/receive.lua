@@ -12,7 +12,8 @@
            enqueued_ms, expires_ms [, dead-letter reason, dead-letter description: group 'd' only]}
            (delivery_count and expires_ms as integer replies)
            more: 1 when the sweep stopped on its expiry budget with expired messages left (call
-           again at once: a live message may wait behind them), else 0
+           again at once: a live message may wait behind them), or the read stopped on its time
+           budget (includes/messages.lua's READ_US: call again for the rest), else 0
   Errors:  NOTFOUND  DISABLED (receive)  SESSIONREQ (the entity requires sessions: session_receive)
 ]]
 --@include partition
@@ -32,9 +33,9 @@ if not G.main then sweep(G, cfg, now, limit) end
 
 local untl = now + cfg.lock_ms
 -- the sweep left expired messages: read no more than asked for (they are the next call's work)
-local seqs, fields, xs, n, from_ready = take(G, cfg, now, want, more and 0 or limit)
+local seqs, fields, xs, n, from_ready, late = take(G, cfg, now, want, more and 0 or limit, true)
 
-local out = {now, untl, more and 1 or 0}
+local out = {now, untl, (more or late) and 1 or 0}
 if n == 0 then
   touch(now)
   return out

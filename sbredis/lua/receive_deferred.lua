@@ -11,8 +11,8 @@
           (its lock is then the session's: includes/sessions.lua)
   Returns: {now_ms, locked_until_ms, taken, then per message as receive} (receive's reply with
            `taken` for its `more`: 0 when every number was taken; else this call stopped once it
-           had read READ_BYTES of messages (includes/messages.lua), having taken the first `taken`
-           numbers, and the caller asks for the rest again)
+           had read READ_BYTES of messages or spent READ_US (includes/messages.lua), having
+           taken the first `taken` numbers, and the caller asks for the rest again)
   Errors:  NOTFOUND  DISABLED  NOMSG (a number is not a deferred message [of the session])
            SESSIONREQ (a session entity without a session id)  LOST (the session lock is not held)
            UNSETTLED (peek-lock: the session would hold more than SESS_HELD_MAX locked messages)
@@ -54,8 +54,10 @@ if cfg.sess and G.main then
 end
 local out = {now, untl, 0}
 local bytes = 0
+local start = clock_us()
 for i = 5, n + 4 do
-  if bytes >= READ_BYTES then  -- the rest are the next call's (all were checked above)
+  -- the rest are the next call's (all were checked above): past READ_BYTES, or READ_US of reading
+  if bytes >= READ_BYTES or (i % 64 == 0 and clock_us() - start >= READ_US) then
     out[3] = i - 5
     break
   end

@@ -7,8 +7,9 @@
   ARGV[4] the session lock's nonce   ARGV[5] sweep limit
   Returns: {now_ms, locked_until_ms, more, then per message: seq, delivery_count, blob,
            enqueued_ms, expires_ms} (delivery_count and expires_ms as integer replies)
-           more: 1 when the sweep stopped on its expiry budget with expired messages left (call
-           again at once), else 0
+           more: 1 when the sweep stopped on its expiry budget with expired messages left, or
+           the read on its time budget (includes/messages.lua's READ_US): call again at once;
+           else 0
   Errors:  NOTFOUND  DISABLED  NOTSESSIONFUL (the entity does not require sessions)
            LOST (the caller does not hold the session lock: elapsed, or taken by another)
            UNSETTLED (peek-lock: the session holds SESS_HELD_MAX locked messages already; with
@@ -41,7 +42,8 @@ local got = {}
 local budget = want + limit
 if more then budget = want end  -- the sweep left expired messages: the next call's work
 local chunk, bytes = read_chunk(cfg), 0  -- READ_BYTES (includes/messages.lua)
-while #got < want and budget > 0 and bytes < READ_BYTES do
+local start, late = clock_us(), false  -- READ_US (includes/messages.lua)
+while #got < want and budget > 0 and bytes < READ_BYTES and not late do
   local members = sess_members(SES, false, sid, math.min(want - #got, budget, chunk))
   if #members == 0 then break end
   call_many('ZREM', SES.sr, members)
@@ -62,9 +64,10 @@ while #got < want and budget > 0 and bytes < READ_BYTES do
       end
     end
   end
+  late = clock_us() - start >= READ_US
 end
 
-local out = {now, untl, more and 1 or 0}
+local out = {now, untl, (more or late) and 1 or 0}
 touch(now)
 if #got == 0 then return out end
 local seqs = {}

@@ -329,3 +329,39 @@ def test_cancelling_scheduled_topic_messages_with_many_copies(
         assert raw.zcard(keys["sched"]) == 0 and raw.xlen(keys["log"]) == 0
         assert raw.hget(keys["st"], "size") == b"0"  # each copy's size was taken off its partition
     admin.delete_topic(topic)
+
+
+@pytest.mark.parametrize("how", ["queue", "session", "deferred"])
+def test_receiving_thousands_of_small_messages_is_spread_over_calls_and_complete(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis, slowlog: None, how: str
+) -> None:
+    """One receive of 5,000 messages of 1 KB read them all in one call (70 ms; under the byte cap).
+    A call now also stops after READ_US of reading and says so; receive_messages calls again
+    within its wait, so max_message_count=N still returns N when N are available. A session
+    receive (at most 2,000 held) and receive_deferred_messages (1,000 numbers a call) likewise."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, requires_session=how == "session")
+    count = {"queue": 5_000, "session": 2_000, "deferred": 1_000}[how]
+    sid = "A" if how == "session" else None
+    with client.get_queue_sender(q) as s:
+        for i in range(0, count, 200):  # under the 256 KiB batch limit
+            s.send_messages(
+                [ServiceBusMessage(b"x" * 1_000, session_id=sid, message_id=str(i + j)) for j in range(200)]
+            )
+    kw: dict[str, Any] = {"session_id": sid} if sid else {}
+    with client.get_queue_receiver(q, **kw) as r:
+        if how == "deferred":
+            seqs: list[int] = []
+            while len(seqs) < count:
+                batch = r.receive_messages(max_message_count=count, max_wait_time=5)
+                r.defer_messages(batch)
+                seqs += [m.sequence_number for m in batch]
+            measure(raw)
+            got = r.receive_deferred_messages(seqs)
+        else:
+            measure(raw)
+            got = r.receive_messages(max_message_count=count, max_wait_time=30)
+        assert [m.message_id for m in got] == [str(i) for i in range(count)]
+        r.complete_messages(got)
+    assert admin.get_queue_runtime_properties(q).total_message_count == 0
+    admin.delete_queue(q)

@@ -6,8 +6,9 @@ What is checked, per composed script (``sbredis._core.scripts.load``):
   ``fail('CODE')`` the script uses; every code maps to an exception in ``_core.errors``;
 * file names and ``SCRIPT_NAMES`` agree, includes resolve, nothing is left unresolved;
 * every script Python calls gets the 24 keys of one partition (one cluster slot), or for the
-  scripts that include ``keysets`` (publish, forwarding, idle) 24 more per further partition-shaped
-  key set under the same hash tag; ``includes/partition.lua`` binds ``KEYS[1..24]`` in the order of
+  scripts that include ``keysets`` (forwarding, idle) 24 more per further partition-shaped
+  key set under the same hash tag, or publish (``fansets``) the 10 of ``keys.FAN_KEY_NAMES`` per
+  subscription; ``includes/partition.lua`` binds ``KEYS[1..24]`` in the order of
   ``keys.PARTITION_KEY_NAMES`` and ``includes/keysets.lua`` the further sets the same way;
 * no keyspace scans (KEYS, SCAN, RANDOMKEY) and no key names built in Lua. The heuristic: the
   scripts are tokenised (comments dropped, strings kept) and for every ``redis.call`` /
@@ -44,7 +45,7 @@ INCLUDES = LUA / "includes"
 SCRIPT_FILES = sorted(LUA.glob("*.lua"))
 INCLUDE_FILES = sorted(INCLUDES.glob("*.lua"))
 KEYSET_VARIABLES = ("S", "T")  # names a script binds a further key set (includes/keysets.lua) to
-KEYSET_SCRIPTS = {"publish", "cancel_topic_scheduled", "forward_out", "forward_ack", "idle", "tx_commit"}
+KEYSET_SCRIPTS = {"cancel_topic_scheduled", "forward_out", "forward_ack", "idle", "tx_commit"}
 # Scripts with a KEYS layout of their own, documented in their header and checked by their own test
 # below: dashboard_counts takes 18 of a partition's keys per partition, many partitions per call
 # (the whole 24 of a partition and of its transfer queue would be 48 keys a partition at every read).
@@ -223,7 +224,7 @@ def key_variables(keysets: bool = False) -> set[str]:
 PAIRED_SCRIPTS = set(scripts.SCRIPT_NAMES) & {"siphon_lease", "syphon_lease"}
 
 
-SINGLE_KEYSET = set(protocol.MODULES) - KEYSET_SCRIPTS - OWN_LAYOUT_SCRIPTS  # one partition's 24 keys
+SINGLE_KEYSET = set(protocol.MODULES) - KEYSET_SCRIPTS - OWN_LAYOUT_SCRIPTS - {"publish"}  # one partition's 24 keys
 
 
 def python_called_scripts() -> set[str]:
@@ -363,7 +364,7 @@ def test_keys_is_used_only_in_partition_lua_and_only_with_literal_indices() -> N
         for i, tok in enumerate(toks):
             if tok != ("name", "KEYS"):
                 continue
-            if path.name == "keysets.lua":
+            if path.name in ("keysets.lua", "fansets.lua"):
                 if toks[i - 1] == ("op", "#"):  # keyset_count(): #KEYS
                     continue
                 assert [t for _, t in toks[i + 1 : i + 4]] == ["[", "b", "+"] and toks[i + 4][0] == "num", (
@@ -391,10 +392,30 @@ def test_keysets_lua_binds_each_further_set_in_keys_py_order() -> None:
         assert expected == field, (field, off, expected)
 
 
+def test_fansets_lua_binds_each_set_in_keys_py_order() -> None:
+    code = code_only((INCLUDES / "fansets.lua").read_text())
+    pairs = re.findall(r"(\w+) = KEYS \[ b \+ (\d+) \]", code)
+    assert sorted(int(o) for _, o in pairs) == list(range(1, len(keys.FAN_KEY_NAMES) + 1))
+    in_d = {o for body in re.findall(r"\bd = \{([^{}]*)\}", code) for o in re.findall(r"KEYS \[ b \+ (\d+) \]", body)}
+    for field, off in pairs:
+        name = "d:" + field if off in in_d else field  # the dead-letter group repeats the main group's names
+        assert keys.FAN_KEY_NAMES[int(off) - 1] == name, (field, off)
+    fan = keys.subscription_fan_keys("t", "a", 3)
+    assert fan == tuple(k for k in keys.subscription_keys("t", "a", 3) if k.split(":s:a:", 1)[1] in keys.FAN_KEY_NAMES)
+
+
+def test_publish_passes_the_fan_keys_of_each_subscription() -> None:
+    c = fanout.publish_call("t", 5, fanout.TopicSubs("3", ("a", "b.c"), ("a",)), "", [])
+    n, f = keys.NUM_PARTITION_KEYS, len(keys.FAN_KEY_NAMES)
+    assert len(c.keys) == n + 2 * f and len(set(c.keys)) == len(c.keys)
+    assert c.keys[:n] == keys.partition_keys("t", 5)
+    assert c.keys[n:] == keys.subscription_fan_keys("t", "a", 5) + keys.subscription_fan_keys("t", "b.c", 5)
+    assert len({key_slot(k.encode()) for k in c.keys}) == 1
+
+
 def _multi_keyset_calls() -> list[object]:
     subs = fanout.TopicSubs("3", ("a", "b.c"), ("a",))
     return [
-        pytest.param(fanout.publish_call("t", 5, subs, "", []), 3, id="publish"),
         pytest.param(fanout.cancel_call("t", 5, subs, [1]), 3, id="cancel_topic_scheduled"),
         pytest.param(fanout.forward_out_call("t/Subscriptions/a", 5), 2, id="forward_out"),
         pytest.param(fanout.forward_ack_call("q", 5, []), 2, id="forward_ack"),
@@ -477,7 +498,8 @@ def test_no_keyspace_scans(path: Path) -> None:
 
 @pytest.mark.parametrize("path", [*SCRIPT_FILES, *INCLUDE_FILES], ids=lambda p: p.name)
 def test_redis_calls_use_named_keys_only(path: Path) -> None:
-    allowed = key_variables(keysets="--@include keysets" in path.read_text())
+    text = path.read_text()
+    allowed = key_variables(keysets="--@include keysets" in text or "--@include fansets" in text)
     sites = call_sites(path.read_text())
     for callee, args in sites:
         cmd = args[0]
@@ -800,7 +822,7 @@ def test_protocol_module_argv_names_the_header_argv_in_order(name: str) -> None:
         assert text.lower().startswith(declared.lower()), f"{name}: ARGV[{i}] is {text!r}, the module says {declared!r}"
 
 
-@pytest.mark.parametrize("name", sorted(set(protocol.MODULES) - OWN_LAYOUT_SCRIPTS))
+@pytest.mark.parametrize("name", sorted(set(protocol.MODULES) - OWN_LAYOUT_SCRIPTS - {"publish"}))
 def test_protocol_builder_passes_keys_and_argv_as_the_header_says(name: str) -> None:
     c, fixed, tail, further = _samples()[name]
     module = protocol.MODULES[name]

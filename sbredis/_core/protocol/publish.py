@@ -2,12 +2,13 @@
 
 The caller passes the subscription set it last saw (TopicSubs, with its version ``subv``); when
 that is stale the script stores nothing and answers with the current set (:func:`stale`).
-cancel_topic_scheduled shares this KEYS layout and the stale answer.
+publish passes the 10 keys a fan-out writes per subscription (:func:`fan_keys`);
+cancel_topic_scheduled passes all 24 (:func:`topic_keys`) and shares the stale answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,24 +33,38 @@ class TopicSubs:
 
 
 def topic_keys(topic: str, partition: int, names: Sequence[str]) -> tuple[str, ...]:
-    """The topic partition's keys, then the same partition's keys of each subscription."""
+    """The topic partition's keys, then the same partition's keys of each subscription (the
+    layout of cancel_topic_scheduled)."""
     ks: list[str] = list(keys.partition_keys(topic, partition))
     for name in names:
         ks += keys.subscription_keys(topic, name, partition)
     return tuple(ks)
 
 
+def fan_keys(topic: str, partition: int, names: Sequence[str]) -> tuple[str, ...]:
+    """publish's KEYS: the topic partition's keys, then the keys a fan-out writes of the same
+    partition of each subscription (keys.FAN_KEY_NAMES)."""
+    ks: list[str] = list(keys.partition_keys(topic, partition))
+    for name in names:
+        ks += keys.subscription_fan_keys(topic, name, partition)
+    return tuple(ks)
+
+
+def _keys_for(script: str) -> Callable[[str, int, Sequence[str]], tuple[str, ...]]:
+    return fan_keys if script == NAME else topic_keys
+
+
 def call(topic: str, partition: int, subs: TopicSubs, source: str, msg_args: Sequence[Any]) -> Call:
     """`msg_args`: PER_MESSAGE per message; `source` '' for a send, else the forwarding source."""
     args = (subs.version, len(subs.names), *subs.names, source, len(msg_args) // PER_MESSAGE, *msg_args)
-    return Call(scripts.load(NAME), topic_keys(topic, partition, subs.names), args, partition)
+    return Call(scripts.load(NAME), fan_keys(topic, partition, subs.names), args, partition)
 
 
 def rebuild(c: Call, topic: str, subs: TopicSubs) -> Call:
     """The same publish or cancel_topic_scheduled call for a fresh subscription set."""
     k = int(c.args[1])
     rest = c.args[2 + k :]
-    ks = topic_keys(topic, c.partition, subs.names)
+    ks = _keys_for(c.script.name)(topic, c.partition, subs.names)
     return Call(c.script, ks, (subs.version, len(subs.names), *subs.names, *rest), c.partition, c.gen)
 
 

@@ -360,16 +360,23 @@ end
 -- server (5,000 of 50 KB took 3.3 s in one call). Reads go in chunks of read_chunk(cfg) messages,
 -- so one chunk can pass READ_BYTES by at most READ_BYTES (docs/keyspace.md, Per-call caps).
 local READ_BYTES = 8388608
+-- And the wall time a call spends reading messages (receive, session_receive, receive_deferred):
+-- past it no further chunk is read, and the reply says to call again at once (5,000 messages of
+-- 1 KB took 70 ms in one receive). Wall time, not a count: a loaded server gets through fewer
+-- messages in it, and the call stays short all the same. A chunk is at most READ_CHUNK messages,
+-- so the clock is looked at often enough.
+local READ_US, READ_CHUNK = 6000, 256
 local function read_chunk(cfg)
-  return math.max(1, math.floor(READ_BYTES / cfg.max_msg))
+  return math.max(1, math.min(READ_CHUNK, math.floor(READ_BYTES / cfg.max_msg)))
 end
 
 -- Up to `want` available messages of G, oldest first: ready, then the main log past the cursor
 -- (which moves on over what it reads). At most want + limit are read, and
--- no further chunk past READ_BYTES: expired ones met on the way
+-- no further chunk past READ_BYTES, nor, when `timed`, past READ_US: expired ones met on the way
 -- are expired (never handed out), pending schedules past the cursor are passed over (the sweep
 -- puts them in ready when due). Returns seqs, log entries, expires ms, their count n, and how many
--- of them came from ready (only those can have a delivery count: the rest were never delivered).
+-- of them came from ready (only those can have a delivery count: the rest were never delivered),
+-- and whether it stopped on READ_US.
 -- tonumber is a strtod, per message a large part of a receive: the expiry of log entry f is read
 -- as a number only when it is not '0' (most messages have none), and an enqueue time is compared
 -- with now as decimal ms strings (both written from integers below 1e14: no sign, exponent or
@@ -380,11 +387,16 @@ local function expiry(f)
   return tonumber(x)
 end
 
-local function take(G, cfg, now, want, limit)
+local function take(G, cfg, now, want, limit, timed)
   local seqs, fields, xs = {}, {}, {}
   local n = 0
   local budget = want + limit
   local chunk, bytes = read_chunk(cfg), 0
+  local start, late = clock_us(), false
+  local function over()  -- READ_US spent: the caller reports that more may be left
+    late = timed and clock_us() - start >= READ_US
+    return late
+  end
   local function offer(seq, f)  -- an expired message is expired, never handed out
     local x = expiry(f)
     if G.main and x > 0 and x <= now then
@@ -410,11 +422,12 @@ local function take(G, cfg, now, want, limit)
         bytes = bytes + #f[2]
       end
     end
+    if over() then break end
   end
   local from_ready = n
-  local cur = n < want and budget > 0 and bytes < READ_BYTES and cursor_of(G, cfg)
-  if not cur then return seqs, fields, xs, n, from_ready end
-  local start = cur
+  local cur = n < want and budget > 0 and bytes < READ_BYTES and not late and cursor_of(G, cfg)
+  if not cur then return seqs, fields, xs, n, from_ready, late end
+  local first = cur
   local now_s = tostring(now)
   local passed, np = {}, 0  -- seqs read past the cursor (a due schedule among them may still be in sched)
   while n < want and budget > 0 and bytes < READ_BYTES do
@@ -443,10 +456,11 @@ local function take(G, cfg, now, want, limit)
     end
     local id = r[k][1]
     cur = tonumber(string.sub(id, 1, #id - 2))
+    if over() then break end
   end
-  if cur ~= start then redis.call('HSET', K_ST, 'cur', cur) end
+  if cur ~= first then redis.call('HSET', K_ST, 'cur', cur) end
   if np > 0 and redis.call('ZCARD', K_SCHED) > 0 then call_many('ZREM', K_SCHED, passed) end
-  return seqs, fields, xs, n, from_ready
+  return seqs, fields, xs, n, from_ready, late
 end
 
 -- The lock records of seqs that still hold an unexpired lock with their nonce (nonces[i], or
