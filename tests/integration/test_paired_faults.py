@@ -1,5 +1,5 @@
 """Paired namespaces when more than the primary fails, through both APIs (the sync client, and
-sbredis.aio behind tests/sync_over_async.py): options refused, a secondary that is down or goes
+sbredis.aio behind tests/sync_over_async.py): a secondary that is down or goes
 away, wrong credentials for it, and backlog messages the syphon can never deliver
 (docs/paired-namespaces.md). Each test starts its own two redis-server processes (``Pair``).
 """
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sbredis import SendAvailabilityPairedNamespaceOptions, ServiceBusClient, ServiceBusMessage
-from sbredis.exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusError
+from sbredis.exceptions import ServiceBusError
 from sbredis.paired import PATH
 from tests.conftest import eventually
 from tests.integration.test_paired import FAST, Pair, drain
@@ -35,20 +35,6 @@ def paired_client(sb_api: Any, pair: Pair, **options: Any) -> Any:
 
 def logged(caplog: pytest.LogCaptureFixture, text: str) -> bool:
     return any(text in r.getMessage() for r in caplog.records)
-
-
-def test_pairing_options_are_refused_with_a_typed_error(sb_api: Any) -> None:
-    url = "redis://127.0.0.1:1/0"  # nothing is sent: the options are refused first
-    with pytest.raises(InvalidArgumentError, match="SendAvailabilityPairedNamespaceOptions"):
-        sb_api.ServiceBusClient(url, paired_namespace=url)
-    same = SendAvailabilityPairedNamespaceOptions(secondary=url)
-    with pytest.raises(InvalidArgumentError, match="must not be the primary"):
-        sb_api.ServiceBusClient(url, paired_namespace=same)
-    with sb_api.ServiceBusClient(url) as unpaired, pytest.raises(InvalidOperationError, match="paired_namespace"):
-        unpaired.start_syphon()
-    other = SendAvailabilityPairedNamespaceOptions(secondary="redis://127.0.0.1:2/0")
-    with sb_api.ServiceBusClient(url, paired_namespace=other) as c:
-        assert repr(c.paired_namespace) == "PairedNamespace(secondary=redis://127.0.0.1:2/0)"
 
 
 @pytest.mark.parametrize("backlog_ready", [False, True], ids=["backlog-not-created", "backlog-created"])
