@@ -15,9 +15,13 @@ Loops (msgs/s; each message is received and completed; the queue is prefilled, n
   * async receive 100, then ``complete_messages(list)`` vs one pipeline of 100 HSETs
 
 Single operations (p50 and p99 ms, sync, one message at a time, --latency-ops of each): send one
-message, receive one (prefetch 0, a message waiting), complete one, against a raw round trip
-(EVALSHA of a script returning 1, and HSET). Each figure is the median over --rounds rounds, with
-the spread ((max - min) / median); the loops alternate within a round. Results go to
+message, receive one (prefetch 0, a message waiting), complete one, interleaved with raw round
+trips: EVALSHA of a script returning 1, HSET, and the comparable stream commands XADD (vs send),
+XREADGROUP COUNT 1 (vs receive), XACK (vs complete). Each figure is the median over --rounds
+rounds, with the spread ((max - min) / median); the loops alternate within a round. Every loop and
+operation also reports CPU µs per message: this process's (time.process_time) and redis-server's
+(INFO cpu), which move far less with the machine's load than wall-clock rates (the single
+operations' CPU is measured in a block of each kind after the interleaved timings). Results go to
 bench/results/loops.json. Without --url a private redis-server is started.
 """
 
@@ -42,6 +46,9 @@ for p in (str(ROOT), str(HERE)):
         sys.path.insert(0, p)
 
 RAW_SCRIPT = "return 1"
+RAW_OPS = ["raw EVALSHA", "raw HSET", "raw XADD", "raw XREADGROUP", "raw XACK"]
+# the raw command each single operation compares with (and all with raw EVALSHA)
+COMPARABLE = {"send": "raw XADD", "receive": "raw XREADGROUP", "complete": "raw XACK"}
 BATCH = 100
 
 
@@ -60,6 +67,32 @@ class Bench:
         self.admin = ServiceBusAdministrationClient.from_connection_string(url)
         self.client = ServiceBusClient.from_connection_string(url)
         self.queues: list[str] = []
+        self.cpu: tuple[float, float] = (0.0, 0.0)  # the last timed section: client, server CPU µs per op
+
+    # -- timing: wall clock, this process's CPU and redis-server's CPU (INFO cpu) around a section
+    def server_cpu(self) -> float:
+        info = self.r.info("cpu")
+        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+    def start(self) -> tuple[float, float, float]:
+        server = self.server_cpu()
+        return time.perf_counter(), time.process_time(), server
+
+    def stop(self, mark: tuple[float, float, float], n: int) -> float:
+        """Ops per second since `mark`; the section's CPU per op goes to self.cpu."""
+        dt = time.perf_counter() - mark[0]
+        client = time.process_time() - mark[1]
+        self.cpu = (client / n * 1e6, (self.server_cpu() - mark[2]) / n * 1e6)
+        return n / dt
+
+    def command_usec(self) -> dict[str, tuple[int, int]]:
+        """INFO commandstats: command -> (calls, µs), a script's nested commands counted in its EVALSHA."""
+        return {k[8:]: (int(v["calls"]), int(v["usec"])) for k, v in self.r.info("commandstats").items()}
+
+    def usec_per_call(self, before: dict[str, tuple[int, int]], command: str) -> float:
+        calls, usec = self.command_usec().get(command, (0, 0))
+        c0, u0 = before.get(command, (0, 0))
+        return (usec - u0) / max(1, calls - c0)
 
     # -- helpers
     def queue(self, n: int) -> str:
@@ -83,32 +116,32 @@ class Bench:
         q = self.queue(self.n)
         done = 0
         with self.client.get_queue_receiver(q, prefetch_count=100, max_wait_time=2) as receiver:
-            t0 = time.perf_counter()
+            t0 = self.start()
             for msg in receiver:
                 receiver.complete_message(msg)
                 done += 1
                 if done == self.n:
                     break
-            dt = time.perf_counter() - t0
+            rate = self.stop(t0, done)
         assert done == self.n, f"received {done} of {self.n}"
         self.drop(q)
-        return done / dt
+        return rate
 
     def raw_evalsha(self) -> float:
         r, sha = self.r, self.sha
-        t0 = time.perf_counter()
+        t0 = self.start()
         for _ in range(self.n):
             r.evalsha(sha, 0)
-        return self.n / (time.perf_counter() - t0)
+        return self.stop(t0, self.n)
 
     def raw_hset(self) -> float:
         r, key = self.r, f"bench-l-raw-{uuid.uuid4().hex[:8]}"
-        t0 = time.perf_counter()
+        t0 = self.start()
         for i in range(self.n):
             r.hset(key, str(i), "x")
-        dt = time.perf_counter() - t0
+        rate = self.stop(t0, self.n)
         r.delete(key)
-        return self.n / dt
+        return rate
 
     # -- async loops
     def run_async(self, fn: Callable[..., Any]) -> float:
@@ -125,31 +158,31 @@ class Bench:
         done = 0
         client = await self._aclient()
         async with client, client.get_queue_receiver(q, prefetch_count=100, max_wait_time=2) as receiver:
-            t0 = time.perf_counter()
+            t0 = self.start()
             async for msg in receiver:
                 await receiver.complete_message(msg)
                 done += 1
                 if done == self.n:
                     break
-            dt = time.perf_counter() - t0
+            rate = self.stop(t0, done)
         assert done == self.n, f"received {done} of {self.n}"
         self.drop(q)
-        return done / dt
+        return rate
 
     async def _batches(self, settle: Callable[[Any, list[Any]], Any]) -> float:
         q = self.queue(self.n)
         done = 0
         client = await self._aclient()
         async with client, client.get_queue_receiver(q) as receiver:
-            t0 = time.perf_counter()
+            t0 = self.start()
             while done < self.n:
                 batch = await receiver.receive_messages(BATCH, max_wait_time=2)
                 assert batch, f"received {done} of {self.n}"
                 await settle(receiver, batch)
                 done += len(batch)
-            dt = time.perf_counter() - t0
+            rate = self.stop(t0, done)
         self.drop(q)
-        return done / dt
+        return rate
 
     async def batch_one_at_a_time(self) -> float:
         async def settle(receiver: Any, batch: list[Any]) -> None:
@@ -177,13 +210,13 @@ class Bench:
         key = f"bench-l-raw-{uuid.uuid4().hex[:8]}"
         try:
             await r.ping()
-            t0 = time.perf_counter()
+            t0 = self.start()
             await body(r, key)
-            dt = time.perf_counter() - t0
+            rate = self.stop(t0, self.n)
             await r.delete(key)
         finally:
             await r.aclose()
-        return self.n / dt
+        return rate
 
     async def araw_evalsha(self) -> float:
         async def body(r: Any, key: str) -> None:
@@ -217,19 +250,28 @@ class Bench:
         return await self._araw(body)
 
     # -- single operations
-    def latency(self) -> dict[str, list[float]]:
-        """Per-operation latencies in ms: send, receive, complete one message; raw round trips."""
+    def latency(self) -> tuple[dict[str, list[float]], dict[str, tuple[float, ...]]]:
+        """Per-operation latencies in ms: send, receive, complete one message and the raw commands,
+        all interleaved; then the CPU µs per operation (client, server) of each kind, run in a
+        block of its own."""
         from sbredis import ServiceBusMessage
 
         k = self.latency_ops
         q = self.queue(0)
-        out: dict[str, list[float]] = {"send": [], "receive": [], "complete": [], "raw EVALSHA": [], "raw HSET": []}
+        r = self.r
+        names = ["send", "receive", "complete", *RAW_OPS]
+        out: dict[str, list[float]] = {n: [] for n in names}
+        cpu: dict[str, tuple[float, ...]] = {}  # client CPU, server CPU, command µs per call
         clock = time.perf_counter
+        key = f"bench-l-raw-{uuid.uuid4().hex[:8]}"
+        stream = f"bench-l-xs-{uuid.uuid4().hex[:8]}"
+        r.xgroup_create(stream, "g", id="0", mkstream=True)
+        body = b"x" * 100
         with self.client.get_queue_sender(q) as s, self.client.get_queue_receiver(q, prefetch_count=0) as rc:
             s.send_messages(ServiceBusMessage(b"warm"))
             rc.complete_messages(rc.receive_messages(1, max_wait_time=2))
-            for _ in range(k):
-                msg = ServiceBusMessage(b"x" * 100)
+            for i in range(k):
+                msg = ServiceBusMessage(body)
                 t0 = clock()
                 s.send_messages(msg)
                 t1 = clock()
@@ -237,19 +279,99 @@ class Bench:
                 t2 = clock()
                 rc.complete_message(m)
                 t3 = clock()
-                out["send"].append((t1 - t0) * 1e3)
-                out["receive"].append((t2 - t1) * 1e3)
-                out["complete"].append((t3 - t2) * 1e3)
-        key = f"bench-l-raw-{uuid.uuid4().hex[:8]}"
-        for i in range(k):
-            t0 = clock()
-            self.r.evalsha(self.sha, 0)
-            t1 = clock()
-            self.r.hset(key, str(i), "x")
-            t2 = clock()
-            out["raw EVALSHA"].append((t1 - t0) * 1e3)
-            out["raw HSET"].append((t2 - t1) * 1e3)
-        self.r.delete(key)
+                r.evalsha(self.sha, 0)
+                t4 = clock()
+                r.hset(key, str(i), "x")
+                t5 = clock()
+                r.xadd(stream, {"b": body})
+                t6 = clock()
+                ((_, ((xid, _),)),) = r.xreadgroup("g", "c", {stream: ">"}, count=1)
+                t7 = clock()
+                r.xack(stream, "g", xid)
+                t8 = clock()
+                ts = (t0, t1, t2, t3, t4, t5, t6, t7, t8)
+                for j, name in enumerate(names):
+                    out[name].append((ts[j + 1] - ts[j]) * 1e3)
+            # CPU per operation: each kind in a block of its own (and its script's µs per call)
+            t, cs = self.start(), self.command_usec()
+            for _ in range(k):
+                s.send_messages(ServiceBusMessage(body))
+            self.stop(t, k)
+            cpu["send"] = (*self.cpu, self.usec_per_call(cs, "evalsha"))
+            t, cs = self.start(), self.command_usec()
+            got = [rc.receive_messages(1, max_wait_time=2)[0] for _ in range(k)]
+            self.stop(t, k)
+            cpu["receive"] = (*self.cpu, self.usec_per_call(cs, "evalsha"))
+            t, cs = self.start(), self.command_usec()
+            for m in got:
+                rc.complete_message(m)
+            self.stop(t, k)
+            cpu["complete"] = (*self.cpu, self.usec_per_call(cs, "evalsha"))
+        raw: dict[str, Callable[[int], Any]] = {
+            "raw EVALSHA": lambda i: r.evalsha(self.sha, 0),
+            "raw HSET": lambda i: r.hset(key, str(i), "x"),
+            "raw XADD": lambda i: r.xadd(stream, {"b": body}),
+            "raw XREADGROUP": lambda i: ids.append(r.xreadgroup("g", "c", {stream: ">"}, count=1)[0][1][0][0]),
+            "raw XACK": lambda i: r.xack(stream, "g", ids[i]),
+        }
+        ids: list[bytes] = []
+        for name, fn in raw.items():
+            t, cs = self.start(), self.command_usec()
+            for i in range(k):
+                fn(i)
+            self.stop(t, k)
+            cpu[name] = (*self.cpu, self.usec_per_call(cs, name.split()[1].lower()))
+        r.delete(key, stream)
+        self.drop(q)
+        return out, cpu
+
+    def profile(self) -> dict[str, dict[str, float]]:
+        """Client CPU µs per single operation split in two: sbredis's Python above redis-py (the
+        transport's script call replaced by the reply a real call gave), and redis-py's packing,
+        socket calls and parsing for a call of the same keys and arguments (a script returning 1)."""
+        from sbredis import ServiceBusMessage
+
+        k = self.latency_ops
+        q = self.queue(k + 1)
+        transport = self.client._transport
+        real = transport._run_once
+        replies: dict[str, Any] = {}
+        calls: dict[str, Any] = {}
+
+        def record(c: Any, entity: str) -> Any:
+            replies[c.script.name] = reply = real(c, entity)
+            calls[c.script.name] = c
+            return reply
+
+        out: dict[str, dict[str, float]] = {}
+        with self.client.get_queue_sender(q) as s, self.client.get_queue_receiver(q, prefetch_count=0) as rc:
+            transport._run_once = record
+            try:
+                s.send_messages(ServiceBusMessage(b"x" * 100))
+                got = [rc.receive_messages(1, max_wait_time=2)[0] for _ in range(k)]
+                rc.complete_message(got.pop())
+                transport._run_once = lambda c, entity: replies[c.script.name]
+                ops: dict[str, Callable[[int], Any]] = {
+                    "send": lambda i: s.send_messages(ServiceBusMessage(b"x" * 100)),
+                    "receive": lambda i: rc.receive_messages(1, max_wait_time=2),
+                    "complete": lambda i: rc.complete_message(got[i]),
+                }
+                for name, fn in ops.items():
+                    t0 = time.process_time()
+                    for i in range(k - 1):
+                        fn(i)
+                    out[name] = {"sbredis_python_us": (time.process_time() - t0) / (k - 1) * 1e6}
+            finally:
+                transport._run_once = real
+            for name in ops:
+                c = calls[{"send": "send", "receive": "receive", "complete": "complete"}[name]]
+                t0 = time.process_time()
+                for _ in range(k):
+                    transport.redis.evalsha(self.sha, len(c.keys), *c.keys, *c.argv)
+                out[name]["redis_py_us"] = (time.process_time() - t0) / k * 1e6
+            for m in got:  # settle what the stubbed calls left locked
+                if not m.settled:
+                    rc.abandon_message(m)
         self.drop(q)
         return out
 
@@ -320,16 +442,30 @@ def main(argv: list[str] | None = None) -> int:
             "raw pipeline of 100 HSET (async)": lambda: b.run_async(b.araw_pipeline_hset),
         }
         rates: dict[str, list[float]] = {k: [] for k in runs}
+        cpus: dict[str, list[tuple[float, float]]] = {k: [] for k in runs}
         lat: dict[str, dict[str, list[float]]] = {}
+        prof: dict[str, dict[str, list[float]]] = {}
         try:
             for r in range(rounds):
                 for name, fn in runs.items():
                     rates[name].append(fn())
-                    print(f"round {r + 1}/{rounds}  {name:45s} {rates[name][-1]:9,.0f} msgs/s", flush=True)
-                for op, xs in b.latency().items():
-                    d = lat.setdefault(op, {"p50": [], "p99": []})
+                    cpus[name].append(b.cpu)
+                    print(
+                        f"round {r + 1}/{rounds}  {name:45s} {rates[name][-1]:9,.0f} msgs/s  "
+                        f"CPU/msg client {b.cpu[0]:6.1f} µs server {b.cpu[1]:6.1f} µs",
+                        flush=True,
+                    )
+                times, cpu = b.latency()
+                for op, xs in times.items():
+                    d = lat.setdefault(op, {"p50": [], "p99": [], "cpu_client": [], "cpu_server": [], "command": []})
                     d["p50"].append(pct(xs, 0.5))
                     d["p99"].append(pct(xs, 0.99))
+                    d["cpu_client"].append(cpu[op][0])
+                    d["cpu_server"].append(cpu[op][1])
+                    d["command"].append(cpu[op][2])
+                for op, parts in b.profile().items():
+                    for part, us in parts.items():
+                        prof.setdefault(op, {}).setdefault(part, []).append(us)
             info = machine_info(b.r)
         finally:
             b.cleanup()
@@ -348,11 +484,19 @@ def main(argv: list[str] | None = None) -> int:
             "rounds": rates[name],
             "median_msgs_per_s": med[name],
             "spread_pct": spread(rates[name]),
+            "cpu_us_per_msg": {
+                "client": statistics.median(c for c, _ in cpus[name]),
+                "server": statistics.median(sv for _, sv in cpus[name]),
+            },
             "raw": {
                 raw: {
                     "rounds": rates[raw],
                     "median_per_s": med[raw],
                     "spread_pct": spread(rates[raw]),
+                    "cpu_us_per_op": {
+                        "client": statistics.median(c for c, _ in cpus[raw]),
+                        "server": statistics.median(sv for _, sv in cpus[raw]),
+                    },
                     "ratio": med[name] / med[raw],
                 }
                 for raw in raws
@@ -366,21 +510,52 @@ def main(argv: list[str] | None = None) -> int:
             "p99_ms": statistics.median(d["p99"]),
             "p50_rounds": d["p50"],
             "p50_spread_pct": spread(d["p50"]),
+            "cpu_us_client": statistics.median(d["cpu_client"]),
+            "cpu_us_server": statistics.median(d["cpu_server"]),
+            "command_us": statistics.median(d["command"]),
         }
         for op, d in lat.items()
     }
+    # where a single operation's p50 goes: client CPU (sbredis's Python, redis-py), the script's
+    # (or command's) execution in Redis, and the rest (socket round trip, the server's network
+    # handling, scheduling on the loaded machine)
+    profile: dict[str, dict[str, float]] = {}
+    for op, raw in COMPARABLE.items():
+        parts = {part: statistics.median(xs) for part, xs in prof[op].items()}
+        p50_us = latency[op]["p50_ms"] * 1e3
+        parts["script_us"] = latency[op]["command_us"]
+        parts["rest_us"] = p50_us - parts["sbredis_python_us"] - parts["redis_py_us"] - parts["script_us"]
+        parts["p50_us"] = p50_us
+        rp50 = latency[raw]["p50_ms"] * 1e3
+        parts[f"{raw} p50_us"] = rp50
+        parts[f"{raw} client_cpu_us"] = latency[raw]["cpu_us_client"]
+        parts[f"{raw} command_us"] = latency[raw]["command_us"]
+        profile[op] = parts
     raw_p50 = latency["raw EVALSHA"]["p50_ms"]
     print()
-    print(f"{'single operation':16s} | {'p50 ms':>7s} | {'p99 ms':>7s} | p50 / raw EVALSHA p50")
+    print(
+        f"{'single operation':16s} | {'p50 ms':>7s} | {'p99 ms':>7s} | CPU µs client, server "
+        "| p50 / raw EVALSHA p50 | p50 / comparable raw p50"
+    )
     for op, d in latency.items():
         d["vs_raw_evalsha_p50"] = d["p50_ms"] / raw_p50
-        print(f"{op:16s} | {d['p50_ms']:7.3f} | {d['p99_ms']:7.3f} | {d['vs_raw_evalsha_p50']:.2f}x")
+        vs = ""
+        if op in COMPARABLE:
+            raw = COMPARABLE[op]
+            d["comparable_raw"] = raw
+            d["vs_comparable_raw_p50"] = d["p50_ms"] / latency[raw]["p50_ms"]
+            vs = f"{d['vs_comparable_raw_p50']:.2f}x {raw}"
+        print(
+            f"{op:16s} | {d['p50_ms']:7.3f} | {d['p99_ms']:7.3f} | "
+            f"{d['cpu_us_client']:6.1f}, {d['cpu_us_server']:6.1f} | {d['vs_raw_evalsha_p50']:.2f}x | {vs}"
+        )
     out = {
         "messages_per_loop": n,
         "latency_ops": ops,
         "rounds": rounds,
         "loops": loops,
         "latency": latency,
+        "profile": profile,
         "machine": info,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

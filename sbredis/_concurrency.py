@@ -4,8 +4,9 @@
 * Coalescer: what many tasks submit at once runs as one batch per key. A sender (or a receiver's
   settlements) submits a list of items under a key; while a batch for that key is at Redis, new
   submissions wait and go together in the next batch, so N concurrent awaited sends cost about one
-  round trip per batch instead of N. The items submitted and not yet done are bounded: past the
-  limit, submitters wait for room. The sync variant runs each call at once as its own batch.
+  round trip per batch instead of N; a submission with nothing of its key in flight runs at once
+  in its own task. The items submitted and not yet done are bounded: past the limit, submitters
+  wait for room. The sync variant runs each call at once as its own batch.
 * gather: run awaitables concurrently; the sync variant gets results already computed in order.
 * log_failure: a done-callback for work nobody awaits (pre-settled sends): log its error.
 * AutoLockRenewer: renews registered message locks, from one background task (asyncio) or one
@@ -64,8 +65,29 @@ class AsyncCoalescer:
         return self._load
 
     async def submit(self, key: Hashable, items: list[Any]) -> Any:
-        """Queue `items` under `key` and wait for their outcome (raises the entry's exception)."""
-        return await (await self.enqueue(key, items))
+        """Queue `items` under `key` and wait for their outcome (raises the entry's exception).
+
+        With nothing of `key` in flight (a loop awaiting one call at a time) the batch runs in the
+        caller's task at once: no future, no flush task, no extra event-loop turn. What others
+        submit under `key` meanwhile queues behind it and goes in the next batch, as it would.
+        """
+        n = min(len(items), self._limit)
+        if key in self._queues or self._load + n > self._limit:
+            return await (await self.enqueue(key, items))
+        queue: deque[tuple[list[Any], asyncio.Future[Any]]] = deque()
+        self._queues[key] = queue
+        self._load += n
+        try:
+            outcome = (await self._run(key, [items]))[0]
+        finally:
+            self._release(n)
+            if queue:
+                self._start_flush(key, queue)
+            else:
+                del self._queues[key]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
     async def enqueue(self, key: Hashable, items: list[Any]) -> asyncio.Future[Any]:
         """Queue `items` once there is room; returns the future of their outcome."""
@@ -81,11 +103,14 @@ class AsyncCoalescer:
         queue = self._queues.get(key)
         if queue is None:
             queue = self._queues[key] = deque()
-            task = loop.create_task(self._flush(key, queue))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._start_flush(key, queue)
         queue.append((items, fut))
         return fut
+
+    def _start_flush(self, key: Hashable, queue: deque[tuple[list[Any], asyncio.Future[Any]]]) -> None:
+        task = asyncio.get_running_loop().create_task(self._flush(key, queue))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _release(self, n: int) -> None:
         self._load -= n

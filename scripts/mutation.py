@@ -367,10 +367,10 @@ LUA = [
     ),
     lua(
         "ttl-plain",
-        "includes/store.lua",
+        "send.lua",
         "if cfg.ttl_ms > 0 then exp, xs = {}, tostring(now + cfg.ttl_ms) end",
         "if cfg.ttl_ms > 0 then exp, xs = {}, tostring(now + cfg.ttl_ms * 2) end",
-        "store_plain: the entity's default TTL doubled",
+        "send.lua's plain path: the entity's default TTL doubled",
     ),
     # delivery-count thresholds
     lua(

@@ -131,6 +131,7 @@ def resolve(target: str, credential: Any = None) -> Connection:
             raise InvalidArgumentError("pass either a connection string with keys or a credential, not both")
         return from_azure_connection_string(target)
     if credential is None:
+        _check_database(target)
         return Connection(target)
     user, password = _credential(credential)
     if "://" in target:
@@ -141,6 +142,20 @@ def resolve(target: str, credential: Any = None) -> Connection:
         return Connection(_url(host_port, scheme == "rediss", user, password))
     host = target.rsplit(":", 1)[0] if target.count(":") == 1 else target
     return Connection(_url(target, not _is_loopback(host), user, password))
+
+
+def _check_database(url: str) -> None:
+    """A database path redis-py would silently ignore (``redis://h:1/x``) is refused: the client would
+    otherwise work in database 0 while its user named another."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in ("redis", "rediss", "redis+cluster", "rediss+cluster"):
+        return
+    # after the userinfo, since a password may hold '/'; the path is not quoted back for the same reason
+    path = rest.split("?", 1)[0].rpartition("@")[2].partition("/")[2]
+    if path and not (path.isascii() and path.isdigit()):
+        raise InvalidArgumentError(f"the database in a {scheme}:// URL must be a number, as in {scheme}://host:port/0")
+    if path and "cluster" in scheme and int(path) != 0:
+        raise InvalidArgumentError("Redis Cluster has only database 0")
 
 
 def namespace_of(url: str) -> str:

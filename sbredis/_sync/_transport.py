@@ -38,7 +38,7 @@ from .._core.connection import resolve as resolve_connection
 from .._core.errors import map_error
 from .._core.keys import REGISTRY
 from .._core.memory import memory_server
-from .._core.packer import connection_options
+from .._core.packer import connection_options, fast_packing
 from .._core.protocol import Call
 from .._core.redact import redact
 from .._core.retry import RetryPolicy, is_retryable
@@ -135,6 +135,7 @@ class Transport:
                 self.redis = _memory_client(url)
             else:
                 self.redis = Redis.from_url(url, **self._options)
+                fast_packing(self.redis)
             self.redis.connection_pool.make_connection()  # checks the options now, connects later
         except TypeError as e:  # an unknown option: the message names it, not a secret
             raise InvalidArgumentError(f"invalid connection option for {self.url}: {e}") from None
@@ -150,6 +151,7 @@ class Transport:
         if client is None:
             assert self.cluster is not None
             client = Redis.from_url(self.cluster.node_url(host, port), **self._options)
+            fast_packing(client)
             self._nodes[name] = client
         return client
 

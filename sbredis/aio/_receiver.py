@@ -460,27 +460,37 @@ class ServiceBusReceiver:
         """Settle entries (each one caller's messages) together; one outcome per entry: the
         messages, the first partition error, or MessageLockLostError naming the lost ones."""
         name, extra = key
+        status: dict[int, Any] = {}  # id(message) -> LOCK_LOST or the partition's error; absent: done
         unique: list[ServiceBusReceivedMessage] = entries[0]  # one caller: settle_groups refused repeats
-        if len(entries) > 1:
-            unique, sent = [], set[int]()  # the same message from two callers is sent once
+        if len(entries) > 1 or (name != "renew" and any(m.settled for m in unique)):
+            # the same message from two callers is sent once; one a batch before this one settled
+            # (its caller's checks ran while that batch was at Redis) is not sent again
+            unique, sent = [], set[int]()
             for entry in entries:
                 for m in entry:
-                    if id(m) not in sent:
-                        sent.add(id(m))
+                    if id(m) in sent:
+                        continue
+                    sent.add(id(m))
+                    if m.settled and name != "renew":
+                        status[id(m)] = MessageAlreadySettled("The message was settled by a concurrent call.")
+                    else:
                         unique.append(m)
         groups = [
-            (p, chunk) for p, part in settlement.by_partition(unique).items() for chunk in settlement.chunks(part)
+            (p, chunk)
+            for p, part in (settlement.by_partition(unique) if unique else {}).items()
+            for chunk in settlement.chunks(part)
         ]
         script = SETTLE[name]
         cached = self._context.meta.get(self.entity_name)
         gen = cached.generation if cached is not None else ""
         calls = [script.call(self.entity_name, p, self._group, c, *extra) for p, c in groups]
-        replies = await self._context.transport.run_many(protocol.stamped(calls, gen), self.entity_name)
+        replies = (
+            await self._context.transport.run_many(protocol.stamped(calls, gen), self.entity_name) if calls else []
+        )
         # locks taken before the entity was deleted and created again are lost with it
         recreated = any(isinstance(r, MessagingEntityNotFoundError) for r in replies) and (
             await self._context.recreated(self.entity_name, gen)
         )
-        status: dict[int, Any] = {}  # id(message) -> LOCK_LOST or the partition's error; absent: done
         for (_, chunk), reply in zip(groups, replies, strict=True):
             if recreated and isinstance(reply, MessagingEntityNotFoundError):
                 for m in chunk:

@@ -12,21 +12,44 @@
   On a session entity each message goes to its session (includes/sessions.lua), not to ready.
 ]]
 --@include partition
---@include store
 local cfg = load_cfg()
 if not cfg then return fail('NOTFOUND') end
 if cfg.status == 'Disabled' or cfg.status == 'SendDisabled' then return fail('DISABLED') end
 local n = tonumber(ARGV[1])
 local w = tonumber(ARGV[2])
 if w ~= 1 and w ~= 4 then return fail('INVALID') end
+if w == 1 and not cfg.sess and n > 0 then
+  -- The usual send: blobs alone (no message TTL, schedule or duplicate check), no sessions. Done
+  -- before includes/store.lua's helpers are built (Redis runs a script's whole body per call):
+  -- store_check's checks, then what store() writes for such messages (each goes past the cursor
+  -- and expires, if at all, at now + the entity's default TTL), without its per-message branches.
+  local total = 0
+  for i = 1, n do
+    local size = #ARGV[2 + i]
+    if size > cfg.max_msg then return fail('SIZE') end
+    total = total + size
+  end
+  if total > cfg.max_msg then return fail('SIZE') end
+  if tonumber(redis.call('HGET', K_ST, 'size') or '0') + total > cfg.max_size then return fail('QUOTA') end
+  local now = now_ms()
+  cursor_init()
+  local seq = redis.call('HINCRBY', K_ST, 'seq', n) - n
+  local now_s, xs = tostring(now), '0'
+  local exp = nil
+  if cfg.ttl_ms > 0 then exp, xs = {}, tostring(now + cfg.ttl_ms) end
+  for i = 1, n do
+    redis.call('XADD', MAIN.log, seq + i, 'b', ARGV[2 + i], 'e', now_s, 'x', xs)
+    if exp then exp[2 * i - 1], exp[2 * i] = xs, seq + i end
+  end
+  if exp then call_many('ZADD', K_EXP, exp) end
+  redis.call('HINCRBY', K_ST, 'size', total)
+  touch(now)
+  return {now, seq + 1}
+end
+--@include store
 local bad = store_check(cfg, 2, n, w, true)
 if bad then return bad end
 local now = now_ms()
-if w == 1 and not cfg.sess and n > 0 then  -- the usual send: no duplicates, consecutive seqs
-  local first = store_plain(cfg, now, 2, n)
-  touch(now)
-  return {now, first}
-end
 local out = {now}
 local stored = store(cfg, now, 2, n, w, out)
 touch(now)

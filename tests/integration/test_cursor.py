@@ -179,7 +179,7 @@ def records(raw_redis: Any, q: str) -> dict[str, Any]:
 def test_the_usual_send_writes_what_a_send_with_every_argument_writes(
     client: Any, admin: Any, make_queue: Any, raw_redis: Any, ttl: timedelta | None
 ) -> None:
-    """send.lua's shortest path (store_plain: blobs alone on an entity without sessions) and
+    """send.lua's shortest path (its plain path: blobs alone on an entity without sessions) and
     store's full loop (here: each message's TTL given as the entity's default) keep the same
     records."""
     plain = make_queue(**({"default_message_time_to_live": ttl} if ttl else {}))

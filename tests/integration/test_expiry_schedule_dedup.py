@@ -46,7 +46,7 @@ def test_entity_ttl_is_default_and_ceiling(client: Any, make_queue: Any) -> None
 
 
 def test_entity_ttl_applies_to_a_batch_of_plain_messages(client: Any, admin: Any, make_queue: Any) -> None:
-    # messages without TTL, schedule or duplicate check take send's shortest path (store_plain)
+    # messages without TTL, schedule or duplicate check take send.lua's plain path
     q = make_queue(default_message_time_to_live=300 * MS, dead_lettering_on_message_expiration=True)
     with client.get_queue_sender(q) as s:
         s.send_messages([ServiceBusMessage(b) for b in ("a", "b", "c")])

@@ -318,6 +318,24 @@ def test_load_composes_without_leftover_includes(name: str) -> None:
         assert s.source.count(marker) <= 1, f"{inc.name} inlined twice into {name}"
 
 
+def test_composed_scripts_keep_only_the_include_functions_they_reach() -> None:
+    text = (
+        "local function used(x)\n  return helper(x)\nend\n"
+        "local function helper(x)\n  return x\nend\n"
+        "-- unused() is named in a comment only\n"
+        "local function unused()\n  return dropped_too()\nend\n"
+        "local function dropped_too()\n  return 1\nend\n"
+        "return used(1)\n"
+    )
+    pruned = scripts._prune(text)
+    assert "local function used(" in pruned and "local function helper(" in pruned
+    assert "local function unused(" not in pruned and "local function dropped_too(" not in pruned
+    assert "return used(1)" in pruned
+    complete = scripts.load("complete").source
+    assert "local function complete_held(" in complete
+    assert "local function sweep(" not in complete  # only the receive side sweeps
+
+
 def test_load_of_unknown_script_fails() -> None:
     with pytest.raises(FileNotFoundError):
         scripts.load("no_such_script")

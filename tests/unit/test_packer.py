@@ -1,4 +1,5 @@
-"""The sync client's command packer (sbredis/_core/packer.py) writes what redis-py would write."""
+"""The command packers (sbredis/_core/packer.py) write what redis-py would write: the sync client's
+CommandPacker and the asyncio connections' pack_command (fast_packing)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from redis.connection import Encoder, PythonRespSerializer
 from redis.exceptions import DataError
 
-from sbredis._core.packer import ALONE, CommandPacker, connection_options
+from sbredis._core.packer import ALONE, CommandPacker, connection_options, fast_packing
 
 BIG = b"B" * ALONE
 HUGE = b"H" * (ALONE * 3 + 7)
@@ -61,3 +62,26 @@ def test_only_the_sync_client_gets_the_packer() -> None:
 
     assert isinstance(connection_options(redis.Redis)["command_packer"], CommandPacker)
     assert connection_options(redis.asyncio.Redis) == {}
+
+
+@pytest.mark.parametrize("args", CASES, ids=range(len(CASES)))
+def test_asyncio_connections_pack_what_redis_py_packs(args: tuple[Any, ...]) -> None:
+    import redis.asyncio
+
+    for url in ("redis://127.0.0.1:1", "unix:///tmp/none.sock"):
+        client = redis.asyncio.Redis.from_url(url)
+        plain = client.connection_pool.make_connection()
+        fast_packing(client)
+        conn = client.connection_pool.make_connection()
+        assert type(conn) is not type(plain) and isinstance(conn, type(plain))
+        assert b"".join(conn.pack_command(*args)) == b"".join(plain.pack_command(*args))
+        assert b"".join(conn.pack_commands([args, ("GET", "k")])) == b"".join(plain.pack_commands([args, ("GET", "k")]))
+
+
+def test_fast_packing_leaves_a_sync_client_alone() -> None:
+    import redis
+
+    client = redis.Redis.from_url("redis://127.0.0.1:1")
+    before = client.connection_pool.connection_class
+    fast_packing(client)
+    assert client.connection_pool.connection_class is before

@@ -69,6 +69,18 @@ local function load_cfg()
           max_size = tonumber(c[8]), sess = c[9] == '1'}
 end
 
+-- load_cfg() for a call that needs the entity's status alone (a settlement's one-message path):
+-- two fields read instead of ten, no settings table; nil when load_cfg() would return nil.
+local function load_status()
+  local c = redis.call('HMGET', K_CFG, 'status', 'gen')
+  if not c[1] then return nil end
+  if CALLER_GEN ~= '' and c[2] and c[2] ~= '' and c[2] ~= CALLER_GEN then
+    CFG_STALE = true
+    return nil
+  end
+  return c[1]
+end
+
 -- nil when receiving (and settling) is allowed, else the error reply to return.
 local function check_receive(cfg)
   if not cfg then return fail('NOTFOUND') end

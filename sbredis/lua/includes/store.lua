@@ -35,29 +35,6 @@ local function store_check(cfg, b, n, w, batch)
   return nil
 end
 
--- The usual send (send.lua): n > 0 blobs alone (w = 1: no message TTL, schedule or duplicate
--- check) on an entity without sessions. Writes what store() writes for such messages (each goes
--- past the cursor and expires, if at all, at now + the entity's default TTL) without its
--- per-message branches and tables: about 5 % less server time a message. Returns the first
--- seq; the n seqs are consecutive.
-local function store_plain(cfg, now, b, n)
-  cursor_init()
-  local seq = redis.call('HINCRBY', K_ST, 'seq', n) - n
-  local now_s, xs = tostring(now), '0'
-  local exp = nil
-  if cfg.ttl_ms > 0 then exp, xs = {}, tostring(now + cfg.ttl_ms) end
-  local added = 0
-  for i = 1, n do
-    local blob = ARGV[b + i]
-    redis.call('XADD', MAIN.log, seq + i, 'b', blob, 'e', now_s, 'x', xs)
-    added = added + #blob
-    if exp then exp[2 * i - 1], exp[2 * i] = xs, seq + i end
-  end
-  if exp then call_many('ZADD', K_EXP, exp) end
-  redis.call('HINCRBY', K_ST, 'size', added)
-  return seq + 1
-end
-
 -- Store the n messages (checked with store_check) at server time `now`, duplicates dropped
 -- within the entity's window. Appends each message's seq (0: a duplicate) to `out`; returns how
 -- many were stored (n: none was a duplicate, and their seqs are consecutive).
