@@ -109,15 +109,17 @@ def test_async_renewer_logs_and_reports_an_unexpected_error(caplog: pytest.LogCa
 # ----------------------------------------------------------------------------- the coalescer
 # The runner stands for a script call at Redis: it holds a batch until the test lets it go.
 class _Runner:
-    def __init__(self, fail: BaseException | None = None) -> None:
+    def __init__(self, fail: BaseException | None = None, hold_each: bool = True) -> None:
         self.batches: list[list[list[Any]]] = []
         self.release = asyncio.Event()
         self.fail = fail
+        self.hold_each = hold_each
 
     async def __call__(self, key: Any, entries: list[list[Any]]) -> list[Any]:
         self.batches.append(entries)
         await self.release.wait()
-        self.release.clear()  # the next batch waits for its own release
+        if self.hold_each:
+            self.release.clear()  # the next batch waits for its own release
         if self.fail is not None:
             raise self.fail
         return [f"{key}:{','.join(map(str, items))}" for items in entries]
@@ -132,19 +134,18 @@ async def _until(check: Any) -> None:
 
 def test_a_batch_that_fails_raises_in_each_submitter_still_waiting() -> None:
     async def run() -> tuple[list[Any], Any, int]:
-        runner = _Runner(fail=RuntimeError("lost"))
+        runner = _Runner(fail=RuntimeError("lost"), hold_each=False)
         co = c.AsyncCoalescer(runner, limit=100)
-        submitters = [asyncio.ensure_future(co.submit("k", [i])) for i in (1, 2, 3)]  # one batch
+        first = asyncio.ensure_future(co.submit("k", [1]))
         await _until(lambda: runner.batches)
-        submitters[1].cancel()  # gave up waiting (a timeout around the send): the others still get the error
+        rest = [asyncio.ensure_future(co.submit("k", [i])) for i in (2, 3)]  # queued behind the first
+        await _until(lambda: co.pending == 3)
+        rest[0].cancel()  # gave up waiting (a timeout around the send): the others still get the error
         await asyncio.sleep(0)
         runner.release.set()
-        outcomes = await asyncio.gather(*submitters, return_exceptions=True)
-        runner.fail = None  # the coalescer keeps working after a failed batch
-        submitted = asyncio.ensure_future(co.submit("k", [4]))
-        await _until(lambda: len(runner.batches) == 2)
-        runner.release.set()
-        return outcomes, await submitted, co.pending
+        outcomes = await asyncio.gather(first, *rest, return_exceptions=True)
+        runner.fail = None  # the coalescer keeps working after failed batches
+        return outcomes, await co.submit("k", [4]), co.pending
 
     outcomes, again, pending = asyncio.run(run())
     assert isinstance(outcomes[1], asyncio.CancelledError)
