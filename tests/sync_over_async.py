@@ -61,7 +61,7 @@ def _wants_wrapping(obj: Any) -> bool:
     if isinstance(obj, SyncOverAsync):
         return False
     module = type(obj).__module__ or ""
-    if module.startswith("sbredis.aio"):
+    if module.startswith(("sbredis.aio", "sbredis.paired._aio")):  # the async client's pairing too
         return True
     return hasattr(obj, "__aiter__") or hasattr(obj, "__aenter__") or inspect.isawaitable(obj)
 

@@ -52,9 +52,10 @@ SCHEMES = ("redis", "rediss", "unix", "memory", *CLUSTER_SCHEMES)
 
 def _memory_client(url: str) -> Any:
     """An in-process Redis for ``memory://<name>`` (_core/memory.py)."""
+    server = memory_server(url)  # first: without fakeredis it raises the typed error saying what to install
     import fakeredis
 
-    return fakeredis.FakeRedis(server=memory_server(url), decode_responses=False)
+    return fakeredis.FakeRedis(server=server, decode_responses=False)
 
 
 def _in_doubt(e: ServiceBusError) -> bool:

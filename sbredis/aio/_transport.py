@@ -51,9 +51,10 @@ SCHEMES = ("redis", "rediss", "unix", "memory", *CLUSTER_SCHEMES)
 
 def _memory_client(url: str) -> Any:
     """An in-process Redis for ``memory://<name>`` (_core/memory.py)."""
+    server = memory_server(url)  # first: without fakeredis it raises the typed error saying what to install
     import fakeredis
 
-    return fakeredis.FakeAsyncRedis(server=memory_server(url), decode_responses=False)
+    return fakeredis.FakeAsyncRedis(server=server, decode_responses=False)
 
 
 def _in_doubt(e: ServiceBusError) -> bool:

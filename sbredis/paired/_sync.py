@@ -149,13 +149,14 @@ class PairedNamespace:
         self._client = client
         self._primary = primary
         policy = primary.transport.retry_policy
-        self.secondary = _Secondary(
-            options.secondary,
-            retry_total=policy.retry_total,
-            retry_backoff_factor=policy.retry_backoff_factor,
-            retry_backoff_max=policy.retry_backoff_max,
-            retry_mode=policy.retry_mode,
-        )
+        # the secondary's clients (and the admin client that makes the backlog queues) retry as the primary's
+        self._retry = {
+            "retry_total": policy.retry_total,
+            "retry_backoff_factor": policy.retry_backoff_factor,
+            "retry_backoff_max": policy.retry_backoff_max,
+            "retry_mode": policy.retry_mode,
+        }
+        self.secondary = _Secondary(options.secondary, **self._retry)
         self._admin: ServiceBusAdministrationClient | None = None
         self._state = PairedState(options)
         self._bg = Background()
@@ -199,7 +200,7 @@ class PairedNamespace:
     # -- backlog queues
     def _admin_client(self) -> ServiceBusAdministrationClient:
         if self._admin is None:
-            self._admin = ServiceBusAdministrationClient(self.options.secondary)
+            self._admin = ServiceBusAdministrationClient(self.options.secondary, **self._retry)
         return self._admin
 
     def create_backlog_queues(self) -> None:

@@ -113,3 +113,39 @@ def test_usage_and_operation_errors(sb: Any) -> None:
     assert sb("entities", "delete", "queue", name("gone"), "--yes").code == 3
     no_url = run_cli("entities", "list")
     assert no_url.code == 2 and "SBREDIS_URL" in no_url.err
+
+
+def test_update_topic_and_subscription_and_refused_rule_options(sb: Any, admin: Any) -> None:
+    t = name("clit")
+    assert sb("entities", "create", "topic", t).code == 0
+    assert sb("entities", "create", "subscription", t, "s").code == 0
+    r = sb("entities", "update", "topic", t, "--set", "default_message_time_to_live=60")
+    assert r.code == 0 and f"updated topic {t}" in r.out, r
+    assert admin.get_topic(t).default_message_time_to_live.total_seconds() == 60
+    r = sb("entities", "update", "subscription", t, "s", "--set", "max_delivery_count=4", "--set", "status=Disabled")
+    assert r.code == 0 and f"updated subscription {t}/Subscriptions/s" in r.out, r
+    sub = admin.get_subscription(t, "s")
+    assert (sub.max_delivery_count, sub.status) == (4, "Disabled")
+
+    refused = [
+        (("update", "rule", t, "s", "$Default"), "give --sql, --correlation or --action"),
+        (("create", "rule", t, "s", "r", "--sql", "1=1", "--correlation", "subject=x"), "not both"),
+        (("create", "rule", t, "s", "r", "--correlation", "subject"), "--correlation takes FIELD=VALUE"),
+        (("create", "rule", t, "s", "r", "--correlation", "colour=red"), "unknown correlation field 'colour'"),
+        (("update", "subscription", t, "s", "--set", "max_delivery_count"), "--set takes NAME=VALUE"),
+        (("update", "subscription", t, "s", "--set", "requires_session=maybe"), "requires_session: cannot use"),
+    ]
+    for args, says in refused:
+        r = sb("entities", *args)
+        assert r.code == 2 and says in r.err, (args, r)
+    assert [x.name for x in admin.list_rules(t, "s")] == ["$Default"]  # nothing refused was made
+
+    r = sb("entities", "create", "rule", t, "s", "by-id", "--correlation", "correlation_id=abc")
+    assert r.code == 0 and admin.get_rule(t, "s", "by-id").filter.correlation_id == "abc"
+    r = sb("entities", "delete", "topic", t, "--yes", "--json")
+    assert r.code == 0 and r.json() == {"deleted": "topic", "name": t}
+
+
+def test_list_of_an_empty_namespace() -> None:
+    r = run_cli("entities", "list", url=f"memory://{name('empty')}")  # a new in-process namespace
+    assert r.code == 0 and "no entities" in r.out, r

@@ -16,7 +16,7 @@ import redis
 
 from sbredis import ServiceBusClient, ServiceBusMessage
 from sbredis.cli._registry import MEMORY_HINT
-from tests.cli.conftest import ROOT, Run
+from tests.cli.conftest import ROOT, Run, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +55,15 @@ def test_memory_url_without_fakeredis_is_a_usage_error() -> None:
     r = run_without("fakeredis", "entities", "list", "--url", "memory://x")
     assert r.code == 2, r
     assert r.err.strip() == f"sbredis: {MEMORY_HINT}"
+
+
+def test_metrics_without_the_prometheus_extra_says_what_to_install() -> None:
+    r = run_without("prometheus_client", "metrics", "--port", "0", "--url", "redis://127.0.0.1:1/0")
+    assert r.code == 2, r
+    assert "pip install 'sbredis[prometheus]'" in r.err and "Traceback" not in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    r = run_cli("metrics", "--port", "0", "--max-age", "-1", url="redis://127.0.0.1:1/0")
+    assert r.code == 2 and "--max-age must be a non-negative number" in r.err, r
 
 
 def test_an_interrupted_receive_exits_130(url: str, make_queue: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import timedelta
 from typing import Any
@@ -92,6 +93,38 @@ def test_failure_callback_gets_the_message_and_the_error(
     assert m.auto_renew_error is err
 
 
+def test_a_failure_callback_that_raises_is_logged_and_renewal_goes_on(
+    client: ServiceBusClient, make_queue: Any, sb_api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    q = make_queue(lock_duration=LOCK)
+    sender = client.get_queue_sender(q)
+    sender.send_messages(ServiceBusMessage("lost"))
+    called: list[Any] = []
+
+    def on_failure(m: Any, e: Any) -> None:
+        called.append(m)
+        raise RuntimeError("a bug in the callback")
+
+    with (
+        caplog.at_level(logging.ERROR, "sbredis"),
+        sb_api.AutoLockRenewer(on_lock_renew_failure=on_failure) as renewer,
+        client.get_queue_receiver(q) as r,
+    ):
+        (lost,) = r.receive_messages(1, max_wait_time=2)
+        with client.get_queue_receiver(q) as thief:
+            eventually(lambda: thief.receive_messages(1, max_wait_time=0.2), timeout=5)  # lock elapsed, taken
+        renewer.register(r, lost)
+        eventually(lambda: called, timeout=3)
+        eventually(lambda: "on_lock_renew_failure raised" in caplog.text, timeout=3)
+        # the renewer outlives its callback's error: a later message stays locked past its lock duration
+        sender.send_messages(ServiceBusMessage("kept"))
+        (kept,) = r.receive_messages(1, max_wait_time=5)
+        renewer.register(r, kept)
+        time.sleep(2.5 * LOCK.total_seconds())
+        r.complete_message(kept)
+    assert called == [lost]
+
+
 def test_max_renewal_duration_lets_the_lock_elapse(client: ServiceBusClient, make_queue: Any, sb_api: Any) -> None:
     q = make_queue(lock_duration=LOCK)
     client.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
@@ -172,6 +205,43 @@ def test_async_renewer(url: str, make_queue: Any) -> None:
             assert failures == []
 
     asyncio.run(main())
+
+
+def test_async_failure_callback_is_awaited_and_its_error_logged(
+    url: str, make_queue: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    q = make_queue(lock_duration=LOCK)
+
+    async def main() -> list[Any]:
+        awaited: list[Any] = []
+
+        async def on_failure(m: Any, e: Any) -> None:
+            await asyncio.sleep(0)
+            awaited.append(e)
+            raise RuntimeError("a bug in the callback")
+
+        async with sbredis.aio.ServiceBusClient.from_connection_string(url) as c:
+            await c.get_queue_sender(q).send_messages(ServiceBusMessage("x"))
+            renewer = sbredis.aio.AutoLockRenewer(on_lock_renew_failure=on_failure)
+            async with c.get_queue_receiver(q) as r:
+                (m,) = await r.receive_messages(1, max_wait_time=2)
+                async with c.get_queue_receiver(q) as thief:
+                    deadline = time.monotonic() + 5
+                    while not await thief.receive_messages(1, max_wait_time=0.2):  # lock elapsed, taken
+                        assert time.monotonic() < deadline
+                renewer.register(r, m)
+                deadline = time.monotonic() + 3
+                while not awaited and time.monotonic() < deadline:
+                    await asyncio.sleep(0.02)
+                await renewer.close(wait=False)  # returns at once; the renewer refuses new work
+                with pytest.raises(InvalidOperationError):
+                    renewer.register(r, m)
+        return awaited
+
+    with caplog.at_level(logging.ERROR, "sbredis"):
+        awaited = asyncio.run(main())
+    assert len(awaited) == 1 and isinstance(awaited[0].error, MessageLockLostError)
+    assert "on_lock_renew_failure raised" in caplog.text
 
 
 def test_an_async_receiver_refuses_a_sync_renewer(url: str, make_queue: Any) -> None:

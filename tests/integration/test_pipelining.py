@@ -121,6 +121,27 @@ def test_presettled_failures_are_logged_not_raised(url: str, caplog: Any) -> Non
     assert any("pre-settled send failed" in r.getMessage() and "not found" in r.getMessage() for r in caplog.records)
 
 
+def test_presettled_sends_through_either_api_are_stored_by_close_and_failures_logged(
+    client: Any, make_queue: Any, caplog: Any
+) -> None:
+    """What a pre-settled send promises through the sync API and the async one: the call returns
+    without an outcome, the sender's close leaves every message stored, and a failure is logged."""
+    q = make_queue()
+    sender = client.get_queue_sender(q)
+    for i in range(30):
+        assert sender.send_messages(ServiceBusMessage(str(i)), presettled=True) is None
+    sender.close()
+    with client.get_queue_receiver(q) as r:
+        stored = sorted(str(m) for m in r.peek_messages(100, sequence_number=1))
+    assert stored == sorted(str(i) for i in range(30))
+
+    lost = client.get_queue_sender("no-such-queue")
+    with caplog.at_level(logging.WARNING, logger="sbredis"):
+        lost.send_messages(ServiceBusMessage("x"), presettled=True)  # not raised to the caller
+        lost.close()
+    assert any("pre-settled send failed" in r.getMessage() and "not found" in r.getMessage() for r in caplog.records)
+
+
 @pytest.mark.standalone  # counts script calls in INFO commandstats of one server
 def test_concurrent_settlements_coalesce(url: str, make_queue: Any) -> None:
     q = make_queue(enable_partitioning=True, partition_count=2)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -124,3 +128,33 @@ def test_shared_access_keys_are_redacted_in_text() -> None:
     text = "failed: Endpoint=sb://h/;SharedAccessKeyName=app;SharedAccessKey=s3cret;EntityPath=q"
     assert "s3cret" not in redact_text(text)
     assert "SharedAccessKeyName=app" in redact_text(text)
+
+
+WITHOUT_FAKEREDIS = """
+import asyncio, sys
+sys.modules["fakeredis"] = None  # as when the memory extra is not installed
+import {api} as api
+from sbredis.exceptions import InvalidArgumentError
+
+async def make():
+    return api.ServiceBusClient("memory://nofake")
+
+try:
+    client = asyncio.run(make()) if api.__name__ == "sbredis.aio" else api.ServiceBusClient("memory://nofake")
+except InvalidArgumentError as e:
+    print("InvalidArgumentError:", e.message)
+else:
+    print("made", client)
+"""
+
+
+@pytest.mark.parametrize("api", ["sbredis", "sbredis.aio"])
+def test_memory_url_without_fakeredis_is_a_typed_error(api: str) -> None:
+    """A user without the memory extra gets the library's typed error naming the extra, not an ImportError."""
+    root = Path(__file__).resolve().parents[2]
+    code = textwrap.dedent(WITHOUT_FAKEREDIS).format(api=api)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.strip()
+    assert out.startswith("InvalidArgumentError: ") and "memory://nofake" in out
+    assert "pip install 'sbredis[memory]'" in out

@@ -5,10 +5,12 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
+import logging
 import random
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,20 +79,17 @@ def test_secondary_must_be_a_url() -> None:
         SendAvailabilityPairedNamespaceOptions(secondary="localhost")
 
 
-def test_client_refuses_a_secondary_equal_to_the_primary_and_other_option_types() -> None:
-    from sbredis import ServiceBusClient
-
-    with pytest.raises(InvalidArgumentError):
-        ServiceBusClient(SECONDARY, paired_namespace=options())
-    with pytest.raises(InvalidArgumentError):
-        ServiceBusClient("redis://127.0.0.1:6391/0", paired_namespace={"secondary": SECONDARY})
-
-
-def test_start_syphon_needs_a_paired_client() -> None:
-    from sbredis import ServiceBusClient
-
-    with ServiceBusClient("redis://127.0.0.1:6391/0") as c, pytest.raises(InvalidOperationError):
-        c.start_syphon()
+@pytest.mark.parametrize("api", ["sync", "async"], indirect=True)
+def test_pairing_options_are_refused_with_a_typed_error_by_either_client(sb_api: Any) -> None:
+    primary = "redis://127.0.0.1:6391/0"  # nothing is sent: the options are refused first
+    with pytest.raises(InvalidArgumentError, match="SendAvailabilityPairedNamespaceOptions"):
+        sb_api.ServiceBusClient(primary, paired_namespace={"secondary": SECONDARY})
+    with pytest.raises(InvalidArgumentError, match="must not be the primary"):
+        sb_api.ServiceBusClient(SECONDARY, paired_namespace=options())
+    with sb_api.ServiceBusClient(primary) as unpaired, pytest.raises(InvalidOperationError, match="paired_namespace"):
+        unpaired.start_syphon()
+    with sb_api.ServiceBusClient(primary, paired_namespace=options()) as c:
+        assert repr(c.paired_namespace) == f"PairedNamespace(secondary={SECONDARY})"
 
 
 # ------------------------------------------------------------------ errors
@@ -373,6 +372,68 @@ def test_task_loops_run_until_their_step_returns_none_or_stop() -> None:
         assert not bg.running("forever")
 
     asyncio.run(main())
+
+
+def test_a_step_that_raises_is_logged_and_its_loop_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    def flaky(calls: list[int]) -> float | None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a bug in the step")
+        return None  # the second step ends the loop
+
+    thread_calls: list[int] = []
+    task_calls: list[int] = []
+
+    async def task_step() -> float | None:
+        return flaky(task_calls)
+
+    async def tasks(bg: AsyncBackground) -> None:
+        bg.ensure("flaky", task_step)
+        deadline = time.monotonic() + 5
+        while bg.running("flaky"):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        await bg.stop()
+
+    with caplog.at_level(logging.ERROR, "sbredis"):
+        # the loop waits 1 s after a failed step (a bug should not spin)
+        threads = Background()
+        threads.ensure("flaky", lambda: flaky(thread_calls))
+        asyncio.run(tasks(AsyncBackground()))
+        deadline = time.monotonic() + 5
+        while threads.running("flaky"):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        threads.stop()
+    assert thread_calls == [1, 1] and task_calls == [1, 1]
+    assert [r.getMessage() for r in caplog.records] == ["the paired namespace's flaky loop failed; it goes on"] * 2
+
+
+def test_stopping_the_task_loops_cancels_a_step_stuck_past_the_stop_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sbredis.paired import _background
+
+    monkeypatch.setattr(_background, "STOP_TIMEOUT", 0.05)
+
+    async def main() -> bool:
+        stuck = asyncio.Event()
+        cancelled = asyncio.Event()
+
+        async def step() -> float:
+            stuck.set()
+            try:
+                await asyncio.Event().wait()  # a step that never ends (a hung call)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return 0.0
+
+        bg = AsyncBackground()
+        bg.ensure("stuck", step)
+        await stuck.wait()
+        await bg.stop()
+        return cancelled.is_set() and not bg.running("stuck")
+
+    assert asyncio.run(main())
 
 
 def test_the_paired_package_uses_no_private_name_of_another_object() -> None:
