@@ -130,13 +130,19 @@ class AsyncCoalescer:
                     batch.append(queue.popleft())
                 try:
                     outcomes = await self._run(key, [items for items, _ in batch])
+                except asyncio.CancelledError:
+                    for _, fut in batch:
+                        if not fut.done():
+                            fut.cancel()
+                    raise
+                except Exception as e:  # this batch's callers get it; the batches behind still run
+                    for _, fut in batch:
+                        if not fut.done():
+                            fut.set_exception(e)
+                    continue
                 except BaseException as e:
                     for _, fut in batch:
-                        if fut.done():
-                            continue
-                        if isinstance(e, asyncio.CancelledError):
-                            fut.cancel()
-                        else:
+                        if not fut.done():
                             fut.set_exception(e)
                     raise
                 for (_, fut), outcome in zip(batch, outcomes, strict=True):

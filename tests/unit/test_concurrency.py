@@ -153,6 +153,32 @@ def test_a_batch_that_fails_raises_in_each_submitter_still_waiting() -> None:
     assert (again, pending) == ("k:4", 0)
 
 
+def test_the_batches_queued_behind_a_failed_one_still_run() -> None:
+    """A batch whose script call fails fails its own callers only: the flush goes on with the next."""
+
+    async def run() -> tuple[list[Any], list[list[list[Any]]], int]:
+        batches: list[list[list[Any]]] = []
+        gate = asyncio.Event()
+
+        async def runner(key: Any, entries: list[list[Any]]) -> list[Any]:
+            batches.append(entries)
+            await gate.wait()
+            if entries[0] == [1]:
+                raise RuntimeError("lost")
+            return [f"ok{items[0]}" for items in entries]
+
+        co = c.AsyncCoalescer(runner, limit=100, max_batch=1)  # one entry per batch
+        futs = [await co.enqueue("k", [i]) for i in (1, 2, 3)]
+        gate.set()
+        outcomes = await asyncio.gather(*futs, return_exceptions=True)
+        await co.drain()
+        return outcomes, batches, co.pending
+
+    outcomes, batches, pending = asyncio.run(run())
+    assert isinstance(outcomes[0], RuntimeError) and outcomes[1:] == ["ok2", "ok3"]
+    assert batches == [[[1]], [[2]], [[3]]] and pending == 0
+
+
 def test_a_submitter_that_gives_up_does_not_disturb_its_batch() -> None:
     async def run() -> tuple[list[Any], int, list[list[list[Any]]]]:
         runner = _Runner()
