@@ -136,37 +136,47 @@ class _Waiter:
     changes on the send path). What the log does not show (a scheduled message coming due, a
     lock elapsing) bounds the wait by its time, read from ``sched`` and ``locked`` when the wait
     is planned; a message abandoned in this process, or an ack that makes room under the
-    prefetch limit, wakes it with ``CLIENT UNBLOCK`` from the thread that settled. Abandons in
-    other processes are seen within ``max_wait`` seconds. The blocking command has a connection
-    of its own.
+    prefetch limit, ends the wait with ``CLIENT UNBLOCK``. Abandons in other processes are seen
+    within ``max_wait`` seconds.
+
+    The wait has a connection of its own, held for good (not a pool's, whose pipelines would
+    take a second connection and make ``CLIENT ID`` name the wrong one). It blocks in two ways:
+    block() reads the reply in the calling thread (kombu's drain_events), start() only sends
+    the XREAD so that an event loop (Celery's hub) reads it when the socket is readable.
     """
 
     def __init__(self, url: str, ssl: dict[str, Any], max_wait: float, unblocker: redis.Redis) -> None:
         self.max_wait = max_wait
-        self.redis = redis.Redis.from_url(
-            url, socket_timeout=max_wait + 30, socket_connect_timeout=10, single_connection_client=True, **ssl
-        )
+        self._pool = redis.ConnectionPool.from_url(url, socket_timeout=max_wait + 30, socket_connect_timeout=10, **ssl)
+        self._conn: Any = self._pool.make_connection()
         self._unblocker = unblocker
         self._client_id: int | None = None
-        self._blocking = False
+        self._blocking = False  # a thread is in block() (or on its way in)
         self._kicked = threading.Event()
+        self.pending = False  # start() sent a command whose reply finish() has not read
+
+    def _call(self, *commands: tuple[Any, ...]) -> list[Any]:
+        conn = self._conn
+        try:
+            conn.send_packed_command(conn.pack_commands(commands))
+            return [conn.read_response() for _ in commands]
+        except BaseException:
+            conn.disconnect()
+            raise
 
     def plan(self, entities: list[tuple[str, int]]) -> tuple[dict[str, tuple[str, str]], float]:
         """Where each partition's log stands now and how long a wait may last at most: call it,
-        look at the queues once more, then block(); a message sent in between is then either
-        seen by that look or past the plan's position."""
-        with self.redis.pipeline(transaction=False) as pipe:
-            pipe.client_id()
-            pipe.time()
-            parts = []
-            for entity, count in entities:
-                for p in range(count):
-                    st, log, sched, locked = _wake_keys(entity, p)
-                    parts.append((log, entity))
-                    pipe.hget(st, "seq")
-                    pipe.zrange(sched, 0, 0, withscores=True)
-                    pipe.zrange(locked, 0, 0, withscores=True)
-            out = pipe.execute()
+        look at the queues once more, then block() or start(); a message sent in between is
+        then either seen by that look or past the plan's position."""
+        commands: list[tuple[Any, ...]] = [("CLIENT", "ID"), ("TIME",)]
+        parts = []
+        for entity, count in entities:
+            for p in range(count):
+                st, log, sched, locked = _wake_keys(entity, p)
+                parts.append((log, entity))
+                commands += [("HGET", st, "seq"), ("ZRANGE", sched, 0, 0, "WITHSCORES")]
+                commands.append(("ZRANGE", locked, 0, 0, "WITHSCORES"))
+        out = self._call(*commands)
         self._client_id = int(out[0])
         secs, micros = out[1]
         now = int(secs) * 1000 + int(micros) // 1000
@@ -175,9 +185,14 @@ class _Waiter:
         for i, (log, entity) in enumerate(parts):
             seq, sched, locked = out[2 + 3 * i : 5 + 3 * i]
             streams[log] = (f"{int(seq or 0)}-0", entity)
-            for _, at in (*sched, *locked):
+            for at in (*_scores(sched), *_scores(locked)):
                 wait = min(wait, max(0.01, (at - now) / 1000 + 0.005))
         return streams, wait
+
+    @staticmethod
+    def _xread(streams: dict[str, tuple[str, str]], seconds: float) -> tuple[Any, ...]:
+        ms = max(1, int(seconds * 1000))
+        return ("XREAD", "COUNT", 1, "BLOCK", ms, "STREAMS", *streams, *(at for at, _ in streams.values()))
 
     def block(self, streams: dict[str, tuple[str, str]], seconds: float) -> set[str]:
         """Wait up to `seconds` for an entry past the plan in any of `streams` (none: only for
@@ -189,15 +204,49 @@ class _Waiter:
             if not streams:
                 self._kicked.wait(seconds)
                 return set()
-            positions = {log: at for log, (at, _) in streams.items()}
-            reply: Any = self.redis.xread(positions, count=1, block=max(1, int(seconds * 1000)))  # type: ignore[arg-type]
-            return {streams[log.decode()][1] for log, _ in reply or ()}
+            reply: Any = self._call(self._xread(streams, seconds))[0]
+            grown = set()
+            for log, _ in reply.items() if isinstance(reply, dict) else reply or ():
+                grown.add(streams[log.decode() if isinstance(log, bytes) else log][1])
+            return grown
         finally:
             self._blocking = False
             self._kicked.clear()
 
+    def start(self, streams: dict[str, tuple[str, str]] | None, seconds: float = 0.0) -> int:
+        """Send the wait (or, without streams, a PING that answers at once) and return the
+        socket to watch; finish() reads the reply."""
+        command = self._xread(streams, seconds) if streams else ("PING",)
+        self._kicked.clear()
+        self._conn.send_command(*command)
+        self.pending = True
+        return int(self._conn._sock.fileno())
+
+    def finish(self) -> None:
+        """Read the reply of start()'s command (the socket is readable)."""
+        self.pending = False
+        try:
+            self._conn.read_response()
+        except BaseException:
+            self._conn.disconnect()
+            raise
+
+    @property
+    def kicked(self) -> bool:
+        return self._kicked.is_set()
+
+    def cancel(self) -> None:
+        """End a wait sent by start() now (its reply, nil, makes the socket readable)."""
+        client_id = self._client_id
+        if client_id is not None:
+            try:
+                self._unblocker.client_unblock(client_id)
+            except redis.RedisError as e:
+                log.debug("CLIENT UNBLOCK failed: %s", e)
+
     def kick(self) -> None:
-        """Make the consuming thread look again (from a thread that settled a message)."""
+        """Make the consumer look again: a thread in block() wakes now; an event loop's wait
+        is ended by its next tick (see Transport.on_tick)."""
         self._kicked.set()
         client_id = self._client_id
         if client_id is None:
@@ -214,9 +263,25 @@ class _Waiter:
                 return
             time.sleep(0.001)
 
+    def reset(self) -> None:
+        """Drop the connection (it reconnects on next use)."""
+        self.pending = False
+        self._conn.disconnect()
+
     def close(self) -> None:
         self._kicked.set()
-        self.redis.close()
+        self.pending = False
+        self._conn.disconnect()
+        self._pool.disconnect()
+
+
+def _scores(reply: Any) -> list[float]:
+    """The scores of a ZRANGE WITHSCORES reply (RESP2: flat member, score; RESP3: pairs)."""
+    if not reply:
+        return []
+    if isinstance(reply[0], list):
+        return [float(score) for _, score in reply]
+    return [float(score) for score in reply[1::2]]
 
 
 def register() -> None:
@@ -809,7 +874,7 @@ class Transport(virtual.Transport):  # type: ignore[misc]
     driver_name = "sbredis"
 
     implements = virtual.Transport.implements.extend(
-        asynchronous=False,
+        asynchronous=True,
         exchange_type=frozenset(["direct", "topic", "fanout"]),
         heartbeats=False,
     )
@@ -824,10 +889,15 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         socket.error,
     )
 
+    #: most messages one tick of an event loop hands out before it lets the loop run
+    tick_deliveries = 16
+
     def __init__(self, client: Any, **kwargs: Any) -> None:
         super().__init__(client, **kwargs)
         self._broker: _Broker | None = None
         self._broker_lock = threading.Lock()
+        self._loop: Any = None
+        self._fd: int | None = None
 
     def broker(self) -> _Broker:
         with self._broker_lock:
@@ -842,10 +912,85 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         try:
             super().close_connection(connection)
         finally:
+            if self._loop is not None:
+                self.unregister_from_event_loop(connection, self._loop)
             with self._broker_lock:
                 broker, self._broker = self._broker, None
             if broker is not None:
                 broker.close()
+
+    # -- in an event loop (Celery's hub): kombu's Redis transport does the same with BRPOP
+    def register_with_event_loop(self, connection: Any, loop: Any) -> None:
+        """Consume in `loop`: each tick hands out what the queues hold (as far as the prefetch
+        limit allows), then sends an XREAD BLOCK (see _Waiter) whose reply, when a message is
+        sent or the wait's time is up, makes the socket readable and the loop tick again."""
+        self._loop = loop
+        self._fd = None
+        loop.on_tick.add(self.on_tick)
+
+    def unregister_from_event_loop(self, connection: Any, loop: Any) -> None:
+        loop.on_tick.discard(self.on_tick)
+        if self._fd is not None:
+            loop.remove_reader(self._fd)
+            self._fd = None
+        self._loop = None
+
+    def on_tick(self) -> None:
+        """Deliver what is there, else start a wait (never blocks on an empty queue)."""
+        broker = self._broker
+        if broker is None or self._loop is None:
+            return
+        waiter = broker.waiter
+        if waiter.pending:
+            if waiter.kicked:  # a message abandoned here: look again now
+                waiter.cancel()
+            return
+        cycle: Any = self.cycle
+        for _ in range(self.tick_deliveries):
+            try:
+                cycle.get(self._deliver)
+            except Empty:
+                break
+        else:  # more may be there: let the loop run, and come back at once
+            self._watch(waiter.start(None))
+            return
+        targets = [t for channel in self.channels for t in channel.waitable()]
+        if not targets:  # nothing to consume, or the prefetch limit reached: an ack comes first
+            return
+        streams, wait = waiter.plan([(entity, count) for _, _, entity, count in targets])
+        try:  # again: what was sent before plan() is here, what comes after ends the wait
+            cycle.get(self._deliver)
+        except Empty:
+            self._watch(waiter.start(streams, wait))
+        else:
+            self._watch(waiter.start(None))
+
+    def _watch(self, fd: int) -> None:
+        if fd != self._fd:
+            if self._fd is not None:
+                self._loop.remove_reader(self._fd)
+            self._fd = fd
+            self._loop.add_reader(fd, self._on_readable, fd)
+
+    def _on_readable(self, fileno: int) -> None:
+        """The wait's reply arrived: read it; the loop's next tick delivers."""
+        broker = self._broker
+        if broker is not None and broker.waiter.pending:
+            try:
+                broker.waiter.finish()
+                return
+            except Exception:
+                self._unwatch(fileno)
+                raise
+        # nothing was asked: the server closed the idle connection (it reconnects on next use)
+        self._unwatch(fileno)
+        if broker is not None:
+            broker.waiter.reset()
+
+    def _unwatch(self, fileno: int) -> None:
+        if self._loop is not None and self._fd == fileno:
+            self._loop.remove_reader(fileno)
+            self._fd = None
 
     def drain_events(self, connection: Any, timeout: float | None = None, **kwargs: Any) -> None:
         """Deliver one message, blocking while there is none (see _Waiter) up to `timeout`.
