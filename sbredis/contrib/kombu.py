@@ -94,6 +94,7 @@ from sbredis import (
     __version__,
 )
 from sbredis._core.keys import partition_keys
+from sbredis._message import PARTITION_SHIFT
 from sbredis.exceptions import (
     MessageAlreadySettled,
     MessageLockLostError,
@@ -116,6 +117,7 @@ _EDGE = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
 _FOREVER = float("inf")
 LEASE_FACTOR = 2  # a leased binding lapses LEASE_FACTOR x the queue's x-expires after its last renewal
 IDLE_MIN = 300.0  # seconds: Service Bus's smallest auto_delete_on_idle
+REPLAN = 0.5  # seconds an event loop's wait reuses a plan's log positions (see _Waiter.reusable)
 
 
 def _wake_keys(entity: str, partition: int) -> tuple[str, str, str, str]:
@@ -154,6 +156,10 @@ class _Waiter:
         self._blocking = False  # a thread is in block() (or on its way in)
         self._kicked = threading.Event()
         self.pending = False  # start() sent a command whose reply finish() has not read
+        self.streams: dict[str, tuple[int, str]] = {}  # the last plan: log -> (position, entity)
+        self._planned: tuple[tuple[str, int], ...] = ()
+        self._plan_ends = 0.0  # monotonic time the last plan's wait bound ends
+        self._plan_stale = 0.0  # monotonic time after which the last plan is not reused
 
     def _call(self, *commands: tuple[Any, ...]) -> list[Any]:
         conn = self._conn
@@ -164,7 +170,7 @@ class _Waiter:
             conn.disconnect()
             raise
 
-    def plan(self, entities: list[tuple[str, int]]) -> tuple[dict[str, tuple[str, str]], float]:
+    def plan(self, entities: list[tuple[str, int]]) -> tuple[dict[str, tuple[int, str]], float]:
         """Where each partition's log stands now and how long a wait may last at most: call it,
         look at the queues once more, then block() or start(); a message sent in between is
         then either seen by that look or past the plan's position."""
@@ -180,21 +186,46 @@ class _Waiter:
         self._client_id = int(out[0])
         secs, micros = out[1]
         now = int(secs) * 1000 + int(micros) // 1000
-        streams: dict[str, tuple[str, str]] = {}  # log -> (position, entity)
+        streams: dict[str, tuple[int, str]] = {}  # log -> (position, entity)
         wait = self.max_wait
         for i, (log, entity) in enumerate(parts):
             seq, sched, locked = out[2 + 3 * i : 5 + 3 * i]
-            streams[log] = (f"{int(seq or 0)}-0", entity)
+            streams[log] = (int(seq or 0), entity)
             for at in (*_scores(sched), *_scores(locked)):
                 wait = min(wait, max(0.01, (at - now) / 1000 + 0.005))
+        self.streams, self._planned = streams, tuple(entities)
+        self._plan_ends = time.monotonic() + wait
+        self._plan_stale = time.monotonic() + REPLAN
         return streams, wait
 
-    @staticmethod
-    def _xread(streams: dict[str, tuple[str, str]], seconds: float) -> tuple[Any, ...]:
-        ms = max(1, int(seconds * 1000))
-        return ("XREAD", "COUNT", 1, "BLOCK", ms, "STREAMS", *streams, *(at for at, _ in streams.values()))
+    def reusable(self, entities: list[tuple[str, int]]) -> float:
+        """Seconds a wait may last on the last plan's positions (0: plan again). They stay
+        right for a wait after an empty receive as long as each is at most the log's head
+        when that receive ran: a plan's position was the head then, and seen() and finish()
+        move it only to entries that existed. What may go stale is the wait's bound (a message
+        scheduled or locked since), so a plan is reused for REPLAN seconds at most: a busy
+        consumer plans a few times a second, not once per message."""
+        now = time.monotonic()
+        if tuple(entities) != self._planned or now >= self._plan_stale:
+            return 0.0
+        return max(0.0, self._plan_ends - now)
 
-    def block(self, streams: dict[str, tuple[str, str]], seconds: float) -> set[str]:
+    def seen(self, entity: str, sequence_number: int) -> None:
+        """A message of `entity` was received: its log entry exists, the wait may start past it."""
+        log = _wake_keys(entity, sequence_number >> PARTITION_SHIFT)[1]
+        self._advance(log, sequence_number & ((1 << PARTITION_SHIFT) - 1))
+
+    def _advance(self, log: str, position: int) -> None:
+        at = self.streams.get(log)
+        if at is not None and position > at[0]:
+            self.streams[log] = (position, at[1])
+
+    @staticmethod
+    def _xread(streams: dict[str, tuple[int, str]], seconds: float) -> tuple[Any, ...]:
+        ms = max(1, int(seconds * 1000))
+        return ("XREAD", "COUNT", 1, "BLOCK", ms, "STREAMS", *streams, *(f"{at}-0" for at, _ in streams.values()))
+
+    def block(self, streams: dict[str, tuple[int, str]], seconds: float) -> set[str]:
         """Wait up to `seconds` for an entry past the plan in any of `streams` (none: only for
         a kick); returns the queues whose log grew."""
         self._blocking = True
@@ -213,7 +244,7 @@ class _Waiter:
             self._blocking = False
             self._kicked.clear()
 
-    def start(self, streams: dict[str, tuple[str, str]] | None, seconds: float = 0.0) -> int:
+    def start(self, streams: dict[str, tuple[int, str]] | None, seconds: float = 0.0) -> int:
         """Send the wait (or, without streams, a PING that answers at once) and return the
         socket to watch; finish() reads the reply."""
         command = self._xread(streams, seconds) if streams else ("PING",)
@@ -226,10 +257,14 @@ class _Waiter:
         """Read the reply of start()'s command (the socket is readable)."""
         self.pending = False
         try:
-            self._conn.read_response()
+            reply: Any = self._conn.read_response()
         except BaseException:
             self._conn.disconnect()
             raise
+        # an entry the wait returned exists: the next wait starts past it (else it returns at once)
+        for log, entries in reply.items() if isinstance(reply, dict) else reply if isinstance(reply, list) else ():
+            for entry_id, *_ in entries:
+                self._advance(log.decode() if isinstance(log, bytes) else log, int(entry_id.split(b"-")[0]))
 
     @property
     def kicked(self) -> bool:
@@ -356,7 +391,8 @@ class _Broker:
         self.receivers: dict[tuple[str, bool], ServiceBusReceiver] = {}
         self.declared: set[str] = set()
         self.lock = threading.Lock()
-        self.waiter = _Waiter(url, ssl, float(options.get("max_wait", 1.0)), self.redis)
+        self._waiter_args = (url, ssl, float(options.get("max_wait", 1.0)), self.redis)
+        self.waiter = self.new_waiter()  # drain_events' (in an event loop each channel has one)
         self.partitions: dict[str, int] = {}
         idle = options.get("auto_delete_on_idle")
         self.idle_seconds = float(idle) if idle else None
@@ -366,6 +402,9 @@ class _Broker:
         self._stop = threading.Event()
         self._nudge = threading.Event()  # a new lease: the background thread plans again
         self._lease_thread: threading.Thread | None = None
+
+    def new_waiter(self) -> _Waiter:
+        return _Waiter(*self._waiter_args)
 
     @staticmethod
     def _on_renew_failure(message: Any, error: Exception | None) -> None:
@@ -546,6 +585,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         self._buffers: dict[str, deque[ServiceBusReceivedMessage]] = {}
         self._expires: dict[str, int] = {}  # queue -> x-expires (ms): its bindings are leased
         self._transient: dict[str, dict[str, Any]] = {}  # auto-delete queues with x-expires -> declare args
+        self.hub_waiter: _Waiter | None = None  # in an event loop: this channel's wait (see on_tick)
 
     # -- names
     def _entity(self, queue: str) -> str:
@@ -748,6 +788,9 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             raise Empty()
         if no_ack:
             return self._payload(got[0])
+        if self.hub_waiter is not None:
+            for m in got:
+                self.hub_waiter.seen(entity, m.sequence_number)
         if len(got) > 1:
             self._buffers.setdefault(queue, deque()).extend(got[1:])
         return self._delivered(queue, receiver, got[0])
@@ -812,7 +855,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             except MessageAlreadySettled:
                 pass
         super().basic_reject(delivery_tag, requeue=False)
-        self._sb.waiter.kick()  # room under the prefetch limit, or the message is back
+        self.connection.kick()  # room under the prefetch limit, or the message is back
 
     def _restore(self, message: Any) -> None:
         """Abandon an unacknowledged message (channel closing, recover): delivered again at once."""
@@ -823,7 +866,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 receiver.abandon_message(m)
             except (MessageLockLostError, MessageAlreadySettled):
                 pass
-            self._sb.waiter.kick()
+            self.connection.kick()
 
     def deliver_from(self, queue: str, callback: Any) -> None:
         """Take one message of `queue` and hand it to `callback` (kombu's _get_and_deliver, for the
@@ -844,6 +887,45 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 pass  # deleted: the next receive declares it again or gives up
         return out
 
+    def on_tick(self, deliver: Any, watch: Any, limit: int) -> None:
+        """In an event loop: hand out what this channel's queues hold, up to the prefetch limit
+        (at most `limit` messages, then `watch` a PING's reply to come back at once), else
+        start an XREAD BLOCK on this channel's own connection and `watch` its socket. A channel
+        at its prefetch limit waits for nothing: an ack comes first, and the next tick looks
+        again; the other channels (Celery's pidbox) keep their waits meanwhile."""
+        waiter = self.hub_waiter
+        if waiter is None:
+            if self.closed or not self._consumers:
+                return
+            waiter = self.hub_waiter = self._sb.new_waiter()
+        if waiter.pending:
+            if waiter.kicked:  # a message came back (abandoned here): look again now
+                waiter.cancel()
+            return
+        for _ in range(limit):
+            try:
+                self.drain_events(callback=deliver)
+            except Empty:
+                break
+        else:  # there may be more: let the loop run, and come back at once
+            watch(self, waiter.start(None))
+            return
+        targets = self.waitable()
+        if not targets:
+            return
+        entities = [(entity, count) for _, _, entity, count in targets]
+        left = waiter.reusable(entities)
+        if left > 0.005:
+            watch(self, waiter.start(waiter.streams, left))
+            return
+        streams, wait = waiter.plan(entities)
+        try:  # again: what was sent before plan() is here, what comes after ends the wait
+            self.drain_events(callback=deliver)
+        except Empty:
+            watch(self, waiter.start(streams, wait))
+        else:
+            watch(self, waiter.start(None))
+
     def _restore_at_beginning(self, message: Any) -> None:
         self._restore(message)
 
@@ -859,7 +941,13 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 except Exception as e:
                     log.warning("could not delete the transient queue %s: %s", queue, e)
             self._transient.clear()
+            if self.hub_waiter is not None:
+                self.connection.unwatch(self)
+                self.hub_waiter.close()
         super().close()
+
+
+_Channel = Channel  # (inside Transport, "Channel" is its class attribute)
 
 
 class Transport(virtual.Transport):  # type: ignore[misc]
@@ -897,7 +985,7 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         self._broker: _Broker | None = None
         self._broker_lock = threading.Lock()
         self._loop: Any = None
-        self._fd: int | None = None
+        self._fds: dict[_Channel, int] = {}  # in an event loop: each waiting channel's socket
 
     def broker(self) -> _Broker:
         with self._broker_lock:
@@ -925,72 +1013,58 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         limit allows), then sends an XREAD BLOCK (see _Waiter) whose reply, when a message is
         sent or the wait's time is up, makes the socket readable and the loop tick again."""
         self._loop = loop
-        self._fd = None
+        self._fds = {}
         loop.on_tick.add(self.on_tick)
 
     def unregister_from_event_loop(self, connection: Any, loop: Any) -> None:
         loop.on_tick.discard(self.on_tick)
-        if self._fd is not None:
-            loop.remove_reader(self._fd)
-            self._fd = None
+        for fd in self._fds.values():
+            loop.remove_reader(fd)
+        self._fds.clear()
         self._loop = None
 
     def on_tick(self) -> None:
-        """Deliver what is there, else start a wait (never blocks on an empty queue)."""
-        broker = self._broker
-        if broker is None or self._loop is None:
+        """Each consuming channel delivers what is there, else starts a wait (see Channel.on_tick)."""
+        if self._broker is None or self._loop is None:
             return
-        waiter = broker.waiter
-        if waiter.pending:
-            if waiter.kicked:  # a message abandoned here: look again now
-                waiter.cancel()
-            return
-        cycle: Any = self.cycle
-        for _ in range(self.tick_deliveries):
-            try:
-                cycle.get(self._deliver)
-            except Empty:
-                break
-        else:  # more may be there: let the loop run, and come back at once
-            self._watch(waiter.start(None))
-            return
-        targets = [t for channel in self.channels for t in channel.waitable()]
-        if not targets:  # nothing to consume, or the prefetch limit reached: an ack comes first
-            return
-        streams, wait = waiter.plan([(entity, count) for _, _, entity, count in targets])
-        try:  # again: what was sent before plan() is here, what comes after ends the wait
-            cycle.get(self._deliver)
-        except Empty:
-            self._watch(waiter.start(streams, wait))
-        else:
-            self._watch(waiter.start(None))
+        for channel in list(self.channels):
+            channel.on_tick(self._deliver, self._watch, self.tick_deliveries)
 
-    def _watch(self, fd: int) -> None:
-        if fd != self._fd:
-            if self._fd is not None:
-                self._loop.remove_reader(self._fd)
-            self._fd = fd
-            self._loop.add_reader(fd, self._on_readable, fd)
+    def _watch(self, channel: _Channel, fd: int) -> None:
+        old = self._fds.get(channel)
+        if old != fd:
+            if old is not None:
+                self._loop.remove_reader(old)
+            self._fds[channel] = fd
+            self._loop.add_reader(fd, self._on_readable, channel, fd)
 
-    def _on_readable(self, fileno: int) -> None:
-        """The wait's reply arrived: read it; the loop's next tick delivers."""
-        broker = self._broker
-        if broker is not None and broker.waiter.pending:
+    def unwatch(self, channel: _Channel) -> None:
+        fd = self._fds.pop(channel, None)
+        if fd is not None and self._loop is not None:
+            self._loop.remove_reader(fd)
+
+    def _on_readable(self, channel: _Channel, fileno: int) -> None:
+        """A channel's wait replied: read it; the loop's next tick delivers."""
+        waiter = channel.hub_waiter
+        if waiter is not None and waiter.pending:
             try:
-                broker.waiter.finish()
+                waiter.finish()
                 return
             except Exception:
-                self._unwatch(fileno)
+                self.unwatch(channel)
                 raise
         # nothing was asked: the server closed the idle connection (it reconnects on next use)
-        self._unwatch(fileno)
-        if broker is not None:
-            broker.waiter.reset()
+        self.unwatch(channel)
+        if waiter is not None:
+            waiter.reset()
 
-    def _unwatch(self, fileno: int) -> None:
-        if self._loop is not None and self._fd == fileno:
-            self._loop.remove_reader(fileno)
-            self._fd = None
+    def kick(self) -> None:
+        """A message came back: every wait of this connection looks again."""
+        if self._broker is not None:
+            self._broker.waiter.kick()
+        for channel in list(self.channels):
+            if channel.hub_waiter is not None:
+                channel.hub_waiter.kick()
 
     def drain_events(self, connection: Any, timeout: float | None = None, **kwargs: Any) -> None:
         """Deliver one message, blocking while there is none (see _Waiter) up to `timeout`.
