@@ -65,6 +65,7 @@ mapped to ``<name with invalid characters as '_'>-<crc32 of the name>``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import socket
@@ -887,44 +888,45 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 pass  # deleted: the next receive declares it again or gives up
         return out
 
-    def on_tick(self, deliver: Any, watch: Any, limit: int) -> None:
+    def on_tick(self, deliver: Any, watch: Any, limit: int) -> int:
         """In an event loop: hand out what this channel's queues hold, up to the prefetch limit
-        (at most `limit` messages, then `watch` a PING's reply to come back at once), else
-        start an XREAD BLOCK on this channel's own connection and `watch` its socket. A channel
-        at its prefetch limit waits for nothing: an ack comes first, and the next tick looks
-        again; the other channels (Celery's pidbox) keep their waits meanwhile."""
+        and at most `limit` messages, and return how many; when it found none, start an XREAD
+        BLOCK on this channel's own connection and `watch` its socket. A channel at its
+        prefetch limit waits for nothing: an ack comes first, and the next tick looks again;
+        the other channels (Celery's pidbox) keep their waits meanwhile."""
         waiter = self.hub_waiter
         if waiter is None:
             if self.closed or not self._consumers:
-                return
+                return 0
             waiter = self.hub_waiter = self._sb.new_waiter()
         if waiter.pending:
             if waiter.kicked:  # a message came back (abandoned here): look again now
                 waiter.cancel()
-            return
-        for _ in range(limit):
+            return 0
+        delivered = 0
+        while delivered < limit:
             try:
                 self.drain_events(callback=deliver)
             except Empty:
                 break
-        else:  # there may be more: let the loop run, and come back at once
-            watch(self, waiter.start(None))
-            return
+            delivered += 1
+        if delivered:  # the next tick (at once, see Transport.on_tick) looks again
+            return delivered
         targets = self.waitable()
         if not targets:
-            return
+            return 0
         entities = [(entity, count) for _, _, entity, count in targets]
         left = waiter.reusable(entities)
         if left > 0.005:
             watch(self, waiter.start(waiter.streams, left))
-            return
+            return 0
         streams, wait = waiter.plan(entities)
         try:  # again: what was sent before plan() is here, what comes after ends the wait
             self.drain_events(callback=deliver)
         except Empty:
             watch(self, waiter.start(streams, wait))
-        else:
-            watch(self, waiter.start(None))
+            return 0
+        return 1
 
     def _restore_at_beginning(self, message: Any) -> None:
         self._restore(message)
@@ -986,6 +988,7 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         self._broker_lock = threading.Lock()
         self._loop: Any = None
         self._fds: dict[_Channel, int] = {}  # in an event loop: each waiting channel's socket
+        self._nudge: tuple[socket.socket, socket.socket] | None = None  # wakes the loop (see on_tick)
 
     def broker(self) -> _Broker:
         with self._broker_lock:
@@ -1014,6 +1017,12 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         sent or the wait's time is up, makes the socket readable and the loop tick again."""
         self._loop = loop
         self._fds = {}
+        if self._nudge is None:
+            reader, writer = socket.socketpair()
+            reader.setblocking(False)
+            writer.setblocking(False)
+            self._nudge = (reader, writer)
+        loop.add_reader(self._nudge[0].fileno(), self._on_nudge)
         loop.on_tick.add(self.on_tick)
 
     def unregister_from_event_loop(self, connection: Any, loop: Any) -> None:
@@ -1021,14 +1030,34 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         for fd in self._fds.values():
             loop.remove_reader(fd)
         self._fds.clear()
+        if self._nudge is not None:
+            loop.remove_reader(self._nudge[0].fileno())
+            for sock in self._nudge:
+                sock.close()
+            self._nudge = None
         self._loop = None
 
     def on_tick(self) -> None:
-        """Each consuming channel delivers what is there, else starts a wait (see Channel.on_tick)."""
+        """Each consuming channel delivers what is there, else starts a wait (see Channel.on_tick).
+
+        A tick that delivered wakes the loop's next poll at once through a socket pair of its
+        own: what the delivery set going (Celery's prefork pool registers a child's pipe for
+        writing from a tick of its own, which may have run before this one) must not wait for
+        the poll's timeout, and the next tick looks for more. Without it a delivery waits up
+        to a second whenever the hub happens to run the pool's tick first."""
         if self._broker is None or self._loop is None:
             return
+        delivered = 0
         for channel in list(self.channels):
-            channel.on_tick(self._deliver, self._watch, self.tick_deliveries)
+            delivered += channel.on_tick(self._deliver, self._watch, self.tick_deliveries)
+        if delivered and self._nudge is not None:
+            with contextlib.suppress(OSError):
+                self._nudge[1].send(b"\0")
+
+    def _on_nudge(self) -> None:
+        if self._nudge is not None:
+            with contextlib.suppress(OSError):
+                self._nudge[0].recv(4096)
 
     def _watch(self, channel: _Channel, fd: int) -> None:
         old = self._fds.get(channel)
