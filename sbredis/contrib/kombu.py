@@ -587,6 +587,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         self._expires: dict[str, int] = {}  # queue -> x-expires (ms): its bindings are leased
         self._transient: dict[str, dict[str, Any]] = {}  # auto-delete queues with x-expires -> declare args
         self.hub_waiter: _Waiter | None = None  # in an event loop: this channel's wait (see on_tick)
+        self._saw_all = False  # the last receive found the channel's only queue empty after it
 
     # -- names
     def _entity(self, queue: str) -> str:
@@ -785,6 +786,15 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             if queue in self._transient:  # deleted by another channel that declared it too
                 self._new_queue(queue, **self._transient[queue])
             raise Empty() from None
+        # fewer than asked of a one-queue, one-partition channel: the queue had no more, and the
+        # wait can start without another receive to find it empty (see on_tick)
+        self._saw_all = (
+            len(got) < want
+            and not no_ack
+            and len(self._active_queues) == 1
+            and self._sb.partitions.get(entity) == 1
+            and self.hub_waiter is not None
+        )
         if not got:
             raise Empty()
         if no_ack:
@@ -904,22 +914,25 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 waiter.cancel()
             return 0
         delivered = 0
-        while delivered < limit:
+        self._saw_all = False
+        while delivered < limit and not self._dry():
             try:
                 self.drain_events(callback=deliver)
             except Empty:
                 break
             delivered += 1
-        if delivered:  # the next tick (at once, see Transport.on_tick) looks again
+        if delivered and not self._dry():  # the next tick (at once, see Transport.on_tick) looks again
             return delivered
         targets = self.waitable()
         if not targets:
-            return 0
+            return delivered
         entities = [(entity, count) for _, _, entity, count in targets]
         left = waiter.reusable(entities)
         if left > 0.005:
             watch(self, waiter.start(waiter.streams, left))
-            return 0
+            return delivered
+        if delivered:  # a new plan needs a look after it: the next tick's
+            return delivered
         streams, wait = waiter.plan(entities)
         try:  # again: what was sent before plan() is here, what comes after ends the wait
             self.drain_events(callback=deliver)
@@ -927,6 +940,9 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             watch(self, waiter.start(streams, wait))
             return 0
         return 1
+
+    def _dry(self) -> bool:
+        return self._saw_all and not any(self._buffers.values())
 
     def _restore_at_beginning(self, message: Any) -> None:
         self._restore(message)
