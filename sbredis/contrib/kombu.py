@@ -27,6 +27,13 @@ Each kombu queue is an sbredis queue (created on declare). The mapping:
   ``default_message_time_to_live``. Priorities are not supported (sbredis has none).
 * Unacknowledged messages of a channel that closes are abandoned (delivered again at once).
 
+Consuming does not poll. In an event loop (the transport is ``asynchronous``: Celery's worker runs
+it in its hub, as it does kombu's Redis transport, so a prefork worker's main process carries tasks
+to and from its children itself) each tick hands out what the queues hold as far as the prefetch
+count allows; a channel that found nothing sends an ``XREAD BLOCK`` on a connection of its own,
+and its reply (a message sent, the wait's time up) makes the socket readable and the loop tick
+again. Without an event loop, ``drain_events`` blocks the same way in the calling thread.
+
 Exchanges and fanout: sbredis has no topics yet, so routing stays kombu's (direct, topic and fanout
 exchange types), with the binding tables in Redis so every process routes alike: one sorted set
 per exchange, ``sbredis:kombu:binding:<prefix><exchange>``, whose members are
@@ -588,6 +595,8 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         self._transient: dict[str, dict[str, Any]] = {}  # auto-delete queues with x-expires -> declare args
         self.hub_waiter: _Waiter | None = None  # in an event loop: this channel's wait (see on_tick)
         self._saw_all = False  # the last receive found the channel's only queue empty after it
+        self._tick_thread: int | None = None  # the event loop's thread, once it ticked
+        self._acks: list[tuple[ServiceBusReceiver, ServiceBusReceivedMessage]] = []  # see basic_ack
 
     # -- names
     def _entity(self, queue: str) -> str:
@@ -834,19 +843,42 @@ class Channel(virtual.Channel):  # type: ignore[misc]
 
     # -- settle
     def basic_ack(self, delivery_tag: str, multiple: bool = False) -> None:
+        """Complete the message. In an event loop, an ack made in the loop's thread is completed
+        by the loop's next tick (it follows at once), together with the others made meanwhile
+        and before the receive that takes the freed slots: one script call for both children's
+        results of a prefork worker, say, instead of one each. A process that dies in between
+        has its message delivered again, as if it had died before the ack."""
         full = not self.qos.can_consume()
         entry = self._locked.pop(delivery_tag, None)
         if entry is not None:
-            receiver, m = entry
-            try:
-                receiver.complete_message(m)
-            except MessageLockLostError:
-                log.warning("ack of %r: the lock was lost; it may be delivered again", m)
-            except MessageAlreadySettled:
-                pass
+            if self._tick_thread == threading.get_ident():
+                self._acks.append(entry)
+            else:
+                self._complete([entry])
         super().basic_ack(delivery_tag)
         if full:  # room under the prefetch limit again: a consumer waiting for it looks now
             self._sb.waiter.kick()
+
+    def _complete(self, entries: list[tuple[ServiceBusReceiver, ServiceBusReceivedMessage]]) -> None:
+        by_receiver: dict[int, tuple[ServiceBusReceiver, list[ServiceBusReceivedMessage]]] = {}
+        for receiver, m in entries:
+            by_receiver.setdefault(id(receiver), (receiver, []))[1].append(m)
+        for receiver, messages in by_receiver.values():
+            try:
+                if len(messages) == 1:
+                    receiver.complete_message(messages[0])
+                else:
+                    receiver.complete_messages(messages)
+            except MessageLockLostError as e:
+                log.warning("ack: a lock was lost; the message may be delivered again: %s", e)
+            except MessageAlreadySettled:
+                pass
+
+    def flush_acks(self) -> None:
+        """Complete the acks the event loop's thread made since its last tick."""
+        if self._acks:
+            acks, self._acks = self._acks, []
+            self._complete(acks)
 
     def basic_reject(self, delivery_tag: str, requeue: bool = False) -> None:
         entry = self._locked.pop(delivery_tag, None)
@@ -904,6 +936,8 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         BLOCK on this channel's own connection and `watch` its socket. A channel at its
         prefetch limit waits for nothing: an ack comes first, and the next tick looks again;
         the other channels (Celery's pidbox) keep their waits meanwhile."""
+        self._tick_thread = threading.get_ident()
+        self.flush_acks()
         waiter = self.hub_waiter
         if waiter is None:
             if self.closed or not self._consumers:
@@ -951,6 +985,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         """Release prefetched messages, delete the transient queues this channel declared
         (auto-delete with x-expires: Celery's pidbox, reply and event queues), close."""
         if not self.closed:
+            self.flush_acks()
             for queue in list(self._buffers):
                 self._release(queue)
             for queue in list(self._transient):

@@ -266,11 +266,13 @@ def run_hub(hub: Any, until: Any, timeout: float = 10.0) -> None:
         next(loop)
 
 
-def test_consuming_in_an_event_loop(conn: kombu.Connection, qname: str) -> None:
+def test_consuming_in_an_event_loop(conn: kombu.Connection, qname: str, url: str) -> None:
     """In Celery's event loop (the hub) the transport waits on its own socket: a message sent
-    while the loop waits is delivered, no more than the prefetch count is out at once, and a
-    rejected (abandoned) message comes back."""
+    while the loop waits is delivered, no more than the prefetch count is out at once, a
+    rejected (abandoned) message comes back, and acks made in the loop complete the messages."""
     from kombu.asynchronous import Hub
+
+    from sbredis.management import ServiceBusAdministrationClient
 
     assert conn.transport.implements.asynchronous
     q = kombu.Queue(qname, routing_key=qname)
@@ -299,5 +301,7 @@ def test_consuming_in_an_event_loop(conn: kombu.Connection, qname: str) -> None:
             run_hub(hub, lambda: len(got) == 4)
             got[3][1].ack()
             assert sorted(b["n"] for b, _ in (got[0], got[2], got[3])) == [0, 1, 2]
+            with ServiceBusAdministrationClient.from_connection_string(url) as admin:
+                run_hub(hub, lambda: admin.get_queue_runtime_properties(qname).active_message_count == 0)
     finally:
         hub.close()
