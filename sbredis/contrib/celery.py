@@ -56,7 +56,7 @@ from .kombu import SCHEME, Transport, register
 TRANSPORT = "sbredis.contrib.kombu:Transport"
 REQUEST = "sbredis.contrib.celery:Request"
 _DEFAULT_REQUEST = "celery.worker.request:Request"
-LOST_CHILD_CHECK = 0.25  # seconds between a prefork worker's looks for the tasks of dead children
+LOST_CHILD_CHECK = 0.05  # seconds between a prefork worker's looks for the tasks of dead children
 
 
 class Request(_CeleryRequest):  # type: ignore[misc]
