@@ -32,7 +32,9 @@ it in its hub, as it does kombu's Redis transport, so a prefork worker's main pr
 to and from its children itself) each tick hands out what the queues hold as far as the prefetch
 count allows; a channel that found nothing sends an ``XREAD BLOCK`` on a connection of its own,
 and its reply (a message sent, the wait's time up) makes the socket readable and the loop tick
-again. Without an event loop, ``drain_events`` blocks the same way in the calling thread.
+again. Acks made in the loop are completed by its next tick, together (one script call per
+partition), before the receive that takes the slots they freed. Without an event loop,
+``drain_events`` blocks the same way in the calling thread and an ack completes at once.
 
 Exchanges and fanout: sbredis has no topics yet, so routing stays kombu's (direct, topic and fanout
 exchange types), with the binding tables in Redis so every process routes alike: one sorted set
