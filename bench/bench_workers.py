@@ -8,6 +8,8 @@ Workers, each a subprocess on the same Redis server in the same run:
 
   * native, threads x8   `sbredis worker bench_workers:noop --concurrency 8 --prefetch 64` (plain handler)
   * native, async x8     the same with a coroutine handler (`bench_workers:anoop`)
+  * native, defaults     `sbredis worker bench_workers:noop` (the command line's defaults: threads x8,
+                         prefetch 16)
   * Celery, each of CELERY_CONFIGS (prefork x2, solo, threads x8; prefetch multiplier 1 and 4) on
     sbredis:// (sbredis.contrib.kombu) and on redis:// (kombu's own Redis transport)
 
@@ -17,8 +19,9 @@ producer process sends --tasks tasks one by one while the worker runs; tasks/s i
 the time from the producer's first send until the queue is empty (active_message_count for
 sbredis, LLEN + the unacked hash for kombu's Redis transport). A native round prefills
 --native-tasks messages (not timed), starts the worker and times from the first settled message
-to the last; it also records the CPU time per task of the worker process (/proc) and of
-redis-server (INFO cpu) over that span, which a loaded machine changes far less than tasks/s.
+to the last. Each round also records the CPU time per task of the worker (/proc; a Celery worker
+with its pool's children) and of redis-server (INFO cpu) over the timed span (for Celery from just
+before the producer starts), which a loaded machine changes far less than tasks/s.
 Figures are medians of --rounds rounds; the workers alternate within a round, and the Celery
 table gives each config's sbredis:// / redis:// ratio as the median of the same-round ratios.
 Results go to bench/results/workers.json; with --only, the rows of the workers not run are kept
@@ -98,9 +101,11 @@ CELERY_CONFIGS = {
     "threads x8, prefetch 4": ("threads", 8, 4),
 }
 BROKERS = {"sbredis": "sbredis://", "redis": "redis:// (kombu)"}
+NATIVE_OPTIONS = ("--concurrency", "8", "--prefetch", "64")
 WORKERS: dict[str, tuple[Any, ...]] = {
-    "native, threads x8": ("native", "noop"),
-    "native, async x8": ("native", "anoop"),
+    "native, threads x8": ("native", "noop", NATIVE_OPTIONS),
+    "native, async x8": ("native", "anoop", NATIVE_OPTIONS),
+    "native, defaults (threads x8, prefetch 16)": ("native", "noop", ()),
 }
 for _config, (_pool, _n, _prefetch) in CELERY_CONFIGS.items():
     for _broker, _label in BROKERS.items():
@@ -122,7 +127,7 @@ class Bench:
         self.admin = ServiceBusAdministrationClient.from_connection_string(url)
         self.client = ServiceBusClient.from_connection_string(url)
         self.queues: list[str] = []
-        self.cpu: dict[str, list[tuple[float, float]]] = {}  # native worker -> (worker, redis) us/task
+        self.cpu: dict[tuple[Any, ...], list[tuple[float, float]]] = {}  # spec -> (worker, redis) us/task
 
     def redis_cpu(self) -> float:
         info = self.r.info("cpu")
@@ -133,6 +138,18 @@ class Bench:
         """CPU seconds of process `pid` (user + system, /proc/<pid>/stat; Linux)."""
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    @classmethod
+    def tree_cpu(cls, pid: int) -> float:
+        """CPU seconds of process `pid` and its live descendants (a prefork worker's children)."""
+        total = cls.proc_cpu(pid)
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                try:
+                    total += cls.tree_cpu(int(child))
+                except (FileNotFoundError, ProcessLookupError):
+                    pass
+        return total
 
     def env(self, broker: str | None, queue: str) -> dict[str, str]:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")]))
@@ -165,7 +182,7 @@ class Bench:
         self.prefill_sbredis(queue)
         remaining = self.remaining_sbredis
         args = [sys.executable, "-m", "sbredis", "worker", f"bench_workers:{spec[1]}", "--entity", queue]
-        args += ["--url", self.url, "--concurrency", "8", "--prefetch", "64", "--loglevel", "WARNING"]
+        args += ["--url", self.url, *spec[2], "--loglevel", "WARNING"]
         start = remaining(queue)
         assert start == self.tasks, f"prefill left {start} of {self.tasks} messages"
         proc = subprocess.Popen(
@@ -184,7 +201,7 @@ class Bench:
                 if n == 0:
                     assert t0 is not None and n0 is not None
                     c1 = (self.proc_cpu(proc.pid), self.redis_cpu())
-                    self.cpu.setdefault(spec[1], []).append(
+                    self.cpu.setdefault(spec, []).append(
                         (1e6 * (c1[0] - c0[0]) / n0, 1e6 * (c1[1] - c0[1]) / n0) if n0 else (math.nan, math.nan)
                     )
                     return (n0 / (now - t0)) if now > t0 else float("nan")
@@ -213,11 +230,15 @@ class Bench:
         try:
             self.send_celery(env, 20).wait(120)  # warm-up: the worker is consuming when these are gone
             self.drained(proc, queue, remaining, 120)
+            c0 = (self.tree_cpu(proc.pid), self.redis_cpu())
             producer = self.send_celery(env, self.celery_tasks)
             assert producer.stdout is not None
             t0 = float(producer.stdout.readline())
             producer.wait(600)
             t1 = self.drained(proc, queue, remaining, 300)
+            c1 = (self.tree_cpu(proc.pid), self.redis_cpu())
+            n = self.celery_tasks
+            self.cpu.setdefault(spec, []).append((1e6 * (c1[0] - c0[0]) / n, 1e6 * (c1[1] - c0[1]) / n))
             return self.celery_tasks / (t1 - t0)
         finally:
             self.stop(proc)
@@ -321,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         med = statistics.median(xs)
         spread = (max(xs) - min(xs)) / med * 100 if med else 0.0
         rows[name] = {"rounds": xs, "median_tasks_per_s": med, "spread_pct": spread, "measured": today}
-        cpu = bench.cpu.get(workers[name][1]) if workers[name][0] == "native" else None
+        cpu = bench.cpu.get(workers[name])
         line = f"{name:56s} | {med:16,.0f} | {spread:5.0f}%"
         if cpu:
             rows[name]["worker_cpu_us_per_task"] = statistics.median(c[0] for c in cpu)

@@ -331,9 +331,12 @@ def workers(d: Json) -> Iterator[str]:
         f"rounds ({n['native']} tasks a round for the native worker, prefilled; {n['celery']} "
         "for Celery, sent one by one by a producer process while the worker runs, end to end). Celery: "
         "task_acks_late, task_reject_on_worker_lost, without gossip, mingle and heartbeat; both "
-        "brokers on the same redis-server in the same run, rounds alternating. For the native worker "
-        "(`--concurrency 8 --prefetch 64`) also the CPU time per task of the worker process and of "
-        "redis-server: on a shared machine tasks/s moves with the load, CPU per task far less."
+        "brokers on the same redis-server in the same run, rounds alternating. CPU per task: the "
+        "worker process (with a prefork worker's children) from /proc, redis-server from INFO cpu, "
+        "over the timed span; on a shared machine tasks/s moves with the load (spreads of 30-100 % "
+        "here), CPU per task far less. The native rows and solo and threads come from one run of 3 "
+        "rounds, the prefork rows from a run of 5 (`--only prefork`), on a machine shared with "
+        "other jobs."
     )
     yield ""
 
@@ -377,35 +380,95 @@ def workers(d: Json) -> Iterator[str]:
         "parsing, spread over the batched script calls."
     )
     yield ""
+    yield (
+        "The native worker with the command line's defaults (`sbredis worker module:handler`: "
+        "threads x8, prefetch 16) costs about 12 % more worker CPU per task than with `--prefetch 64` "
+        "(54 against 48 us: smaller settlement batches); its rounds in the same run were 12.0k, 5.9k "
+        "and 5.2k tasks/s against 15.2k, 7.9k and 11.2k. The examples in [the worker's "
+        "docs](worker.md) use `prefetch=64`."
+    )
+    yield ""
     pairs = d.get("celery_sbredis_vs_redis") or {}
     if pairs:
         yield "Celery on sbredis:// against Celery on redis:// (kombu's Redis transport), same rounds:"
         yield ""
+
+        def both(config: str, broker: str) -> str:
+            w = d["workers"].get(f"Celery {config} | {broker}", {})
+            if "worker_cpu_us_per_task" not in w:
+                return ""
+            return f"{w['worker_cpu_us_per_task']:.0f} + {w['redis_cpu_us_per_task']:.0f}"
+
         prow = [
             [
                 config,
                 rate(p["sbredis_median"]),
                 rate(p["redis_median"]),
                 f"{p['ratio_median']:.2f}x ({min(p['ratios']):.2f}-{max(p['ratios']):.2f})",
+                both(config, "sbredis://"),
+                both(config, "redis:// (kombu)"),
             ]
             for config, p in pairs.items()
         ]
-        yield from table(["Celery config", "sbredis://", "redis://", "ratio (median, range)"], prow)
+        yield from table(
+            [
+                "Celery config",
+                "sbredis://",
+                "redis://",
+                "ratio (median, range)",
+                "CPU us/task, worker + redis-server, sbredis://",
+                "redis://",
+            ],
+            prow,
+        )
         yield ""
         yield (
-            "Where the time goes (py-spy on the worker and the producer, CPU time per task of each "
-            "process and of redis-server): the producer is the bound at prefetch 4, about as costly "
-            "per task on both brokers (Celery's own publish path; the send is one script call). "
-            "redis-server spends 2-3x the CPU per task on sbredis:// (the send, receive and "
-            "complete scripts against LPUSH, BRPOP and two MULTI/EXEC), which on 2 shared cores "
-            "is taken from the worker and the producer. The wide gap is prefork at prefetch 1: "
-            "kombu's Redis transport runs in Celery's event loop, where the main process writes "
-            "tasks to the children and reads their results itself, while sbredis:// runs in "
-            "Celery's blocking loop, where two pool threads carry each task to and from the "
-            "children, so every task waits on extra thread hand-offs; the worker's main thread "
-            "spends most of its time blocked in the XREAD of an idle consumer, waiting for the "
-            "children. Before, an idle consumer slept the polling interval (0.05 s) between empty "
-            "receives, which at prefetch 1 cost most of a poll per task."
+            "Where the time goes (py-spy on the worker's main process, INFO commandstats, CPU per task). "
+            "sbredis:// used to run in Celery's blocking loop, where two pool threads carry each task "
+            "to and from the prefork children and the main thread blocks in its XREAD; kombu's Redis "
+            "transport runs in Celery's event loop (the hub), where the main process does that "
+            "itself. The transport now runs in the hub too (`implements.asynchronous`): each tick "
+            "hands out what the queues hold as far as the prefetch count allows, and a channel that "
+            "found nothing sends an XREAD BLOCK on a connection of its own without reading it; its "
+            "reply makes the socket readable. Three things made a first version stall or crawl (41 "
+            "tasks/s with the recipe). A tick that delivered left the loop to poll for up to a second "
+            "whenever the hub ran the prefork pool's own tick (which registers the child's pipe for "
+            "writing) before it, `on_tick` being a set: the transport now writes to a socket pair of "
+            "its own after a delivery, so the next poll returns at once. One wait shared by Celery's "
+            "task and pidbox channels had to be cut short with CLIENT UNBLOCK after every ack (a full "
+            "task channel left only the pidbox to wait on): each channel now waits on its own "
+            "connection, and a channel at its prefetch limit waits for nothing. And planning every "
+            "wait (a pipeline reading each partition's last sequence number and next due times) plus "
+            "a receive to find the queue empty cost two round trips per task: a busy consumer now "
+            "reuses its plan's log positions for up to 0.5 s, moved past the messages it received, "
+            "and skips the empty receive after one that got fewer messages than it asked for. Acks "
+            "made in the loop are completed together by its next tick (one script call for both "
+            "children's results), before the receive that takes the freed slots."
+        )
+        yield ""
+        yield (
+            "What is left per task is 2.7-3.0 script calls (send, receive, complete; INFO "
+            "commandstats over a prefork round) against LPUSH, BRPOP and two MULTI/EXEC on redis://. "
+            "The worker spends 4-56 % less CPU per task on sbredis:// than on redis://, redis-server "
+            "1.25-2.7x more (about 60 us per script call on this loaded machine, against a few "
+            "microseconds per list or hash command): worker and redis-server together cost less on "
+            "sbredis:// in five configurations of six (solo at prefetch 1: 21 % more), and which "
+            "broker finishes first in a round depends on the load of the moment, so the ratios range "
+            "widely (in two other full runs of the same code the recipe's median was 1.45x and 0.87x, "
+            "prefork at prefetch 4 0.69x and 0.81x). Cheaper send, receive and complete scripts are "
+            "what would put Celery on sbredis:// ahead for good."
+        )
+        yield ""
+        yield (
+            "A prefork child killed mid-task, with the recipe's settings (`worker_lost_wait=1.0`, the "
+            "app of tests/contrib/celery_app.py; SIGKILL the child running a task, time until a child "
+            "starts it again; runs of 3 kills, the brokers alternating): on redis:// the task came back "
+            "after 0.07-0.16 s in some runs and 4.5-5.3 s in others (billiard marks the task lost on "
+            "the pool's next look, which in the event loop is a 5 s timer); on sbredis:// after "
+            "0.09-0.38 s in every run, because `sbredis.contrib.celery` adds a worker step "
+            "(`FindLostTasks`) that makes a prefork worker look every 0.05 s. In the blocking loop "
+            "billiard's supervisor thread looked every 0.1 s, and the task came back after "
+            "`worker_lost_wait` plus about a second."
         )
         yield ""
 

@@ -27,6 +27,15 @@ Each kombu queue is an sbredis queue (created on declare). The mapping:
   ``default_message_time_to_live``. Priorities are not supported (sbredis has none).
 * Unacknowledged messages of a channel that closes are abandoned (delivered again at once).
 
+Consuming does not poll. In an event loop (the transport is ``asynchronous``: Celery's worker runs
+it in its hub, as it does kombu's Redis transport, so a prefork worker's main process carries tasks
+to and from its children itself) each tick hands out what the queues hold as far as the prefetch
+count allows; a channel that found nothing sends an ``XREAD BLOCK`` on a connection of its own,
+and its reply (a message sent, the wait's time up) makes the socket readable and the loop tick
+again. Acks made in the loop are completed by its next tick, together (one script call per
+partition), before the receive that takes the slots they freed. Without an event loop,
+``drain_events`` blocks the same way in the calling thread and an ack completes at once.
+
 Exchanges and fanout: sbredis has no topics yet, so routing stays kombu's (direct, topic and fanout
 exchange types), with the binding tables in Redis so every process routes alike: one sorted set
 per exchange, ``sbredis:kombu:binding:<prefix><exchange>``, whose members are
@@ -65,6 +74,7 @@ mapped to ``<name with invalid characters as '_'>-<crc32 of the name>``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import socket
@@ -94,6 +104,7 @@ from sbredis import (
     __version__,
 )
 from sbredis._core.keys import partition_keys
+from sbredis._message import PARTITION_SHIFT
 from sbredis.exceptions import (
     MessageAlreadySettled,
     MessageLockLostError,
@@ -116,6 +127,7 @@ _EDGE = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
 _FOREVER = float("inf")
 LEASE_FACTOR = 2  # a leased binding lapses LEASE_FACTOR x the queue's x-expires after its last renewal
 IDLE_MIN = 300.0  # seconds: Service Bus's smallest auto_delete_on_idle
+REPLAN = 0.5  # seconds an event loop's wait reuses a plan's log positions (see _Waiter.reusable)
 
 
 def _wake_keys(entity: str, partition: int) -> tuple[str, str, str, str]:
@@ -136,50 +148,94 @@ class _Waiter:
     changes on the send path). What the log does not show (a scheduled message coming due, a
     lock elapsing) bounds the wait by its time, read from ``sched`` and ``locked`` when the wait
     is planned; a message abandoned in this process, or an ack that makes room under the
-    prefetch limit, wakes it with ``CLIENT UNBLOCK`` from the thread that settled. Abandons in
-    other processes are seen within ``max_wait`` seconds. The blocking command has a connection
-    of its own.
+    prefetch limit, ends the wait with ``CLIENT UNBLOCK``. Abandons in other processes are seen
+    within ``max_wait`` seconds.
+
+    The wait has a connection of its own, held for good (not a pool's, whose pipelines would
+    take a second connection and make ``CLIENT ID`` name the wrong one). It blocks in two ways:
+    block() reads the reply in the calling thread (kombu's drain_events), start() only sends
+    the XREAD so that an event loop (Celery's hub) reads it when the socket is readable.
     """
 
     def __init__(self, url: str, ssl: dict[str, Any], max_wait: float, unblocker: redis.Redis) -> None:
         self.max_wait = max_wait
-        self.redis = redis.Redis.from_url(
-            url, socket_timeout=max_wait + 30, socket_connect_timeout=10, single_connection_client=True, **ssl
-        )
+        self._pool = redis.ConnectionPool.from_url(url, socket_timeout=max_wait + 30, socket_connect_timeout=10, **ssl)
+        self._conn: Any = self._pool.make_connection()
         self._unblocker = unblocker
         self._client_id: int | None = None
-        self._blocking = False
+        self._blocking = False  # a thread is in block() (or on its way in)
         self._kicked = threading.Event()
+        self.pending = False  # start() sent a command whose reply finish() has not read
+        self.streams: dict[str, tuple[int, str]] = {}  # the last plan: log -> (position, entity)
+        self._planned: tuple[tuple[str, int], ...] = ()
+        self._plan_ends = 0.0  # monotonic time the last plan's wait bound ends
+        self._plan_stale = 0.0  # monotonic time after which the last plan is not reused
 
-    def plan(self, entities: list[tuple[str, int]]) -> tuple[dict[str, tuple[str, str]], float]:
+    def _call(self, *commands: tuple[Any, ...]) -> list[Any]:
+        conn = self._conn
+        try:
+            conn.send_packed_command(conn.pack_commands(commands))
+            return [conn.read_response() for _ in commands]
+        except BaseException:
+            conn.disconnect()
+            raise
+
+    def plan(self, entities: list[tuple[str, int]]) -> tuple[dict[str, tuple[int, str]], float]:
         """Where each partition's log stands now and how long a wait may last at most: call it,
-        look at the queues once more, then block(); a message sent in between is then either
-        seen by that look or past the plan's position."""
-        with self.redis.pipeline(transaction=False) as pipe:
-            pipe.client_id()
-            pipe.time()
-            parts = []
-            for entity, count in entities:
-                for p in range(count):
-                    st, log, sched, locked = _wake_keys(entity, p)
-                    parts.append((log, entity))
-                    pipe.hget(st, "seq")
-                    pipe.zrange(sched, 0, 0, withscores=True)
-                    pipe.zrange(locked, 0, 0, withscores=True)
-            out = pipe.execute()
+        look at the queues once more, then block() or start(); a message sent in between is
+        then either seen by that look or past the plan's position."""
+        commands: list[tuple[Any, ...]] = [("CLIENT", "ID"), ("TIME",)]
+        parts = []
+        for entity, count in entities:
+            for p in range(count):
+                st, log, sched, locked = _wake_keys(entity, p)
+                parts.append((log, entity))
+                commands += [("HGET", st, "seq"), ("ZRANGE", sched, 0, 0, "WITHSCORES")]
+                commands.append(("ZRANGE", locked, 0, 0, "WITHSCORES"))
+        out = self._call(*commands)
         self._client_id = int(out[0])
         secs, micros = out[1]
         now = int(secs) * 1000 + int(micros) // 1000
-        streams: dict[str, tuple[str, str]] = {}  # log -> (position, entity)
+        streams: dict[str, tuple[int, str]] = {}  # log -> (position, entity)
         wait = self.max_wait
         for i, (log, entity) in enumerate(parts):
             seq, sched, locked = out[2 + 3 * i : 5 + 3 * i]
-            streams[log] = (f"{int(seq or 0)}-0", entity)
-            for _, at in (*sched, *locked):
+            streams[log] = (int(seq or 0), entity)
+            for at in (*_scores(sched), *_scores(locked)):
                 wait = min(wait, max(0.01, (at - now) / 1000 + 0.005))
+        self.streams, self._planned = streams, tuple(entities)
+        self._plan_ends = time.monotonic() + wait
+        self._plan_stale = time.monotonic() + REPLAN
         return streams, wait
 
-    def block(self, streams: dict[str, tuple[str, str]], seconds: float) -> set[str]:
+    def reusable(self, entities: list[tuple[str, int]]) -> float:
+        """Seconds a wait may last on the last plan's positions (0: plan again). They stay
+        right for a wait after an empty receive as long as each is at most the log's head
+        when that receive ran: a plan's position was the head then, and seen() and finish()
+        move it only to entries that existed. What may go stale is the wait's bound (a message
+        scheduled or locked since), so a plan is reused for REPLAN seconds at most: a busy
+        consumer plans a few times a second, not once per message."""
+        now = time.monotonic()
+        if tuple(entities) != self._planned or now >= self._plan_stale:
+            return 0.0
+        return max(0.0, self._plan_ends - now)
+
+    def seen(self, entity: str, sequence_number: int) -> None:
+        """A message of `entity` was received: its log entry exists, the wait may start past it."""
+        log = _wake_keys(entity, sequence_number >> PARTITION_SHIFT)[1]
+        self._advance(log, sequence_number & ((1 << PARTITION_SHIFT) - 1))
+
+    def _advance(self, log: str, position: int) -> None:
+        at = self.streams.get(log)
+        if at is not None and position > at[0]:
+            self.streams[log] = (position, at[1])
+
+    @staticmethod
+    def _xread(streams: dict[str, tuple[int, str]], seconds: float) -> tuple[Any, ...]:
+        ms = max(1, int(seconds * 1000))
+        return ("XREAD", "COUNT", 1, "BLOCK", ms, "STREAMS", *streams, *(f"{at}-0" for at, _ in streams.values()))
+
+    def block(self, streams: dict[str, tuple[int, str]], seconds: float) -> set[str]:
         """Wait up to `seconds` for an entry past the plan in any of `streams` (none: only for
         a kick); returns the queues whose log grew."""
         self._blocking = True
@@ -189,15 +245,53 @@ class _Waiter:
             if not streams:
                 self._kicked.wait(seconds)
                 return set()
-            positions = {log: at for log, (at, _) in streams.items()}
-            reply: Any = self.redis.xread(positions, count=1, block=max(1, int(seconds * 1000)))  # type: ignore[arg-type]
-            return {streams[log.decode()][1] for log, _ in reply or ()}
+            reply: Any = self._call(self._xread(streams, seconds))[0]
+            grown = set()
+            for log, _ in reply.items() if isinstance(reply, dict) else reply or ():
+                grown.add(streams[log.decode() if isinstance(log, bytes) else log][1])
+            return grown
         finally:
             self._blocking = False
             self._kicked.clear()
 
+    def start(self, streams: dict[str, tuple[int, str]] | None, seconds: float = 0.0) -> int:
+        """Send the wait (or, without streams, a PING that answers at once) and return the
+        socket to watch; finish() reads the reply."""
+        command = self._xread(streams, seconds) if streams else ("PING",)
+        self._kicked.clear()
+        self._conn.send_command(*command)
+        self.pending = True
+        return int(self._conn._sock.fileno())
+
+    def finish(self) -> None:
+        """Read the reply of start()'s command (the socket is readable)."""
+        self.pending = False
+        try:
+            reply: Any = self._conn.read_response()
+        except BaseException:
+            self._conn.disconnect()
+            raise
+        # an entry the wait returned exists: the next wait starts past it (else it returns at once)
+        for log, entries in reply.items() if isinstance(reply, dict) else reply if isinstance(reply, list) else ():
+            for entry_id, *_ in entries:
+                self._advance(log.decode() if isinstance(log, bytes) else log, int(entry_id.split(b"-")[0]))
+
+    @property
+    def kicked(self) -> bool:
+        return self._kicked.is_set()
+
+    def cancel(self) -> None:
+        """End a wait sent by start() now (its reply, nil, makes the socket readable)."""
+        client_id = self._client_id
+        if client_id is not None:
+            try:
+                self._unblocker.client_unblock(client_id)
+            except redis.RedisError as e:
+                log.debug("CLIENT UNBLOCK failed: %s", e)
+
     def kick(self) -> None:
-        """Make the consuming thread look again (from a thread that settled a message)."""
+        """Make the consumer look again: a thread in block() wakes now; an event loop's wait
+        is ended by its next tick (see Transport.on_tick)."""
         self._kicked.set()
         client_id = self._client_id
         if client_id is None:
@@ -214,9 +308,25 @@ class _Waiter:
                 return
             time.sleep(0.001)
 
+    def reset(self) -> None:
+        """Drop the connection (it reconnects on next use)."""
+        self.pending = False
+        self._conn.disconnect()
+
     def close(self) -> None:
         self._kicked.set()
-        self.redis.close()
+        self.pending = False
+        self._conn.disconnect()
+        self._pool.disconnect()
+
+
+def _scores(reply: Any) -> list[float]:
+    """The scores of a ZRANGE WITHSCORES reply (RESP2: flat member, score; RESP3: pairs)."""
+    if not reply:
+        return []
+    if isinstance(reply[0], list):
+        return [float(score) for _, score in reply]
+    return [float(score) for score in reply[1::2]]
 
 
 def register() -> None:
@@ -291,7 +401,8 @@ class _Broker:
         self.receivers: dict[tuple[str, bool], ServiceBusReceiver] = {}
         self.declared: set[str] = set()
         self.lock = threading.Lock()
-        self.waiter = _Waiter(url, ssl, float(options.get("max_wait", 1.0)), self.redis)
+        self._waiter_args = (url, ssl, float(options.get("max_wait", 1.0)), self.redis)
+        self.waiter = self.new_waiter()  # drain_events' (in an event loop each channel has one)
         self.partitions: dict[str, int] = {}
         idle = options.get("auto_delete_on_idle")
         self.idle_seconds = float(idle) if idle else None
@@ -301,6 +412,9 @@ class _Broker:
         self._stop = threading.Event()
         self._nudge = threading.Event()  # a new lease: the background thread plans again
         self._lease_thread: threading.Thread | None = None
+
+    def new_waiter(self) -> _Waiter:
+        return _Waiter(*self._waiter_args)
 
     @staticmethod
     def _on_renew_failure(message: Any, error: Exception | None) -> None:
@@ -481,6 +595,10 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         self._buffers: dict[str, deque[ServiceBusReceivedMessage]] = {}
         self._expires: dict[str, int] = {}  # queue -> x-expires (ms): its bindings are leased
         self._transient: dict[str, dict[str, Any]] = {}  # auto-delete queues with x-expires -> declare args
+        self.hub_waiter: _Waiter | None = None  # in an event loop: this channel's wait (see on_tick)
+        self._saw_all = False  # the last receive found the channel's only queue empty after it
+        self._tick_thread: int | None = None  # the event loop's thread, once it ticked
+        self._acks: list[tuple[ServiceBusReceiver, ServiceBusReceivedMessage]] = []  # see basic_ack
 
     # -- names
     def _entity(self, queue: str) -> str:
@@ -679,10 +797,22 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             if queue in self._transient:  # deleted by another channel that declared it too
                 self._new_queue(queue, **self._transient[queue])
             raise Empty() from None
+        # fewer than asked of a one-queue, one-partition channel: the queue had no more, and the
+        # wait can start without another receive to find it empty (see on_tick)
+        self._saw_all = (
+            len(got) < want
+            and not no_ack
+            and len(self._active_queues) == 1
+            and self._sb.partitions.get(entity) == 1
+            and self.hub_waiter is not None
+        )
         if not got:
             raise Empty()
         if no_ack:
             return self._payload(got[0])
+        if self.hub_waiter is not None:
+            for m in got:
+                self.hub_waiter.seen(entity, m.sequence_number)
         if len(got) > 1:
             self._buffers.setdefault(queue, deque()).extend(got[1:])
         return self._delivered(queue, receiver, got[0])
@@ -715,19 +845,42 @@ class Channel(virtual.Channel):  # type: ignore[misc]
 
     # -- settle
     def basic_ack(self, delivery_tag: str, multiple: bool = False) -> None:
+        """Complete the message. In an event loop, an ack made in the loop's thread is completed
+        by the loop's next tick (it follows at once), together with the others made meanwhile
+        and before the receive that takes the freed slots: one script call for both children's
+        results of a prefork worker, say, instead of one each. A process that dies in between
+        has its message delivered again, as if it had died before the ack."""
         full = not self.qos.can_consume()
         entry = self._locked.pop(delivery_tag, None)
         if entry is not None:
-            receiver, m = entry
-            try:
-                receiver.complete_message(m)
-            except MessageLockLostError:
-                log.warning("ack of %r: the lock was lost; it may be delivered again", m)
-            except MessageAlreadySettled:
-                pass
+            if self._tick_thread == threading.get_ident():
+                self._acks.append(entry)
+            else:
+                self._complete([entry])
         super().basic_ack(delivery_tag)
         if full:  # room under the prefetch limit again: a consumer waiting for it looks now
             self._sb.waiter.kick()
+
+    def _complete(self, entries: list[tuple[ServiceBusReceiver, ServiceBusReceivedMessage]]) -> None:
+        by_receiver: dict[int, tuple[ServiceBusReceiver, list[ServiceBusReceivedMessage]]] = {}
+        for receiver, m in entries:
+            by_receiver.setdefault(id(receiver), (receiver, []))[1].append(m)
+        for receiver, messages in by_receiver.values():
+            try:
+                if len(messages) == 1:
+                    receiver.complete_message(messages[0])
+                else:
+                    receiver.complete_messages(messages)
+            except MessageLockLostError as e:
+                log.warning("ack: a lock was lost; the message may be delivered again: %s", e)
+            except MessageAlreadySettled:
+                pass
+
+    def flush_acks(self) -> None:
+        """Complete the acks the event loop's thread made since its last tick."""
+        if self._acks:
+            acks, self._acks = self._acks, []
+            self._complete(acks)
 
     def basic_reject(self, delivery_tag: str, requeue: bool = False) -> None:
         entry = self._locked.pop(delivery_tag, None)
@@ -747,7 +900,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             except MessageAlreadySettled:
                 pass
         super().basic_reject(delivery_tag, requeue=False)
-        self._sb.waiter.kick()  # room under the prefetch limit, or the message is back
+        self.connection.kick()  # room under the prefetch limit, or the message is back
 
     def _restore(self, message: Any) -> None:
         """Abandon an unacknowledged message (channel closing, recover): delivered again at once."""
@@ -758,7 +911,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 receiver.abandon_message(m)
             except (MessageLockLostError, MessageAlreadySettled):
                 pass
-            self._sb.waiter.kick()
+            self.connection.kick()
 
     def deliver_from(self, queue: str, callback: Any) -> None:
         """Take one message of `queue` and hand it to `callback` (kombu's _get_and_deliver, for the
@@ -779,6 +932,54 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 pass  # deleted: the next receive declares it again or gives up
         return out
 
+    def on_tick(self, deliver: Any, watch: Any, limit: int) -> int:
+        """In an event loop: hand out what this channel's queues hold, up to the prefetch limit
+        and at most `limit` messages, and return how many; when it found none, start an XREAD
+        BLOCK on this channel's own connection and `watch` its socket. A channel at its
+        prefetch limit waits for nothing: an ack comes first, and the next tick looks again;
+        the other channels (Celery's pidbox) keep their waits meanwhile."""
+        self._tick_thread = threading.get_ident()
+        self.flush_acks()
+        waiter = self.hub_waiter
+        if waiter is None:
+            if self.closed or not self._consumers:
+                return 0
+            waiter = self.hub_waiter = self._sb.new_waiter()
+        if waiter.pending:
+            if waiter.kicked:  # a message came back (abandoned here): look again now
+                waiter.cancel()
+            return 0
+        delivered = 0
+        self._saw_all = False
+        while delivered < limit and not self._dry():
+            try:
+                self.drain_events(callback=deliver)
+            except Empty:
+                break
+            delivered += 1
+        if delivered and not self._dry():  # the next tick (at once, see Transport.on_tick) looks again
+            return delivered
+        targets = self.waitable()
+        if not targets:
+            return delivered
+        entities = [(entity, count) for _, _, entity, count in targets]
+        left = waiter.reusable(entities)
+        if left > 0.005:
+            watch(self, waiter.start(waiter.streams, left))
+            return delivered
+        if delivered:  # a new plan needs a look after it: the next tick's
+            return delivered
+        streams, wait = waiter.plan(entities)
+        try:  # again: what was sent before plan() is here, what comes after ends the wait
+            self.drain_events(callback=deliver)
+        except Empty:
+            watch(self, waiter.start(streams, wait))
+            return 0
+        return 1
+
+    def _dry(self) -> bool:
+        return self._saw_all and not any(self._buffers.values())
+
     def _restore_at_beginning(self, message: Any) -> None:
         self._restore(message)
 
@@ -786,6 +987,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         """Release prefetched messages, delete the transient queues this channel declared
         (auto-delete with x-expires: Celery's pidbox, reply and event queues), close."""
         if not self.closed:
+            self.flush_acks()
             for queue in list(self._buffers):
                 self._release(queue)
             for queue in list(self._transient):
@@ -794,7 +996,13 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 except Exception as e:
                     log.warning("could not delete the transient queue %s: %s", queue, e)
             self._transient.clear()
+            if self.hub_waiter is not None:
+                self.connection.unwatch(self)
+                self.hub_waiter.close()
         super().close()
+
+
+_Channel = Channel  # (inside Transport, "Channel" is its class attribute)
 
 
 class Transport(virtual.Transport):  # type: ignore[misc]
@@ -809,7 +1017,7 @@ class Transport(virtual.Transport):  # type: ignore[misc]
     driver_name = "sbredis"
 
     implements = virtual.Transport.implements.extend(
-        asynchronous=False,
+        asynchronous=True,
         exchange_type=frozenset(["direct", "topic", "fanout"]),
         heartbeats=False,
     )
@@ -824,10 +1032,16 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         socket.error,
     )
 
+    #: most messages one tick of an event loop hands out before it lets the loop run
+    tick_deliveries = 16
+
     def __init__(self, client: Any, **kwargs: Any) -> None:
         super().__init__(client, **kwargs)
         self._broker: _Broker | None = None
         self._broker_lock = threading.Lock()
+        self._loop: Any = None
+        self._fds: dict[_Channel, int] = {}  # in an event loop: each waiting channel's socket
+        self._nudge: tuple[socket.socket, socket.socket] | None = None  # wakes the loop (see on_tick)
 
     def broker(self) -> _Broker:
         with self._broker_lock:
@@ -842,10 +1056,97 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         try:
             super().close_connection(connection)
         finally:
+            if self._loop is not None:
+                self.unregister_from_event_loop(connection, self._loop)
             with self._broker_lock:
                 broker, self._broker = self._broker, None
             if broker is not None:
                 broker.close()
+
+    # -- in an event loop (Celery's hub): kombu's Redis transport does the same with BRPOP
+    def register_with_event_loop(self, connection: Any, loop: Any) -> None:
+        """Consume in `loop`: each tick hands out what the queues hold (as far as the prefetch
+        limit allows), then sends an XREAD BLOCK (see _Waiter) whose reply, when a message is
+        sent or the wait's time is up, makes the socket readable and the loop tick again."""
+        self._loop = loop
+        self._fds = {}
+        if self._nudge is None:
+            reader, writer = socket.socketpair()
+            reader.setblocking(False)
+            writer.setblocking(False)
+            self._nudge = (reader, writer)
+        loop.add_reader(self._nudge[0].fileno(), self._on_nudge)
+        loop.on_tick.add(self.on_tick)
+
+    def unregister_from_event_loop(self, connection: Any, loop: Any) -> None:
+        loop.on_tick.discard(self.on_tick)
+        for fd in self._fds.values():
+            loop.remove_reader(fd)
+        self._fds.clear()
+        if self._nudge is not None:
+            loop.remove_reader(self._nudge[0].fileno())
+            for sock in self._nudge:
+                sock.close()
+            self._nudge = None
+        self._loop = None
+
+    def on_tick(self) -> None:
+        """Each consuming channel delivers what is there, else starts a wait (see Channel.on_tick).
+
+        A tick that delivered wakes the loop's next poll at once through a socket pair of its
+        own: what the delivery set going (Celery's prefork pool registers a child's pipe for
+        writing from a tick of its own, which may have run before this one) must not wait for
+        the poll's timeout, and the next tick looks for more. Without it a delivery waits up
+        to a second whenever the hub happens to run the pool's tick first."""
+        if self._broker is None or self._loop is None:
+            return
+        delivered = 0
+        for channel in list(self.channels):
+            delivered += channel.on_tick(self._deliver, self._watch, self.tick_deliveries)
+        if delivered and self._nudge is not None:
+            with contextlib.suppress(OSError):
+                self._nudge[1].send(b"\0")
+
+    def _on_nudge(self) -> None:
+        if self._nudge is not None:
+            with contextlib.suppress(OSError):
+                self._nudge[0].recv(4096)
+
+    def _watch(self, channel: _Channel, fd: int) -> None:
+        old = self._fds.get(channel)
+        if old != fd:
+            if old is not None:
+                self._loop.remove_reader(old)
+            self._fds[channel] = fd
+            self._loop.add_reader(fd, self._on_readable, channel, fd)
+
+    def unwatch(self, channel: _Channel) -> None:
+        fd = self._fds.pop(channel, None)
+        if fd is not None and self._loop is not None:
+            self._loop.remove_reader(fd)
+
+    def _on_readable(self, channel: _Channel, fileno: int) -> None:
+        """A channel's wait replied: read it; the loop's next tick delivers."""
+        waiter = channel.hub_waiter
+        if waiter is not None and waiter.pending:
+            try:
+                waiter.finish()
+                return
+            except Exception:
+                self.unwatch(channel)
+                raise
+        # nothing was asked: the server closed the idle connection (it reconnects on next use)
+        self.unwatch(channel)
+        if waiter is not None:
+            waiter.reset()
+
+    def kick(self) -> None:
+        """A message came back: every wait of this connection looks again."""
+        if self._broker is not None:
+            self._broker.waiter.kick()
+        for channel in list(self.channels):
+            if channel.hub_waiter is not None:
+                channel.hub_waiter.kick()
 
     def drain_events(self, connection: Any, timeout: float | None = None, **kwargs: Any) -> None:
         """Deliver one message, blocking while there is none (see _Waiter) up to `timeout`.

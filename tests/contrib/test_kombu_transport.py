@@ -255,3 +255,53 @@ def test_an_expiring_queue_stops_getting_broadcasts_when_its_process_dies(url: s
     finally:
         proc.kill()
         proc.wait(5)
+
+
+def run_hub(hub: Any, until: Any, timeout: float = 10.0) -> None:
+    """Turn kombu's event loop (as Celery's worker does) until `until()` holds."""
+    loop = hub.create_loop()
+    deadline = time.monotonic() + timeout
+    while not until():
+        assert time.monotonic() < deadline, "the event loop delivered nothing in time"
+        next(loop)
+
+
+def test_consuming_in_an_event_loop(conn: kombu.Connection, qname: str, url: str) -> None:
+    """In Celery's event loop (the hub) the transport waits on its own socket: a message sent
+    while the loop waits is delivered, no more than the prefetch count is out at once, a
+    rejected (abandoned) message comes back, and acks made in the loop complete the messages."""
+    from kombu.asynchronous import Hub
+
+    from sbredis.management import ServiceBusAdministrationClient
+
+    assert conn.transport.implements.asynchronous
+    q = kombu.Queue(qname, routing_key=qname)
+    got: list[Any] = []
+    hub = Hub()
+    try:
+        conn.connect()
+        conn.register_with_event_loop(hub)
+        with conn.Consumer([q], callbacks=[lambda body, m: got.append((body, m))], prefetch_count=1):
+            loop = hub.create_loop()
+            for _ in range(3):  # the loop is waiting: nothing to deliver yet
+                next(loop)
+            assert got == []
+            for n in range(3):
+                publish(conn, q, {"n": n})
+            run_hub(hub, lambda: len(got) == 1)
+            for _ in range(2):
+                next(loop)
+            assert len(got) == 1  # prefetch 1: the next waits for the ack
+            got[0][1].ack()
+            run_hub(hub, lambda: len(got) == 2)
+            got[1][1].reject(requeue=True)
+            run_hub(hub, lambda: len(got) == 3)
+            assert got[2][0] == got[1][0] and got[2][1].delivery_info["delivery_count"] == 2
+            got[2][1].ack()
+            run_hub(hub, lambda: len(got) == 4)
+            got[3][1].ack()
+            assert sorted(b["n"] for b, _ in (got[0], got[2], got[3])) == [0, 1, 2]
+            with ServiceBusAdministrationClient.from_connection_string(url) as admin:
+                run_hub(hub, lambda: admin.get_queue_runtime_properties(qname).active_message_count == 0)
+    finally:
+        hub.close()
