@@ -190,7 +190,10 @@ def test_the_cycle_check_finds_a_cycle(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------- private attribute reach-ins
-ALLOWED_REACH_INS: set[str] = set()  # empty: a _name belongs to its own module's classes
+# A _name belongs to its own module's classes. The one exception is a third party's: redis-py gives
+# a Connection's socket no public name, and an event loop must watch its file descriptor (kombu's own
+# Redis transport reads the same attribute).
+ALLOWED_REACH_INS: set[str] = {"contrib/kombu.py:264: self._conn._sock"}
 
 
 def _own(node: ast.expr) -> bool:
