@@ -115,9 +115,7 @@ class RowError(ValueError):
     """A row that cannot become a message (the reason is the message)."""
 
 
-def _ttl(value: Any) -> timedelta | None:
-    if value is None:
-        return None
+def _ttl(value: Any) -> timedelta:
     if isinstance(value, timedelta):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
@@ -131,9 +129,7 @@ def _when(value: Any) -> datetime | None:
     raise RowError(f"scheduledEnqueueTime must be a timestamp, not {value!r}")
 
 
-def _props(value: Any) -> dict[str | bytes, Any] | None:
-    if value is None:
-        return None
+def _props(value: Any) -> dict[str | bytes, Any]:
     if isinstance(value, Mapping):
         return dict(value)
     if isinstance(value, list):  # a map column through Arrow: [(key, value), ...]

@@ -1,6 +1,8 @@
 """One local Spark session (local[2]) for all Spark tests, against the suite's redis-server.
 
 The session starts once per test session; the Spark UI is off and shuffles use 2 partitions.
+Every process the Spark tests start has ``worker_site`` on its PYTHONPATH: its sitecustomize makes
+each of Spark's Python workers save its coverage data after every task (Spark kills them).
 Python workers get this interpreter (PYSPARK_PYTHON) and a PYTHONPATH with the repository (so
 `tests.spark.handlers` imports in workers) and, when the installed package does not provide it
 yet, a temporary ``pyspark_sbredis`` shim: the module PySpark's static lookup imports, which is
@@ -23,11 +25,25 @@ if find_spec("pyspark") is None or find_spec("pyarrow") is None:  # the spark ex
     collect_ignore_glob = ["test_*.py"]
 
 ROOT = Path(__file__).resolve().parents[2]
+WORKER_SITE = Path(__file__).resolve().parent / "worker_site"  # its sitecustomize saves the workers' coverage
 SHIM = "from sbredis.spark import DefaultSource  # noqa: F401\n"
 
 
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "spark: needs PySpark 4 and Java (a local[2] Spark session)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def worker_site() -> Iterator[None]:
+    """WORKER_SITE on the PYTHONPATH of every process the Spark tests start (the session's Python
+    workers, spark-submit, a Connect server and theirs)."""
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(WORKER_SITE), old) if p)
+    yield
+    if old is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = old
 
 
 def _python_path(extra: list[str]) -> str:

@@ -214,3 +214,23 @@ def test_session_option_must_match_the_entity(url: str, make_queue: Any, admin: 
         assert "use --session" in caplog.text
     finally:
         admin.delete_queue(name)
+
+
+def test_a_queue_deleted_under_held_sessions_stops_the_worker_with_an_error(
+    start: Any, admin: Any, client: Any, caplog: Any
+) -> None:
+    """The held session's receive fails (its entity is gone), the worker lets go of it, and taking
+    the next session fails for good: the worker ends with ERROR and the log names the queue."""
+    q = f"wts-gone-{time.time_ns()}"
+    admin.create_queue(q, requires_session=True)
+    handled = threading.Event()
+    w = start(lambda m: handled.set(), q, session=True, concurrency=1, session_idle_timeout=30)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("only", session_id="a"))
+    assert handled.wait(10)
+    eventually(lambda: w.worker.stats["completed"] == 1, timeout=10)
+    admin.delete_queue(q)  # session a is still held: its idle timeout is far off
+    w.thread.join(20)
+    assert not w.thread.is_alive(), "the worker did not stop"
+    assert w.code == ExitCode.ERROR
+    assert f"session 'a' of '{q}' let go of" in caplog.text
