@@ -103,20 +103,32 @@ TESTS: dict[str, list[str]] = {
         IT + "test_batches.py",
         *ONE,
     ],
+    # the receiver through both APIs (the sync shell is generated from it): concurrent settlements
+    # coalesce only in the async one
     "sbredis/aio/_receiver.py": [
         IT + "test_send_receive.py",
         IT + "test_batches.py",
         IT + "test_sessions.py",
-        *ONE,
+        IT + "test_pipelining.py",  # concurrent settlements: _settle_now with many callers' entries
+        IT + "test_generations.py",  # receive, peek and settle after a delete-and-create
+        IT + "test_abandon_delay.py",
+        IT + "test_lock_renewal.py",  # prefetch, lock expiry, renew_each for the AutoLockRenewer
+        IT + "test_async.py",
+        "tests/reliability/test_clock.py",  # the prefetch buffer's lock check by the server's clock
+        "tests/reliability/test_expiry_sweep.py::test_a_receiver_with_no_wait_limit_gets_a_live_message_behind_expired_ones",
+        "-k",
+        "not cluster and not memory",
     ],
-    # the coalescer is hand-written in both shells: the async tests exercise this one (-k: a test id
-    # with "async", or with no API in it; "sync" alone would match "async" too)
+    # the coalescer is hand-written in both shells: its unit tests (each with a short deadline, so a
+    # hang fails rather than times out) and the async tests exercise this one (-k: a test id with
+    # "async", or with no API in it; "sync" alone would match "async" too)
     "sbredis/_concurrency.py": [
+        "tests/unit/test_coalescer.py",
         IT + "test_pipelining.py",
         IT + "test_async.py",
         IT + "test_send_receive.py",
         "-k",
-        "standalone and (async or not sync)",
+        "not cluster and not memory and (async or not sync)",
     ],
 }
 # What is mutated in each Python target: None for the whole module, else top-level function and
@@ -640,7 +652,9 @@ def copy_tree(dst: Path) -> None:
 def pytest(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
     # -n0: one process (a mutant's few target tests finish sooner than xdist's workers start)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-n0", "-p", "no:cacheprovider", "--no-header", *tests]
+    # --no-cov: coverage (in addopts) would slow every run and measures nothing here
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-n0", "--no-cov", "-p", "no:cacheprovider", "--no-header"]
+    cmd += tests
     t0 = time.monotonic()
     # its own process group: a run past the timeout is killed with the redis-servers it started
     proc = subprocess.Popen(
