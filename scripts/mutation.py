@@ -649,7 +649,8 @@ def copy_tree(dst: Path) -> None:
     shutil.copytree(ROOT, dst, ignore=lambda d, names: [n for n in names if n in SKIP_COPY], symlinks=True)
 
 
-def pytest(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]:
+def pytest(tree: Path, tests: list[str], timeout: float, show: bool = False) -> tuple[str, float]:
+    """Run the selection against `tree`: (status, seconds). `show`: print the output of a failed run."""
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
     # -n0: one process (a mutant's few target tests finish sooner than xdist's workers start)
     # --no-cov: coverage (in addopts) would slow every run and measures nothing here
@@ -668,7 +669,7 @@ def pytest(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]:
         return "timeout", time.monotonic() - t0
     # 0: all passed; 1: a test failed; anything else (collection or usage error) counts as killed
     # too, but is worth a look: it is printed
-    if proc.returncode not in (0, 1):
+    if proc.returncode not in (0, 1) or (show and proc.returncode):
         print(out.decode()[-2000:], err.decode()[-2000:], sep="\n", file=sys.stderr)
     return ("survived" if proc.returncode == 0 else "killed"), time.monotonic() - t0
 
@@ -681,7 +682,7 @@ def run(mutants: list[Mutant], timeout: float) -> None:
         for m in mutants:
             key = tuple(m.tests)
             if key not in baselines:  # the selection must pass unmutated, or every mutant looks killed
-                status, secs = pytest(tree, m.tests, timeout * 3)
+                status, secs = pytest(tree, m.tests, timeout * 3, show=True)
                 if status != "survived":
                     raise SystemExit(f"the unmutated tree fails {' '.join(m.tests)} ({status}): fix that first")
                 print(f"baseline {' '.join(m.tests)}: passed in {secs:.1f} s", flush=True)

@@ -153,7 +153,8 @@ def test_the_same_message_settled_twice_at_once(url: str, make_queue: Any) -> No
             async with c.get_queue_receiver(q) as r:
                 (m,) = await r.receive_messages(1, max_wait_time=2)
                 # both pass the checks before either is sent, so they meet in one batch
-                return list(await asyncio.gather(r.complete_message(m), r.complete_message(m), return_exceptions=True))
+                both = asyncio.gather(r.complete_message(m), r.complete_message(m), return_exceptions=True)
+                return list(await asyncio.wait_for(both, 10))  # each caller gets an outcome: no hang
 
     first, second = asyncio.run(main())
     assert first is None
