@@ -90,6 +90,7 @@ TESTS: dict[str, list[str]] = {
         IT + "test_transactions.py",
         IT + "test_expiry_schedule_dedup.py",  # schedule_messages
         IT + "test_pipelining.py",  # pack(): concurrent sends coalesced into one call
+        IT + "test_caller_isolation.py",  # group_outcomes: a shared call refused for one caller
         *ONE,
     ],
     "sbredis/_core/validation.py": [
@@ -103,20 +104,32 @@ TESTS: dict[str, list[str]] = {
         IT + "test_batches.py",
         *ONE,
     ],
+    # the receiver through both APIs (the sync shell is generated from it): concurrent settlements
+    # coalesce only in the async one
     "sbredis/aio/_receiver.py": [
         IT + "test_send_receive.py",
         IT + "test_batches.py",
         IT + "test_sessions.py",
-        *ONE,
+        IT + "test_pipelining.py",  # concurrent settlements: _settle_now with many callers' entries
+        IT + "test_generations.py",  # receive, peek and settle after a delete-and-create
+        IT + "test_abandon_delay.py",
+        IT + "test_lock_renewal.py",  # prefetch, lock expiry, renew_each for the AutoLockRenewer
+        IT + "test_async.py",
+        "tests/reliability/test_clock.py",  # the prefetch buffer's lock check by the server's clock
+        "tests/reliability/test_expiry_sweep.py::test_a_receiver_with_no_wait_limit_gets_a_live_message_behind_expired_ones",
+        "-k",
+        "not cluster and not memory",
     ],
-    # the coalescer is hand-written in both shells: the async tests exercise this one (-k: a test id
-    # with "async", or with no API in it; "sync" alone would match "async" too)
+    # the coalescer is hand-written in both shells: its unit tests (each with a short deadline, so a
+    # hang fails rather than times out) and the async tests exercise this one (-k: a test id with
+    # "async", or with no API in it; "sync" alone would match "async" too)
     "sbredis/_concurrency.py": [
+        "tests/unit/test_coalescer.py",
         IT + "test_pipelining.py",
         IT + "test_async.py",
         IT + "test_send_receive.py",
         "-k",
-        "standalone and (async or not sync)",
+        "not cluster and not memory and (async or not sync)",
     ],
 }
 # What is mutated in each Python target: None for the whole module, else top-level function and
@@ -637,10 +650,13 @@ def copy_tree(dst: Path) -> None:
     shutil.copytree(ROOT, dst, ignore=lambda d, names: [n for n in names if n in SKIP_COPY], symlinks=True)
 
 
-def pytest(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]:
+def pytest(tree: Path, tests: list[str], timeout: float, show: bool = False) -> tuple[str, float]:
+    """Run the selection against `tree`: (status, seconds). `show`: print the output of a failed run."""
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
     # -n0: one process (a mutant's few target tests finish sooner than xdist's workers start)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-n0", "-p", "no:cacheprovider", "--no-header", *tests]
+    # --no-cov: coverage (in addopts) would slow every run and measures nothing here
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-n0", "--no-cov", "-p", "no:cacheprovider", "--no-header"]
+    cmd += tests
     t0 = time.monotonic()
     # its own process group: a run past the timeout is killed with the redis-servers it started
     proc = subprocess.Popen(
@@ -654,7 +670,7 @@ def pytest(tree: Path, tests: list[str], timeout: float) -> tuple[str, float]:
         return "timeout", time.monotonic() - t0
     # 0: all passed; 1: a test failed; anything else (collection or usage error) counts as killed
     # too, but is worth a look: it is printed
-    if proc.returncode not in (0, 1):
+    if proc.returncode not in (0, 1) or (show and proc.returncode):
         print(out.decode()[-2000:], err.decode()[-2000:], sep="\n", file=sys.stderr)
     return ("survived" if proc.returncode == 0 else "killed"), time.monotonic() - t0
 
@@ -667,7 +683,7 @@ def run(mutants: list[Mutant], timeout: float) -> None:
         for m in mutants:
             key = tuple(m.tests)
             if key not in baselines:  # the selection must pass unmutated, or every mutant looks killed
-                status, secs = pytest(tree, m.tests, timeout * 3)
+                status, secs = pytest(tree, m.tests, timeout * 3, show=True)
                 if status != "survived":
                     raise SystemExit(f"the unmutated tree fails {' '.join(m.tests)} ({status}): fix that first")
                 print(f"baseline {' '.join(m.tests)}: passed in {secs:.1f} s", flush=True)

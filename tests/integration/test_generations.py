@@ -88,6 +88,40 @@ def test_a_plain_receiver_follows_a_recreate_without_sessions(admin: Any, client
         assert [str(m) for m in receive_all(receiver, 1)] == ["plain"]
 
 
+def test_a_receiver_used_before_a_recreate_without_sessions_receives_after_it(
+    admin: Any, client: Any, sb_api: Any, url: str, queue_name: str
+) -> None:
+    """Not reopened: the receiver's own receive reads the metadata again before refusing (the
+    message is sent by another client, so nothing else refreshes this client's copy)."""
+    admin.create_queue(queue_name, requires_session=True)
+    receiver = client.get_queue_receiver(queue_name)
+    with pytest.raises(InvalidOperationError, match="requires sessions"):
+        receiver.receive_messages(1, max_wait_time=0.1)
+    admin.delete_queue(queue_name)
+    admin.create_queue(queue_name)
+    with sb_api.ServiceBusClient.from_connection_string(url) as other:
+        other.get_queue_sender(queue_name).send_messages(ServiceBusMessage("plain"))
+    assert [str(m) for m in receive_all(receiver, 1)] == ["plain"]
+    receiver.close()
+
+
+def test_a_receiver_peeks_the_new_queue_after_a_recreate(
+    admin: Any, client: Any, sb_api: Any, url: str, queue_name: str
+) -> None:
+    """The peek finds its metadata stale, reads it again and peeks the new queue from its start
+    (another client sends, so nothing else refreshes this client's copy)."""
+    admin.create_queue(queue_name)
+    receiver = client.get_queue_receiver(queue_name)
+    with sb_api.ServiceBusClient.from_connection_string(url) as other:
+        other.get_queue_sender(queue_name).send_messages(ServiceBusMessage("old"))
+        assert [str(m) for m in receiver.peek_messages(5)] == ["old"]
+        admin.delete_queue(queue_name)
+        admin.create_queue(queue_name)
+        other.get_queue_sender(queue_name).send_messages(ServiceBusMessage("new"))
+    assert [str(m) for m in receiver.peek_messages(5)] == ["new"]
+    receiver.close()
+
+
 def test_single_sends_and_peek_after_recreate(admin: Any, client: Any, queue_name: str) -> None:
     admin.create_queue(queue_name, enable_partitioning=True, partition_count=4)
     with client.get_queue_sender(queue_name) as sender, client.get_queue_receiver(queue_name) as receiver:

@@ -343,6 +343,26 @@ def test_prefetch_keeps_messages_locked_ahead_and_close_releases_them(
     assert admin.get_queue_runtime_properties(q).active_message_count == 7
 
 
+def test_a_message_whose_lock_elapsed_while_locked_ahead_is_not_handed_out(
+    client: ServiceBusClient, make_queue: Any
+) -> None:
+    """A prefetched message is handed out only while its lock holds: once it elapsed in the
+    buffer, the receiver receives again and gets the redelivery (counted, with a fresh lock)."""
+    q = make_queue(lock_duration=LOCK)
+    client.get_queue_sender(q).send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+    with client.get_queue_receiver(q, prefetch_count=1) as r:
+        (a,) = r.receive_messages(1, max_wait_time=2)  # "b" is locked ahead under the same lock
+        assert a.locked_until_utc is not None
+        until = a.locked_until_utc.timestamp()
+        deadline = time.monotonic() + 5
+        while time.time() <= until + 0.05:  # both locks elapsed (one clock: server and client share the host)
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        got = r.receive_messages(2, max_wait_time=2)
+        assert [(str(m), m.delivery_count) for m in got] == [("a", 1), ("b", 1)]
+        r.complete_messages(got)  # the fresh locks hold
+
+
 def test_a_lock_due_before_the_renewers_next_pass_wakes_it(
     client: ServiceBusClient, admin: Any, make_queue: Any, sb_api: Any
 ) -> None:

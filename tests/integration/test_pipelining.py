@@ -157,7 +157,8 @@ def test_concurrent_settlements_coalesce(url: str, make_queue: Any) -> None:
                 await asyncio.gather(*(r.complete_message(m) for m in got))
                 calls = evalsha_calls(url) - before
                 dup = await r.receive_messages(1, max_wait_time=0.05)
-                return calls, len(got), dup
+                peeked = await r.peek_messages(1, sequence_number=1)  # completed: gone, not just locked
+                return calls, len(got), dup + peeked
 
     calls, n, left = asyncio.run(main())
     assert n == 300 and left == []
@@ -173,11 +174,27 @@ def test_the_same_message_settled_twice_at_once(url: str, make_queue: Any) -> No
             async with c.get_queue_receiver(q) as r:
                 (m,) = await r.receive_messages(1, max_wait_time=2)
                 # both pass the checks before either is sent, so they meet in one batch
-                return list(await asyncio.gather(r.complete_message(m), r.complete_message(m), return_exceptions=True))
+                both = asyncio.gather(r.complete_message(m), r.complete_message(m), return_exceptions=True)
+                return list(await asyncio.wait_for(both, 10))  # each caller gets an outcome: no hang
 
     first, second = asyncio.run(main())
     assert first is None
     assert isinstance(second, MessageAlreadySettled)
+
+
+def test_a_send_bigger_than_max_pending_sends_is_stored(url: str, make_queue: Any) -> None:
+    """The limit bounds what waits, not one send: a send of more messages goes alone."""
+    q = make_queue()
+
+    async def main() -> list[str]:
+        async with ServiceBusClient.from_connection_string(url) as c:
+            s = c.get_queue_sender(q, max_pending_sends=2)
+            await asyncio.wait_for(s.send_messages([ServiceBusMessage(str(i)) for i in range(3)]), 10)
+            await asyncio.wait_for(asyncio.gather(*(s.send_messages(ServiceBusMessage(str(i))) for i in (3, 4))), 10)
+            async with c.get_queue_receiver(q) as r:
+                return [str(m) for m in await r.peek_messages(10, sequence_number=1)]
+
+    assert asyncio.run(main()) == ["0", "1", "2", "3", "4"]
 
 
 def test_bad_pending_limit_is_rejected(url: str) -> None:

@@ -431,6 +431,20 @@ def test_iterate_until_max_wait_time(client: Any, make_queue: Any) -> None:
     assert seen == [str(i) for i in range(5)]
 
 
+def test_prefetched_messages_are_handed_out_in_receive_and_delete_mode(client: Any, make_queue: Any) -> None:
+    """Fetched ahead in RECEIVE_AND_DELETE mode, the messages are already deleted: the buffer
+    hands them out (no lock to check), and closing with some still buffered raises nothing."""
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(str(i)) for i in range(5)])
+    mode = ServiceBusReceiveMode.RECEIVE_AND_DELETE
+    with client.get_queue_receiver(q, receive_mode=mode, prefetch_count=4) as r:
+        assert bodies(r.receive_messages(1, max_wait_time=1)) == ["0"]
+        assert bodies(r.receive_messages(2, wait=False)) == ["1", "2"]  # from the buffer
+    with client.get_queue_receiver(q) as r:
+        assert r.peek_messages(5, sequence_number=1) == []  # all five were deleted on receipt
+
+
 def test_close_releases_prefetched_without_counting(client: Any, make_queue: Any) -> None:
     q = make_queue(lock_duration=timedelta(seconds=30))
     with client.get_queue_sender(q) as s:

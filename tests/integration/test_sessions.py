@@ -81,6 +81,18 @@ def test_plain_receiver_on_a_session_queue_is_refused(client: ServiceBusClient, 
     r.close()
 
 
+def test_a_receivers_repr_names_its_queue_subqueue_and_session(client: ServiceBusClient, make_queue: Any) -> None:
+    q = make_queue(requires_session=True)
+    dl = ServiceBusSubQueue.DEAD_LETTER
+    with client.get_queue_receiver(q, session_id="a") as r:
+        assert repr(r) == f"ServiceBusReceiver(queue={q!r}, session_id='a')"
+    plain, dead = client.get_queue_receiver(q), client.get_queue_receiver(q, sub_queue=dl)
+    assert repr(plain) == f"ServiceBusReceiver(queue={q!r})"
+    assert repr(dead) == f"ServiceBusReceiver(queue={q!r}, sub_queue={dl.value!r})"
+    plain.close()
+    dead.close()
+
+
 def test_session_receiver_on_a_plain_queue_is_refused(client: ServiceBusClient, make_queue: Any) -> None:
     q = make_queue()
     with (

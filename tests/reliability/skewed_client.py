@@ -39,6 +39,7 @@ def main() -> None:
         out["messages"] = [
             {
                 "body": str(m),
+                "delivery_count": m.delivery_count,
                 "enqueued_ms": m.enqueued_time_utc.timestamp() * 1000,
                 "expires_ms": m.expires_at_utc.timestamp() * 1000 if m.expires_at_utc else None,
                 "first_locked_until_ms": first,

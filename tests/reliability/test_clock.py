@@ -72,6 +72,10 @@ def test_a_client_an_hour_off_sees_the_server_times(
     assert set(msgs) == {"from the right clock", "from the skewed client"}
     for m in msgs.values():
         assert m["renew_error"] is None
+        # the second came from the prefetch buffer, its lock judged by the server's clock: had the
+        # client judged it by its own clock, an hour ahead, it would have dropped it as elapsed and
+        # got it again only once the lock elapsed, as a redelivery
+        assert m["delivery_count"] == 0
         assert before <= m["enqueued_ms"] <= after, "an enqueue time from the client's clock"
         assert m["expires_ms"] - m["enqueued_ms"] == 60_000
         assert before + 1_000 <= m["first_locked_until_ms"] <= after + 1_000, "a lock time from the client's clock"

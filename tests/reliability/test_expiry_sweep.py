@@ -126,6 +126,24 @@ def test_a_live_message_behind_expired_ones_is_received_within_a_short_wait(
     admin.delete_queue(q)
 
 
+def test_a_receiver_with_no_wait_limit_gets_a_live_message_behind_expired_ones(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis
+) -> None:
+    """No max_wait_time (wait until a message arrives): the receive calls again at once while the
+    script reports expired messages left, with no deadline to compare against."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q)
+    load_expired(client, raw, q, EXPIRED)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("live"))
+    with client.get_queue_receiver(q) as r:
+        got = r.receive_messages(max_message_count=1)
+        assert [str(m) for m in got] == ["live"]
+        r.complete_messages(got)
+    assert admin.get_queue_runtime_properties(q).active_message_count == 0
+    admin.delete_queue(q)
+
+
 def test_a_live_message_behind_expired_ones_in_other_partitions_is_received(
     admin: Any, client: ServiceBusClient, raw: redis.Redis
 ) -> None:
