@@ -14,8 +14,9 @@ made when the query first starts (kept by the checkpoint, so a restart finds its
   any other receiver of the entity), records each receive call's lock tokens in the ledger
   (:mod:`._ledger`) and only then yields the rows. A retried task first abandons what its
   earlier attempt recorded.
-* Driver, a thread: reads new ledger lines and registers the locks with an ``AutoLockRenewer``,
-  so they stay held while Spark processes the batch and until it commits.
+* Driver, a thread: reads new ledger lines every quarter of the lock duration and, from the
+  round after it first saw them, registers the locks with an ``AutoLockRenewer``, so they stay
+  held while Spark processes the batch and until it commits.
 * Driver, ``commit(end)``: completes every recorded lock of the batches up to ``end``, one
   script call per broker partition (the receiver's ``complete_messages``), and drops their ledger.
 
@@ -158,6 +159,7 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._query: str | None = None
         self._watch: dict[int, dict[int, int]] = {}  # batch -> slot -> ledger bytes read
         self._held: dict[int, list[ServiceBusReceivedMessage]] = {}  # batch -> its locks
+        self._unrenewed: dict[int, list[ServiceBusReceivedMessage]] = {}  # batch -> locks not yet renewed
         self._last: dict[str, Any] | None = None
         self._lock_seconds = 0.0
         self._partitions = 1
@@ -296,9 +298,15 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert self._ledger is not None and self._renewer is not None
         seen = self._watch.setdefault(batch, {})
         handles = _handles(self._receiver.entity_name, self.opts.group, self._ledger.read(batch, seen))
+        # Locks first seen in the previous round are registered for renewal now (a round is a
+        # quarter of the lock duration): most batches commit before that, and registering every
+        # lock cost more than taking it.
+        late = self._unrenewed.pop(batch, [])
         if renew:
-            for h in handles:
-                self._renewer.register(self._receiver, h)
+            for h in late:
+                if not h.settled:
+                    self._renewer.register(self._receiver, h)
+            self._unrenewed[batch] = handles
         self._held.setdefault(batch, []).extend(handles)
         return handles
 
