@@ -352,3 +352,30 @@ class ArrowPages:
                 a = pa.array([_STATES[s] for s in f.state], field.type)
             arrays.append(a)
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def fields_of(msgs: list[ServiceBusReceivedMessage]) -> Fields:
+    """Received messages of one partition as the columns of a peek page, for ArrowPages: the
+    consuming source's rows are built column-wise from the stored values, as the peek reads'
+    are, rather than through each message's properties."""
+    enqueued = [m.enqueued_time_utc for m in msgs]
+    expires = [m.expires_at_utc for m in msgs]
+    return Fields(
+        [m.local_seq for m in msgs],
+        [m.delivery_count for m in msgs],
+        [int(m.state) if m.state is not None else 0 for m in msgs],
+        [m.encoded() for m in msgs],
+        [codec.to_ms(t) for t in enqueued],
+        [codec.to_ms(t) if t is not None else 0 for t in expires],
+        [m.dead_letter_reason for m in msgs],
+        [m.dead_letter_error_description for m in msgs],
+    )
+
+
+def received_batches(pages: ArrowPages, msgs: list[ServiceBusReceivedMessage]) -> Iterator[Any]:
+    """Arrow record batches of received messages, one per partition among them, in order."""
+    by_partition: dict[int, list[ServiceBusReceivedMessage]] = {}
+    for m in msgs:
+        by_partition.setdefault(m.partition_id, []).append(m)
+    for p, group in by_partition.items():
+        yield pages.batch(group[0].entity_name, p, fields_of(group))

@@ -97,13 +97,30 @@ def _again(
                 yield m
 
 
-def read_lease(opts: SourceOptions, lease: Lease) -> Iterator[tuple[Any, ...]]:
-    """The executor's side: receive with peek-lock up to the lease's quota, record, yield rows.
+def lock_tokens(msgs: list[ServiceBusReceivedMessage]) -> list[str]:
+    """Each message's ``lock_token`` ("" for none), formatted here from its lock nonce and
+    sequence number: the property builds a uuid.UUID per message, which cost the read more than
+    its rows."""
+    out = []
+    for m in msgs:
+        nonce = m.lock_ref.nonce
+        if not nonce:
+            out.append("")
+            continue
+        h = nonce.lower() + format(m.sequence_number, "016x")
+        out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+    return out
+
+
+def read_lease(opts: SourceOptions, lease: Lease, columns: tuple[int, ...]) -> Iterator[Any]:
+    """The executor's side: receive with peek-lock up to the lease's quota, record, yield Arrow
+    record batches of the projected columns.
 
     Reading a slot again (Spark retried the task, ran a second action on the batch, or replays the
     batch after a restart) yields first the messages the earlier read took that are still locked
     by this query, then, unless that read finished, receives up to the rest of the quota.
     """
+    pages = _columns.ArrowPages(columns)
     ledger = Ledger(opts.url, lease.query, opts.socket_timeout)
     client = _broker.connect(opts.url, opts.socket_timeout)
     receiver = _broker.receiver(client, opts.entity, _sub_queue(opts))
@@ -111,9 +128,9 @@ def read_lease(opts: SourceOptions, lease: Lease) -> Iterator[tuple[Any, ...]]:
         left = lease.quota
         earlier, finished = ledger.slot(lease.batch, lease.slot)
         if earlier:
-            for m in _again(client, receiver, opts, earlier):
-                left -= 1
-                yield _columns.to_row(m)
+            again = list(_again(client, receiver, opts, earlier))
+            left -= len(again)
+            yield from _columns.received_batches(pages, again)
         while left > 0 and not finished:
             wait = opts.receive_wait  # 0: one look, without waiting
             msgs = receiver.receive_messages(
@@ -121,10 +138,9 @@ def read_lease(opts: SourceOptions, lease: Lease) -> Iterator[tuple[Any, ...]]:
             )
             if not msgs:
                 break
-            tokens = [m.lock_token or "" for m in msgs]
+            tokens = lock_tokens(msgs)
             ledger.record(lease.batch, lease.slot, min(_ms(m) for m in msgs), tokens)
-            for m in msgs:
-                yield _columns.to_row(m)
+            yield from _columns.received_batches(pages, msgs)
             left -= len(msgs)
         if not finished:
             ledger.finish(lease.batch, lease.slot)
@@ -285,7 +301,7 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, Lease)
-        return _columns.ArrowBatches(self.columns).of(read_lease(self.opts, partition))
+        return read_lease(self.opts, partition, self.columns)
 
     # -- locks
     def _start_watching(self) -> None:
