@@ -9,7 +9,6 @@ takes a lock except :func:`receive`.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -270,7 +269,9 @@ def held_message(entity: str, group: str, lock_token: str, locked_until_ms: int)
     This is the one place the Spark source builds a received message itself: the driver settles
     the locks its executors took, and the client has no public "settle by lock token" call.
     """
-    raw = uuid.UUID(lock_token).bytes
+    raw = bytes.fromhex(lock_token.replace("-", ""))  # the canonical uuid text, without a UUID object each
+    if len(raw) != 16:
+        raise ValueError(f"not a lock token: {lock_token!r}")
     seq = int.from_bytes(raw[8:], "big")
     return ServiceBusReceivedMessage(
         b"",

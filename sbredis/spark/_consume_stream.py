@@ -14,9 +14,10 @@ made when the query first starts (kept by the checkpoint, so a restart finds its
   any other receiver of the entity), records each receive call's lock tokens in the ledger
   (:mod:`._ledger`) and only then yields the rows. A retried task first abandons what its
   earlier attempt recorded.
-* Driver, a thread: reads new ledger lines every quarter of the lock duration and, from the
-  round after it first saw them, registers the locks with an ``AutoLockRenewer``, so they stay
-  held while Spark processes the batch and until it commits.
+* Driver, a thread: reads new ledger lines every quarter of the lock duration (at most 5 s)
+  and, once a third of the lock duration may have passed since they were taken, registers the
+  locks with an ``AutoLockRenewer``, so they stay held while Spark processes the batch and until
+  it commits.
 * Driver, ``commit(end)``: completes every recorded lock of the batches up to ``end``, one
   script call per broker partition (the receiver's ``complete_messages``), and drops their ledger.
 
@@ -28,6 +29,7 @@ batch or to any other receiver; past the entity's maximum delivery count they ar
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -175,7 +177,8 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._query: str | None = None
         self._watch: dict[int, dict[int, int]] = {}  # batch -> slot -> ledger bytes read
         self._held: dict[int, list[ServiceBusReceivedMessage]] = {}  # batch -> its locks
-        self._unrenewed: dict[int, list[ServiceBusReceivedMessage]] = {}  # batch -> locks not yet renewed
+        # batch -> (when first seen, locks) not yet registered for renewal
+        self._unrenewed: dict[int, list[tuple[float, list[ServiceBusReceivedMessage]]]] = {}
         self._last: dict[str, Any] | None = None
         self._lock_seconds = 0.0
         self._partitions = 1
@@ -314,20 +317,35 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert self._ledger is not None and self._renewer is not None
         seen = self._watch.setdefault(batch, {})
         handles = _handles(self._receiver.entity_name, self.opts.group, self._ledger.read(batch, seen))
-        # Locks first seen in the previous round are registered for renewal now (a round is a
-        # quarter of the lock duration): most batches commit before that, and registering every
-        # lock cost more than taking it.
-        late = self._unrenewed.pop(batch, [])
+        # Locks are registered for renewal only once a third of the lock duration may have
+        # passed since they were taken (they were taken at most one watch round before they were
+        # first seen): most batches commit before that, and registering every lock cost more
+        # than taking it. The renewer renews when a third is left, so it still has a third.
+        now = time.monotonic()
+        waiting = self._unrenewed.pop(batch, [])
         if renew:
-            for h in late:
-                if not h.settled:
-                    self._renewer.register(self._receiver, h)
-            self._unrenewed[batch] = handles
+            due_after = max(self._lock_seconds / 3 - self._pause(), 0.0)
+            keep = []
+            for seen_at, late in waiting:
+                if now - seen_at < due_after:
+                    keep.append((seen_at, late))
+                    continue
+                for h in late:
+                    if not h.settled:
+                        self._renewer.register(self._receiver, h)
+            if handles:
+                keep.append((now, handles))
+            if keep:
+                self._unrenewed[batch] = keep
         self._held.setdefault(batch, []).extend(handles)
         return handles
 
+    def _pause(self) -> float:
+        """Seconds between two watch rounds."""
+        return max(0.05, min(self._lock_seconds / 4, 5.0))
+
     def _watch_loop(self) -> None:
-        pause = max(0.05, min(self._lock_seconds / 4, 5.0))
+        pause = self._pause()
         while not self._stopping.wait(pause):
             with self._guard:
                 try:
