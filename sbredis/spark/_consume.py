@@ -4,7 +4,8 @@ Each task receives up to ``batch_size`` messages at a time from each of its part
 handler on each, completes the batch's successes in one call, abandons the failures (and
 dead-letters a failure on its last allowed delivery with reason ``HandlerError``), and renews the
 batch's locks with ``sbredis.AutoLockRenewer`` while the handler works (up to ``max_renewal``
-seconds per message). A task asks its partitions in turn and
+seconds per message), registering them once the batch has been held a quarter of the lock
+duration (``LateHold``). A task asks its partitions in turn and
 stops when none gave anything for ``idle_seconds``. A task or executor that dies loses nothing:
 its locks elapse and the messages are delivered again (with the delivery count one higher).
 """
