@@ -118,6 +118,15 @@ def test_small_partitions_are_packed_into_one_task_with_the_same_rows(
     assert sorted((r.partition, r.offset) for r in one_each.collect()) == sorted((r.partition, r.offset) for r in rows)
 
 
+def test_pack_groups_consecutive_partitions_until_the_minimum() -> None:
+    from sbredis.spark._source import pack
+
+    got = pack([(0, 1, 11), (1, 1, 1), (2, 5, 30), (3, 1, 4)], 20)
+    assert [r.ranges for r in got] == [[(0, 1, 11), (2, 5, 30)], [(3, 1, 4)]]  # the empty one left out
+    assert [r.ranges for r in pack([(0, 1, 5), (1, 1, 5)], 1)] == [[(0, 1, 5)], [(1, 1, 5)]]
+    assert [r.ranges for r in pack([(0, 7, 7), (1, 3, 3)], 20)] == [[(0, 7, 7)]]  # nothing to read: one task
+
+
 def test_starting_and_ending_offsets(spark: Any, url: str, make_queue: Any, client: Any) -> None:
     q = make_queue(enable_partitioning=True, partition_count=2)
     with client.get_queue_sender(q) as s:
