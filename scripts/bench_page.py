@@ -477,15 +477,17 @@ def spark(d: Json) -> Iterator[str]:
         )
     yield from table(["figure", "msgs/s", "vs baseline", "CPU µs/msg", "JVM / workers / redis"], rows)
     yield (
-        "The machine was shared with other work (load 9 to 20 during the runs), so wall times moved "
-        "up to two-fold between rounds and between runs (the client's own send ran at 15k msgs/s in "
-        "one run and 49k in another); CPU per message moves far less. Against main at bda45b9 with "
-        "the same bench (2 rounds), CPU µs/msg went: batch read 26.4 -> 11.9, stream peek "
-        "28.7 -> 18.1, consume 17.8 -> 13.5, stream consume 56.2 -> 46.2 (bulk load, code unchanged, "
-        "17.3 -> 12.9, which is how far the figure moves by itself); wall ratios: batch read 0.24x "
-        "-> 0.28x of XRANGE, consume 0.82x -> 0.84x of the client, bulk load 1.05x then 0.55x "
-        "(unchanged code). Of the issue's targets, consume (>= 0.8x the client) is met; bulk load, "
-        "batch read (0.5x of XRANGE) and streaming (50k msgs/s) are not."
+        "The machine was shared with other work (load 3 at the start of this run, 7 to 20 during "
+        "the one before), so wall times move up to two-fold between rounds and far more between runs "
+        "(the client's own send ran at 15k msgs/s in the run before and 143k in this one); the same-round "
+        "ratios and the CPU per message move far less. Against main at bda45b9 with the same bench "
+        "(2 rounds), CPU µs/msg went: batch read 26.4 -> 10.4, stream peek 28.7 -> 19.2, consume "
+        "17.8 -> 12.2, stream consume 56.2 -> 43.6 (bulk load, code unchanged, 17.3 -> 11.2: part "
+        "of every drop is the lighter load); same-round ratios: batch read 0.24x -> 0.40x of XRANGE, "
+        "consume 0.82x -> 0.92x of the client, bulk load 1.05x -> 0.81x (code unchanged). Of the "
+        "issue's targets, consume (>= 0.8x the client) is met, bulk load (>= 0.8x) and streaming in "
+        "mode peek (>= 50k msgs/s) are met at the median but not in every round; batch read (0.5x "
+        "of XRANGE) and streaming in mode consume (50k msgs/s) are not."
     )
     yield ""
     yield (
@@ -500,8 +502,9 @@ def spark(d: Json) -> Iterator[str]:
         "and 15 from a 2-partition one). Reads now pack broker partitions into tasks of at least "
         "`minOffsetsPerTask` offsets (default 50,000, as Spark packs small files) and peek a task's "
         "partitions in one pipelined round trip per page. The decoding was already columnar "
-        "(`ArrowPages`, 7 µs/msg for all 18 columns standalone, most of it the JSON header parse); "
-        "the old profile's `to_row` is no longer on this path."
+        "(`ArrowPages`; the old profile's `to_row` is no longer on this path); most of its cost was "
+        "the JSON header parse, one decode call per message, now one `json.loads` per page: a "
+        "standalone read of all 18 columns went from 7.0 to 4.6 µs/msg with the pipelining."
     )
     yield (
         "* **What is left on the read** is the decoding and Spark's share: all 18 columns are decoded "
