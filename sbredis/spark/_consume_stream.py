@@ -8,8 +8,9 @@ made when the query first starts (kept by the checkpoint, so a restart finds its
 * Driver, ``latestOffset``: when the entity has active messages (or an earlier batch still holds
   locks to complete) the next batch is ``batch + 1`` with a quota of
   min(active messages, maxMessagesPerTrigger or 10,000).
-* Driver, ``partitions``: the quota split over ``consumerTasks`` input partitions (default: the
-  entity's partition count, at most 8); the driver starts watching the batch's ledger.
+* Driver, ``partitions``: the quota split over ``consumerTasks`` input partitions (default: one
+  per ``minOffsetsPerTask`` messages of the quota, at most the entity's partition count and 8);
+  the driver starts watching the batch's ledger.
 * Executor, ``read``: a public peek-lock receiver takes up to the task's quota (competing with
   any other receiver of the entity), records each receive call's lock tokens in the ledger
   (:mod:`._ledger`) and only then yields the rows. A retried task first abandons what its
@@ -298,7 +299,10 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with self._guard:
             self._watch.setdefault(batch, {})
         self._start_watching()
-        tasks = max(1, min(self.opts.tasks or min(self._partitions, 8), quota))
+        # Like the peek reads' packing: a task per minOffsetsPerTask messages of the quota (every
+        # task costs a worker round and connections), at most one per partition and 8.
+        default = min(self._partitions, 8, -(-quota // self.opts.min_per_task))
+        tasks = max(1, min(self.opts.tasks or default, quota))
         shares = [quota // tasks + (1 if i < quota % tasks else 0) for i in range(tasks)]
         return [Lease(str(end["query"]), batch, i, n) for i, n in enumerate(shares)]
 
