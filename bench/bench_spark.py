@@ -1,11 +1,12 @@
 #!/usr/bin/env python
 """Spark jobs against the single-process client on the same data: bulk load and consume.
 
-    python bench/bench_spark.py [--n 1000000] [--body-bytes 64] [--partitions 16] [--master local[2]]
-                                [--url redis://host:port/db]
+    python bench/bench_spark.py [--n 200000] [--body-bytes 170] [--partitions 16] [--rounds 3]
+                                [--master local[2]] [--url redis://host:port/db]
 
 The input is --n rows (body of --body-bytes random bytes, messageId) in 4 Parquet files, made
-once with pyarrow. Four figures, each one run over all N messages:
+once with pyarrow. The figures, each one run over all N messages, every round (client and Spark
+alternating, fresh queues each round):
 
   * client send       one process: the Parquet rows as ServiceBusMessage lists of 500 through
                       ``sender.send_messages`` (reading the files is not timed)
@@ -19,6 +20,12 @@ once with pyarrow. Four figures, each one run over all N messages:
   * spark stream      ``readStream`` mode peek (from earliest) and mode consume (a fresh load of
                       the same rows, maxOffsetsPerTrigger 100,000), Trigger.AvailableNow into
                       the noop sink; the time includes the query's start
+
+Each figure records wall time and CPU seconds of this process, the Spark JVM, the Python workers
+under it (exited workers through their parent's reaped-children time) and redis-server (INFO
+cpu); the summary gives, per figure, the median and spread over the rounds of msgs/s, of the
+ratio to its baseline in the same round, and of CPU microseconds per message, which moves far
+less than wall time on a loaded machine.
 
 Each queue has --partitions partitions and no duplicate detection. The Spark session starts once
 and runs a small bulk_load and consume on a scratch queue first, so that Python workers are up
@@ -54,10 +61,71 @@ from sbredis import ServiceBusClient, ServiceBusMessage  # noqa: E402
 from sbredis.management import ServiceBusAdministrationClient  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "spark.json"
+TCK = os.sysconf("SC_CLK_TCK")
 FILES = 4
 SEND_BATCH = 500
 RECEIVE_BATCH = 100
 pc = time.perf_counter
+
+
+def _proc_table() -> dict[int, tuple[str, int, float]]:
+    """pid -> (name, parent pid, CPU seconds of it and its reaped children)."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        out[int(d)] = (name, int(fields[1]), sum(int(x) for x in fields[11:15]) / TCK)
+    return out
+
+
+def cpu_split(redis: Any) -> dict[str, float]:
+    """CPU seconds so far of this process ("driver"), the Spark JVM it started ("jvm"), the
+    Python workers under that JVM ("workers") and the redis-server ("redis", from INFO cpu). A
+    worker that exited is counted through its parent's reaped-children time."""
+    ps = _proc_table()
+    me = os.getpid()
+    kids: dict[int, list[int]] = {}
+    for pid, (_, ppid, _) in ps.items():
+        kids.setdefault(ppid, []).append(pid)
+    out = {"driver": ps[me][2] if me in ps else 0.0, "jvm": 0.0, "workers": 0.0, "redis": 0.0}
+    todo = [(k, "") for k in kids.get(me, [])]
+    while todo:
+        pid, under = todo.pop()
+        name = ps[pid][0]
+        if under:
+            kind = "workers" if name.startswith("python") or under == "workers" else "jvm"
+        else:
+            kind = "jvm" if name == "java" else ""
+        if kind:
+            out[kind] += ps[pid][2]
+        todo += [(k, kind) for k in kids.get(pid, [])]
+    cpu = redis.info("cpu")
+    out["redis"] = float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"])
+    return out
+
+
+class Measured:
+    """Wall seconds and per-process CPU seconds of one operation."""
+
+    def __init__(self, redis: Any) -> None:
+        self.redis = redis
+
+    def __enter__(self) -> Measured:
+        self.cpu0 = cpu_split(self.redis)
+        self.t0 = pc()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = pc() - self.t0
+        after = cpu_split(self.redis)
+        self.cpu = {k: max(0.0, after[k] - self.cpu0[k]) for k in after}
 
 
 def make_input(directory: Path, n: int, body_bytes: int) -> list[str]:
@@ -191,11 +259,129 @@ def machine() -> dict[str, Any]:
     }
 
 
+OPS = (
+    "client send (1 process)",
+    "spark bulk_load",
+    "plain redis-py XRANGE (1 process)",
+    "spark batch read",
+    "spark stream (mode peek)",
+    "client receive+complete (1 process)",
+    "spark consume",
+    "spark stream (mode consume)",
+)
+BASELINE = {  # what each figure is compared with, in the same round
+    "spark bulk_load": "client send (1 process)",
+    "spark consume": "client receive+complete (1 process)",
+    "spark batch read": "plain redis-py XRANGE (1 process)",
+    "spark stream (mode peek)": "plain redis-py XRANGE (1 process)",
+}
+
+
+def one_round(
+    spark: Any, url: str, admin: Any, paths: list[str], n_expected: int, args: Any, work: Path
+) -> list[dict[str, Any]]:
+    """Every figure once, client and Spark alternating, on fresh queues."""
+    import redis
+
+    from sbredis.spark._bulk import bulk_load
+    from sbredis.spark._consume import consume
+
+    tag = f"bench-{uuid.uuid4().hex[:8]}"
+    qc, qs, qs2 = f"{tag}-client", f"{tag}-spark", f"{tag}-stream"
+    for q in (qc, qs, qs2):
+        admin.create_queue(q, enable_partitioning=True, partition_count=args.partitions, max_size_in_megabytes=81920)
+    r = redis.Redis.from_url(url)
+    rows: list[dict[str, Any]] = []
+
+    def record(op: str, m: Measured, n: int) -> None:
+        rows.append({"operation": op, "messages": n, "seconds": m.seconds, "cpu_seconds": m.cpu})
+        print(f"  {op}: {n} in {m.seconds:.2f} s, cpu " + ", ".join(f"{k} {v:.2f}" for k, v in m.cpu.items()))
+
+    try:
+        with Measured(r) as m:
+            n, _ = client_send(url, qc, paths)
+        record(OPS[0], m, n)
+        assert active(admin, qc) == n_expected
+        with Measured(r) as m:
+            summary = bulk_load(spark, url, qs, paths)
+        record(OPS[1], m, summary.messages)
+        assert active(admin, qs) == n_expected
+        with Measured(r) as m:
+            n, _ = plain_xrange(url, qs, args.partitions)
+        record(OPS[2], m, n)
+        with Measured(r) as m:
+            n, _ = spark_read(spark, url, qs)
+        record(OPS[3], m, n)
+        with Measured(r) as m:
+            n, _ = spark_stream(spark, url, qs, "peek", work / tag)
+        record(OPS[4], m, n)
+        with Measured(r) as m:
+            n, _ = client_consume(url, qc)
+        record(OPS[5], m, n)
+        with Measured(r) as m:
+            summary = consume(spark, url, qs, "builtins:id", batch_size=RECEIVE_BATCH, idle_seconds=args.idle_seconds)
+        record(OPS[6], m, summary.messages)
+        bulk_load(spark, url, qs2, paths)
+        with Measured(r) as m:
+            n, _ = spark_stream(spark, url, qs2, "consume", work / tag)
+        record(OPS[7], m, n)
+        assert active(admin, qs2) == 0
+    finally:
+        r.close()
+        for q in (qc, qs, qs2):
+            admin.delete_queue(q)
+    by = {row["operation"]: row for row in rows}
+    for row in rows:
+        row["rate"] = row["messages"] / row["seconds"]
+        base = BASELINE.get(row["operation"])
+        if base:
+            row["vs"] = row["rate"] / by[base]["rate"]
+        # a one-process figure: that process and redis (the idle Spark JVM's own ticks are not its)
+        own = ("driver", "redis") if not row["operation"].startswith("spark") else tuple(row["cpu_seconds"])
+        row["cpu_us_per_msg"] = 1e6 * sum(row["cpu_seconds"][k] for k in own) / max(row["messages"], 1)
+    return rows
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    k = len(xs)
+    return xs[k // 2] if k % 2 else (xs[k // 2 - 1] + xs[k // 2]) / 2
+
+
+def summarize(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per operation: medians and spreads over the rounds."""
+    out = []
+    for op in OPS:
+        rs = [row for rnd in rounds for row in rnd if row["operation"] == op]
+        if not rs:
+            continue
+        rates = [row["rate"] for row in rs]
+        cpu = [row["cpu_us_per_msg"] for row in rs]
+        s: dict[str, Any] = {
+            "operation": op,
+            "messages": rs[0]["messages"],
+            "rounds": len(rs),
+            "rate_median": _median(rates),
+            "rate_min": min(rates),
+            "rate_max": max(rates),
+            "cpu_us_per_msg_median": _median(cpu),
+            "cpu_us_per_msg_by_process": {
+                k: _median([1e6 * row["cpu_seconds"][k] / row["messages"] for row in rs]) for k in rs[0]["cpu_seconds"]
+            },
+        }
+        if "vs" in rs[0]:
+            vs = [row["vs"] for row in rs]
+            s.update(vs=BASELINE[op], vs_median=_median(vs), vs_min=min(vs), vs_max=max(vs))
+        out.append(s)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", type=int, default=1_000_000, help="messages (default 1,000,000)")
-    ap.add_argument("--body-bytes", type=int, default=64)
+    ap.add_argument("--n", type=int, default=200_000, help="messages (default 200,000)")
+    ap.add_argument("--body-bytes", type=int, default=170)
     ap.add_argument("--partitions", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of every figure (default 3)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--idle-seconds", type=float, default=0.5)
     ap.add_argument("--url", help="an existing server (default: a private redis-server)")
@@ -212,29 +398,16 @@ def main() -> int:
 
         server = RedisServer().start()
         url = server.url
-    tag = f"bench-{uuid.uuid4().hex[:8]}"
     work = Path(tempfile.mkdtemp(prefix="sbredis-bench-spark-"))
     info = machine()
-    rows: list[dict[str, Any]] = []
+    rounds: list[list[dict[str, Any]]] = []
     try:
         t0 = pc()
         paths = make_input(work, args.n, args.body_bytes)
         print(f"input: {args.n} rows of {args.body_bytes} B bodies in {len(paths)} Parquet files ({pc() - t0:.1f} s)")
         admin = ServiceBusAdministrationClient.from_connection_string(url)
-        qc, qs, qw = f"{tag}-client", f"{tag}-spark", f"{tag}-warmup"
-        qs2 = f"{tag}-stream"
-        for q in (qc, qs, qw, qs2):
-            admin.create_queue(
-                q, enable_partitioning=True, partition_count=args.partitions, max_size_in_megabytes=81920
-            )
-
-        n, s = client_send(url, qc, paths)
-        rows.append({"operation": "client send (1 process)", "messages": n, "seconds": s})
-        print(f"client send: {n} in {s:.1f} s")
-        assert active(admin, qc) == args.n
-        n, s = client_consume(url, qc)
-        rows.append({"operation": "client receive+complete (1 process)", "messages": n, "seconds": s})
-        print(f"client consume: {n} in {s:.1f} s")
+        qw = f"bench-{uuid.uuid4().hex[:8]}-warmup"
+        admin.create_queue(qw, enable_partitioning=True, partition_count=args.partitions, max_size_in_megabytes=81920)
 
         from pyspark.sql import SparkSession
 
@@ -259,32 +432,14 @@ def main() -> int:
         spark_read(spark, url, qw)  # the data source's planning and read paths, too
         consume(spark, url, qw, "builtins:id", idle_seconds=0.1)
         warmup = pc() - t0
+        admin.delete_queue(qw)
         print(f"spark session: {startup:.1f} s, warm-up jobs: {warmup:.1f} s")
         try:
-            summary = bulk_load(spark, url, qs, paths)
-            rows.append({"operation": "spark bulk_load", "messages": summary.messages, "seconds": summary.seconds})
-            print(summary.line())
-            assert active(admin, qs) == args.n
-            n, s = plain_xrange(url, qs, args.partitions)
-            rows.append({"operation": "plain redis-py XRANGE (1 process)", "messages": n, "seconds": s})
-            n, s = spark_read(spark, url, qs)
-            rows.append({"operation": "spark batch read", "messages": n, "seconds": s})
-            n, s = spark_stream(spark, url, qs, "peek", work)
-            rows.append({"operation": "spark stream (mode peek)", "messages": n, "seconds": s})
-            for r in rows[-3:]:
-                print(f"{r['operation']}: {r['messages']} in {r['seconds']:.1f} s")
-            summary = consume(spark, url, qs, "builtins:id", batch_size=RECEIVE_BATCH, idle_seconds=args.idle_seconds)
-            rows.append({"operation": "spark consume", "messages": summary.messages, "seconds": summary.seconds})
-            print(summary.line())
-            bulk_load(spark, url, qs2, paths)
-            n, s = spark_stream(spark, url, qs2, "consume", work)
-            rows.append({"operation": "spark stream (mode consume)", "messages": n, "seconds": s})
-            print(f"spark stream consume: {n} in {s:.1f} s")
-            assert active(admin, qs2) == 0
+            for i in range(args.rounds):
+                print(f"round {i + 1} of {args.rounds}")
+                rounds.append(one_round(spark, url, admin, paths, args.n, args, work))
         finally:
             spark.stop()
-        for q in (qc, qs, qw, qs2):
-            admin.delete_queue(q)
         admin.close()
     finally:
         if server is not None:
@@ -293,30 +448,28 @@ def main() -> int:
 
         shutil.rmtree(work, ignore_errors=True)
 
-    for r in rows:
-        r["rate"] = r["messages"] / r["seconds"]
-    base = {"send": rows[0]["rate"], "consume": rows[1]["rate"]}
-    xrange_rate = next((r["rate"] for r in rows if "XRANGE" in r["operation"]), 0.0)
-    for r in rows:
-        op = r["operation"]
-        if "read" in op or "peek" in op:
-            r["vs_client"] = r["rate"] / xrange_rate if xrange_rate else 0.0  # vs plain XRANGE
-        else:
-            r["vs_client"] = r["rate"] / (base["consume"] if "consume" in op or "receive" in op else base["send"])
-    head = f"{'operation':<38} | {'messages':>9} | {'seconds':>8} | {'msgs/s':>9} | vs client (reads: vs XRANGE)"
+    summary = summarize(rounds)
+    head = (
+        f"{'operation':<38} | {'msgs/s median':>13} | {'min-max':>15} | {'CPU us/msg':>10} | "
+        "vs (same round): median, min-max"
+    )
     print()
     print(head)
     print("-" * len(head))
-    for r in rows:
+    for s in summary:
+        vs = f"{s['vs_median']:.2f}x ({s['vs_min']:.2f}-{s['vs_max']:.2f}) of {s['vs']}" if "vs" in s else ""
+        spread = f"{s['rate_min'] / 1000:.1f}k-{s['rate_max'] / 1000:.1f}k"
         print(
-            f"{r['operation']:<38} | {r['messages']:>9} | {r['seconds']:>8.2f} | {r['rate']:>9,.0f} | "
-            f"{r['vs_client']:.2f}x"
+            f"{s['operation']:<38} | {s['rate_median']:>13,.0f} | {spread:>15} | "
+            f"{s['cpu_us_per_msg_median']:>10.1f} | {vs}"
         )
+    print("CPU us/msg by process (median):")
+    for s in summary:
+        print(f"  {s['operation']:<38} " + ", ".join(f"{k} {v:.1f}" for k, v in s["cpu_us_per_msg_by_process"].items()))
     print(
         f"N={args.n}, {args.body_bytes} B bodies, {args.partitions} partitions, master {args.master}, "
-        f"spark session start {startup:.1f} s and warm-up jobs {warmup:.1f} s (not included); "
-        f"machine {info['cpus']} cpus, load at start "
-        f"{info['loadavg_at_start']}"
+        f"{args.rounds} rounds, spark session start {startup:.1f} s and warm-up jobs {warmup:.1f} s (not included); "
+        f"machine {info['cpus']} cpus, load at start {info['loadavg_at_start']}"
     )
     if not args.no_save:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -327,10 +480,12 @@ def main() -> int:
                     "body_bytes": args.body_bytes,
                     "partitions": args.partitions,
                     "master": args.master,
+                    "rounds": args.rounds,
                     "idle_seconds": args.idle_seconds,
                     "spark_session_start_seconds": round(startup, 2),
                     "spark_warmup_jobs_seconds": round(warmup, 2),
-                    "rows": rows,
+                    "summary": summary,
+                    "rows": rounds,
                     "machine": info,
                 },
                 indent=2,

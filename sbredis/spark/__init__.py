@@ -44,7 +44,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 from ..exceptions import InvalidOperationError
 from ._columns import READ_SCHEMA, WRITE_COLUMNS
-from ._lag import lag
+from ._lag import lag, lag_listener
 from ._options import UnsupportedEntityError
 from ._sink import BadRowError
 from ._source import SbRedisDataSource
@@ -97,5 +97,6 @@ __all__ = [
     "SbRedisDataSource",
     "UnsupportedEntityError",
     "lag",
+    "lag_listener",
     "register",
 ]

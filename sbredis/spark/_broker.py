@@ -9,7 +9,6 @@ takes a lock except :func:`receive`.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -121,23 +120,41 @@ def peek_pages(
 ) -> Iterator[protocol.peek.Fields]:
     """peek_range's messages as column pages (one per script call), for readers that need no
     message objects."""
-    start = max(start, 1)
-    while start < end:
-        n = min(page, end - start)
-        c = protocol.peek.call(entity, partition, group, start, n)
-        reply = retrying(lambda c=c: _run(client, [c], entity)[0])  # type: ignore[misc]
-        f = protocol.peek.parse_fields(reply, group)
-        got = len(f.raw)
-        keep = got
-        while keep and f.local_seq[keep - 1] >= end:
-            keep -= 1
-        if keep < got:
-            f = f.head(keep)
-        if keep:
-            yield f
-        if keep < n:
-            return
-        start = f.local_seq[-1] + 1
+    for _, f in peek_pages_many(client, entity, group, [(partition, start, end)], page):
+        yield f
+
+
+def peek_pages_many(
+    client: ServiceBusClient, entity: str, group: protocol.Group, ranges: list[tuple[int, int, int]], page: int
+) -> Iterator[tuple[int, protocol.peek.Fields]]:
+    """peek_pages over several partitions' (partition, start, end) ranges at once: each round
+    trip carries one page call per partition not yet done (pipelined), so a task reading many
+    partitions waits for one reply per round, not one per page. Yields (partition, page)."""
+    todo = {p: max(start, 1) for p, start, end in ranges if end > max(start, 1)}
+    ends = {p: end for p, _, end in ranges}
+    while todo:
+        calls = {
+            p: protocol.peek.call(entity, p, group, start, min(page, ends[p] - start)) for p, start in todo.items()
+        }
+        order = list(calls)
+        batch = [calls[p] for p in order]
+        replies = retrying(lambda batch=batch: _run(client, batch, entity))  # type: ignore[misc]
+        for p, reply in zip(order, replies, strict=True):
+            asked = min(page, ends[p] - todo[p])
+            f = protocol.peek.parse_fields(reply, group)
+            got = keep = len(f.raw)
+            while keep and f.local_seq[keep - 1] >= ends[p]:
+                keep -= 1
+            if keep < got:
+                f = f.head(keep)
+            if keep:
+                yield p, f
+            if keep < asked:
+                del todo[p]
+            else:
+                todo[p] = f.local_seq[-1] + 1
+                if todo[p] >= ends[p]:
+                    del todo[p]
 
 
 def receive(
@@ -252,7 +269,9 @@ def held_message(entity: str, group: str, lock_token: str, locked_until_ms: int)
     This is the one place the Spark source builds a received message itself: the driver settles
     the locks its executors took, and the client has no public "settle by lock token" call.
     """
-    raw = uuid.UUID(lock_token).bytes
+    raw = bytes.fromhex(lock_token.replace("-", ""))  # the canonical uuid text, without a UUID object each
+    if len(raw) != 16:
+        raise ValueError(f"not a lock token: {lock_token!r}")
     seq = int.from_bytes(raw[8:], "big")
     return ServiceBusReceivedMessage(
         b"",

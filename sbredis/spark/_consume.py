@@ -4,7 +4,8 @@ Each task receives up to ``batch_size`` messages at a time from each of its part
 handler on each, completes the batch's successes in one call, abandons the failures (and
 dead-letters a failure on its last allowed delivery with reason ``HandlerError``), and renews the
 batch's locks with ``sbredis.AutoLockRenewer`` while the handler works (up to ``max_renewal``
-seconds per message). A task asks its partitions in turn and
+seconds per message), registering them once the batch has been held a quarter of the lock
+duration (``LateHold``). A task asks its partitions in turn and
 stops when none gave anything for ``idle_seconds``. A task or executor that dies loses nothing:
 its locks elapse and the messages are delivered again (with the delivery count one higher).
 """
@@ -19,11 +20,11 @@ from .._core.protocol import Group
 from ..exceptions import MessageLockLostError
 from . import _broker
 from ._jobs import (
+    LateHold,
     Summary,
     Timer,
     default_parallelism,
     describe,
-    hold,
     load_handler,
     partition_slices,
     queue_settings,
@@ -54,7 +55,9 @@ def _settle(receiver: Any, what: str, msgs: list[Any], counts: Counter[str], *ar
     counts[_COUNTED_AS[what]] += len(msgs) - lost
 
 
-def _handle(msgs: list[Any], handler: Any, receiver: Any, max_deliveries: int, counts: Counter[str]) -> None:
+def _handle(
+    msgs: list[Any], handler: Any, receiver: Any, max_deliveries: int, counts: Counter[str], late: LateHold
+) -> None:
     """Call the handler on each message of a batch, then settle the batch."""
     counts["received"] += len(msgs)
     done, retry, dead = [], [], []
@@ -68,6 +71,7 @@ def _handle(msgs: list[Any], handler: Any, receiver: Any, max_deliveries: int, c
                 dead.append((m, f"{type(e).__name__}: {e}"[:_DESCRIPTION_MAX]))
             else:
                 retry.append(m)
+    late.stop()
     _settle(receiver, "complete_messages", done, counts)
     _settle(receiver, "abandon_messages", retry, counts)
     for m, why in dead:
@@ -83,14 +87,16 @@ def consume_partitions(
     idle_seconds: float,
     max_deliveries: int,
     max_renewal: float,
+    lock_seconds: float = 0.0,
 ) -> dict[str, int]:
-    """Drain the given partitions (runs in a Spark task); returns the task's counts."""
+    """Drain the given partitions (runs in a Spark task); returns the task's counts. A batch's locks
+    are renewed once it has been held for a quarter of `lock_seconds` (0: from the start)."""
     handler = load_handler(handler_spec)
     counts: Counter[str] = Counter()
     client = _broker.connect(url)
     receiver = _broker.receiver(client, entity)
     try:
-        with renewer(max_renewal) as renew:
+        with renewer(max_renewal) as renew, LateHold(renew, lock_seconds) as late:
             idle_until: float | None = None
             pause = 0.01
             while True:
@@ -99,8 +105,8 @@ def consume_partitions(
                     now_ms, msgs = _broker.receive(client, entity, p, Group.MAIN, batch_size)
                     if msgs:
                         got = True
-                        hold(renew, receiver, now_ms, msgs)
-                        _handle(msgs, handler, receiver, max_deliveries, counts)
+                        late.start(receiver, now_ms, msgs)
+                        _handle(msgs, handler, receiver, max_deliveries, counts, late)
                 if got:
                     idle_until, pause = None, 0.01
                     continue
@@ -136,12 +142,14 @@ def consume(
     """
     load_handler(handler)
     timer = Timer()
-    count, _, max_dc = queue_settings(url, entity)
+    count, lock_seconds, max_dc = queue_settings(url, entity)
     limit = max_deliveries or max_dc
     slices = partition_slices(list(range(count)), tasks or default_parallelism(spark))
 
     def task(parts: list[int]) -> dict[str, int]:
-        return consume_partitions(parts, url, entity, handler, batch_size, idle_seconds, limit, max_renewal)
+        return consume_partitions(
+            parts, url, entity, handler, batch_size, idle_seconds, limit, max_renewal, lock_seconds
+        )
 
     describe(spark, f"sbredis consume {entity}")
     results = run_tasks(spark, slices, task)

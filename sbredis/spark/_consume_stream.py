@@ -8,14 +8,17 @@ made when the query first starts (kept by the checkpoint, so a restart finds its
 * Driver, ``latestOffset``: when the entity has active messages (or an earlier batch still holds
   locks to complete) the next batch is ``batch + 1`` with a quota of
   min(active messages, maxMessagesPerTrigger or 10,000).
-* Driver, ``partitions``: the quota split over ``consumerTasks`` input partitions (default: the
-  entity's partition count, at most 8); the driver starts watching the batch's ledger.
+* Driver, ``partitions``: the quota split over ``consumerTasks`` input partitions (default: one
+  per ``minOffsetsPerTask`` messages of the quota, at most the entity's partition count and 8);
+  the driver starts watching the batch's ledger.
 * Executor, ``read``: a public peek-lock receiver takes up to the task's quota (competing with
   any other receiver of the entity), records each receive call's lock tokens in the ledger
   (:mod:`._ledger`) and only then yields the rows. A retried task first abandons what its
   earlier attempt recorded.
-* Driver, a thread: reads new ledger lines and registers the locks with an ``AutoLockRenewer``,
-  so they stay held while Spark processes the batch and until it commits.
+* Driver, a thread: reads new ledger lines every quarter of the lock duration (at most 5 s)
+  and, once a third of the lock duration may have passed since they were taken, registers the
+  locks with an ``AutoLockRenewer``, so they stay held while Spark processes the batch and until
+  it commits.
 * Driver, ``commit(end)``: completes every recorded lock of the batches up to ``end``, one
   script call per broker partition (the receiver's ``complete_messages``), and drops their ledger.
 
@@ -27,6 +30,7 @@ batch or to any other receiver; past the entity's maximum delivery count they ar
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -96,13 +100,30 @@ def _again(
                 yield m
 
 
-def read_lease(opts: SourceOptions, lease: Lease) -> Iterator[tuple[Any, ...]]:
-    """The executor's side: receive with peek-lock up to the lease's quota, record, yield rows.
+def lock_tokens(msgs: list[ServiceBusReceivedMessage]) -> list[str]:
+    """Each message's ``lock_token`` ("" for none), formatted here from its lock nonce and
+    sequence number: the property builds a uuid.UUID per message, which cost the read more than
+    its rows."""
+    out = []
+    for m in msgs:
+        nonce = m.lock_ref.nonce
+        if not nonce:
+            out.append("")
+            continue
+        h = nonce.lower() + format(m.sequence_number, "016x")
+        out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+    return out
+
+
+def read_lease(opts: SourceOptions, lease: Lease, columns: tuple[int, ...]) -> Iterator[Any]:
+    """The executor's side: receive with peek-lock up to the lease's quota, record, yield Arrow
+    record batches of the projected columns.
 
     Reading a slot again (Spark retried the task, ran a second action on the batch, or replays the
     batch after a restart) yields first the messages the earlier read took that are still locked
     by this query, then, unless that read finished, receives up to the rest of the quota.
     """
+    pages = _columns.ArrowPages(columns)
     ledger = Ledger(opts.url, lease.query, opts.socket_timeout)
     client = _broker.connect(opts.url, opts.socket_timeout)
     receiver = _broker.receiver(client, opts.entity, _sub_queue(opts))
@@ -110,9 +131,9 @@ def read_lease(opts: SourceOptions, lease: Lease) -> Iterator[tuple[Any, ...]]:
         left = lease.quota
         earlier, finished = ledger.slot(lease.batch, lease.slot)
         if earlier:
-            for m in _again(client, receiver, opts, earlier):
-                left -= 1
-                yield _columns.to_row(m)
+            again = list(_again(client, receiver, opts, earlier))
+            left -= len(again)
+            yield from _columns.received_batches(pages, again)
         while left > 0 and not finished:
             wait = opts.receive_wait  # 0: one look, without waiting
             msgs = receiver.receive_messages(
@@ -120,10 +141,9 @@ def read_lease(opts: SourceOptions, lease: Lease) -> Iterator[tuple[Any, ...]]:
             )
             if not msgs:
                 break
-            tokens = [m.lock_token or "" for m in msgs]
+            tokens = lock_tokens(msgs)
             ledger.record(lease.batch, lease.slot, min(_ms(m) for m in msgs), tokens)
-            for m in msgs:
-                yield _columns.to_row(m)
+            yield from _columns.received_batches(pages, msgs)
             left -= len(msgs)
         if not finished:
             ledger.finish(lease.batch, lease.slot)
@@ -158,6 +178,8 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._query: str | None = None
         self._watch: dict[int, dict[int, int]] = {}  # batch -> slot -> ledger bytes read
         self._held: dict[int, list[ServiceBusReceivedMessage]] = {}  # batch -> its locks
+        # batch -> (when first seen, locks) not yet registered for renewal
+        self._unrenewed: dict[int, list[tuple[float, list[ServiceBusReceivedMessage]]]] = {}
         self._last: dict[str, Any] | None = None
         self._lock_seconds = 0.0
         self._partitions = 1
@@ -277,13 +299,16 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with self._guard:
             self._watch.setdefault(batch, {})
         self._start_watching()
-        tasks = max(1, min(self.opts.tasks or min(self._partitions, 8), quota))
+        # Like the peek reads' packing: a task per minOffsetsPerTask messages of the quota (every
+        # task costs a worker round and connections), at most one per partition and 8.
+        default = min(self._partitions, 8, -(-quota // self.opts.min_per_task))
+        tasks = max(1, min(self.opts.tasks or default, quota))
         shares = [quota // tasks + (1 if i < quota % tasks else 0) for i in range(tasks)]
         return [Lease(str(end["query"]), batch, i, n) for i, n in enumerate(shares)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, Lease)
-        return _columns.ArrowBatches(self.columns).of(read_lease(self.opts, partition))
+        return read_lease(self.opts, partition, self.columns)
 
     # -- locks
     def _start_watching(self) -> None:
@@ -296,14 +321,35 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert self._ledger is not None and self._renewer is not None
         seen = self._watch.setdefault(batch, {})
         handles = _handles(self._receiver.entity_name, self.opts.group, self._ledger.read(batch, seen))
+        # Locks are registered for renewal only once a third of the lock duration may have
+        # passed since they were taken (they were taken at most one watch round before they were
+        # first seen): most batches commit before that, and registering every lock cost more
+        # than taking it. The renewer renews when a third is left, so it still has a third.
+        now = time.monotonic()
+        waiting = self._unrenewed.pop(batch, [])
         if renew:
-            for h in handles:
-                self._renewer.register(self._receiver, h)
+            due_after = max(self._lock_seconds / 3 - self._pause(), 0.0)
+            keep = []
+            for seen_at, late in waiting:
+                if now - seen_at < due_after:
+                    keep.append((seen_at, late))
+                    continue
+                for h in late:
+                    if not h.settled:
+                        self._renewer.register(self._receiver, h)
+            if handles:
+                keep.append((now, handles))
+            if keep:
+                self._unrenewed[batch] = keep
         self._held.setdefault(batch, []).extend(handles)
         return handles
 
+    def _pause(self) -> float:
+        """Seconds between two watch rounds."""
+        return max(0.05, min(self._lock_seconds / 4, 5.0))
+
     def _watch_loop(self) -> None:
-        pause = max(0.05, min(self._lock_seconds / 4, 5.0))
+        pause = self._pause()
         while not self._stopping.wait(pause):
             with self._guard:
                 try:

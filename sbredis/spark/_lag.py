@@ -1,15 +1,18 @@
 """Lag of a streaming query, from its progress, under the Kafka source's metric names.
 
-PySpark's Python streaming sources cannot add metrics to a progress' ``sources[].metrics`` (the
-JVM side, PythonMicroBatchStream, does not implement ReportsSourceMetrics), so the figures are
-derived from what the source does report: each batch's ``endOffset`` and the entity's
-``latestOffset`` when the batch was planned.
+PySpark's Python streaming sources cannot add metrics to a progress' ``sources[].metrics``: in
+PySpark 4.3 the JVM side (PythonMicroBatchStream and its admission-control and AvailableNow
+variants) implements no ReportsSourceMetrics, and the Python source runner's protocol has no
+call for metrics (only initialOffset, latestOffset, partitions, commit, the read limit,
+prepareForTriggerAvailableNow and reportLatestOffset). Spark Connect runs the same classes. So
+the figures are derived from what the source does report: each batch's ``endOffset`` and the
+entity's ``latestOffset`` when the batch was planned.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..exceptions import InvalidArgumentError
@@ -81,3 +84,35 @@ def lag(progress: Any) -> list[dict[str, Any]]:
         InvalidArgumentError: `progress` is not a query progress.
     """
     return [lagged for s in _sources(progress) if (lagged := source_lag(s)) is not None]
+
+
+def lag_listener(on_lag: Callable[[Any, list[dict[str, Any]]], None]) -> Any:
+    """A ``StreamingQueryListener`` that calls ``on_lag(progress, lag(progress))`` after every
+    micro-batch of a query that reads sbredis (queries without an sbredis source are skipped).
+    Add it with ``spark.streams.addListener``; `on_lag` runs on Spark's listener thread, so it
+    should be quick (export a gauge, log a line).
+
+    Raises:
+        InvalidArgumentError: `on_lag` is not callable.
+    """
+    from pyspark.sql.streaming.listener import StreamingQueryListener
+
+    if not callable(on_lag):
+        raise InvalidArgumentError(f"on_lag must be callable, not {type(on_lag).__name__}")
+
+    class LagListener(StreamingQueryListener):  # type: ignore[misc]
+        def onQueryStarted(self, event: Any) -> None:  # noqa: N802
+            pass
+
+        def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+            figures = lag(event.progress)
+            if figures:
+                on_lag(event.progress, figures)
+
+        def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+            pass
+
+        def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+            pass
+
+    return LagListener()

@@ -22,10 +22,14 @@ filterPushdown             batch read: ``true`` pushes filters on partition, off
 mode                       streaming read: ``peek`` (default) or ``consume`` (_consume_stream)
 maxMessagesPerTrigger      streaming read: at most this many offsets (peek) or messages (consume)
 (or maxOffsetsPerTrigger)  per micro-batch
-consumerTasks              consume: Spark tasks per micro-batch (default: partitions, at most 8)
+consumerTasks              consume: Spark tasks per micro-batch (default: one per
+                           minOffsetsPerTask messages of its quota, at most partitions and 8)
 receiveWaitSeconds         consume: how long a task waits for a first message (default 1)
 maxLockRenewalSeconds      consume: how long a batch's locks are renewed at most (default 3600)
 pageSize                   messages per peek call when reading (default 1000)
+minOffsetsPerTask          peek reads: broker partitions are packed into one Spark task until it
+                           covers at least this many offsets (default 50000; 1: one task each);
+                           consume: the default consumerTasks is one per this many messages
 deliveryGuarantee          streaming write: ``exactlyOnce`` (default; the entity must have
                            duplicate detection) or ``atLeastOnce`` (any entity)
 sendBatchSize              messages per send call when writing (default 500; also bounded by the
@@ -87,6 +91,7 @@ class SourceOptions:
     partial_ending: bool = False  # endingOffsets may leave partitions out (they read to latest)
     filter_pushdown: bool = False  # batch read: push partition/offset/sequenceNumber filters
     at_least_once: bool = False  # streaming write: allowed on an entity without duplicate detection
+    min_per_task: int = 50_000  # offsets (peek) or messages (consume) a Spark task takes at least
 
     @property
     def dead_letter(self) -> bool:
@@ -125,6 +130,7 @@ NAMES = (
     "receiveWaitSeconds",
     "maxLockRenewalSeconds",
     "pageSize",
+    "minOffsetsPerTask",
     "sendBatchSize",
     "rejectPath",
     "reportPath",
@@ -227,6 +233,7 @@ def parse(options: Mapping[str, Any]) -> SourceOptions:
         partial_ending=_partial(opts.get("partialendingoffsets")),
         filter_pushdown=_flag("filterPushdown", opts.get("filterpushdown")),
         at_least_once=_guarantee(opts.get("deliveryguarantee")),
+        min_per_task=_positive_int("minOffsetsPerTask", opts.get("minoffsetspertask"), 50_000) or 50_000,
     )
     for name, value in (("startingOffsets", parsed.starting), ("endingOffsets", parsed.ending)):
         if value is not None:

@@ -40,13 +40,41 @@ except ImportError:  # pragma: no cover - PySpark 4.0 and 4.1
 
 
 class OffsetRange(InputPartition):
-    """One broker partition's offsets [start, end): one Spark partition."""
+    """Offsets [start, end) of one or more broker partitions: one Spark partition (task).
+    ``ranges`` is the list of (partition, start, end); ``partition``/``start``/``end`` are its
+    first one's."""
 
-    def __init__(self, partition: int, start: int, end: int) -> None:
-        super().__init__((partition, start, end))
+    def __init__(self, partition: int, start: int, end: int, more: Sequence[tuple[int, int, int]] = ()) -> None:
+        self.ranges = [(partition, start, end), *more]
+        super().__init__(tuple(self.ranges))
         self.partition = partition
         self.start = start
         self.end = end
+
+
+def pack(ranges: list[tuple[int, int, int]], min_per_task: int) -> list[OffsetRange]:
+    """Broker partitions' (partition, start, end) ranges as Spark partitions, consecutive ones
+    packed into one until it covers at least `min_per_task` offsets: every Spark task costs a
+    Python worker's round of set-up and a Redis connection, which small ranges do not repay
+    (as Spark packs small files into one partition). Empty ranges are left out; at least one
+    Spark partition is returned."""
+    out: list[OffsetRange] = []
+    group: list[tuple[int, int, int]] = []
+    size = 0
+    for p, start, end in ranges:
+        if end <= start:
+            continue
+        group.append((p, start, end))
+        size += end - start
+        if size >= min_per_task:
+            out.append(OffsetRange(*group[0], group[1:]))
+            group, size = [], 0
+    if group:
+        out.append(OffsetRange(*group[0], group[1:]))
+    if not out:
+        p, start, _ = ranges[0] if ranges else (0, 1, 1)
+        out.append(OffsetRange(p, start, start))
+    return out
 
 
 def resolve(name: str, raw: str | None, default: int, entity: str, next_offsets: dict[int, int]) -> dict[int, int]:
@@ -72,13 +100,14 @@ def resolve(name: str, raw: str | None, default: int, entity: str, next_offsets:
 
 def _read_range(opts: SourceOptions, r: OffsetRange, columns: tuple[int, ...]) -> Iterator[Any]:
     """Arrow record batches of the projected columns, one per page read."""
-    if r.end <= r.start:
+    ranges = [x for x in r.ranges if x[2] > x[1]]
+    if not ranges:
         return
     pages = _columns.ArrowPages(columns)
     client = _broker.connect(opts.url, opts.socket_timeout)
     try:
-        for f in _broker.peek_pages(client, opts.entity, r.partition, opts.group, r.start, r.end, opts.page_size):
-            yield pages.batch(opts.entity, r.partition, f)
+        for p, f in _broker.peek_pages_many(client, opts.entity, opts.group, ranges, opts.page_size):
+            yield pages.batch(opts.entity, p, f)
     finally:
         client.close()
 
@@ -185,7 +214,7 @@ class BatchReader(DataSourceReader):
                 )
         if o.ending is not None and offset_spec("endingOffsets", o.ending, o.entity) == EARLIEST:
             raise InvalidArgumentError("endingOffsets cannot be 'earliest'")
-        return [OffsetRange(p, *self.pushed.bound(p, start[p], end[p])) for p in sorted(nxt)]
+        return pack([(p, *self.pushed.bound(p, start[p], end[p])) for p in sorted(nxt)], o.min_per_task)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)
@@ -318,7 +347,8 @@ class StreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         s, e = self._ckpt.unwrap(start), self._ckpt.unwrap(end)
-        return [OffsetRange(p, s.get(p, 1), e[p]) for p in sorted(e) if e[p] > s.get(p, 1)]
+        ranges = [(p, s.get(p, 1), e[p]) for p in sorted(e) if e[p] > s.get(p, 1)]
+        return pack(ranges, self.opts.min_per_task) if ranges else []
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)

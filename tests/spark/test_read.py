@@ -73,7 +73,7 @@ def test_snapshot_has_one_spark_partition_per_broker_partition_and_changes_nothi
                     r.abandon_message(m)
     before = admin.get_queue_runtime_properties(q)
 
-    df = read(spark, url, q)
+    df = read(spark, url, q, minOffsetsPerTask="1")
     assert df.rdd.getNumPartitions() == 3
     rows = df.collect()
     assert len(rows) == 8
@@ -99,6 +99,32 @@ def test_snapshot_has_one_spark_partition_per_broker_partition_and_changes_nothi
     with client.get_queue_receiver(q, max_wait_time=1) as r:
         got = r.receive_messages(20, max_wait_time=1)
         assert len(got) == 6  # the active ones; nothing was locked or removed by the read
+
+
+def test_small_partitions_are_packed_into_one_task_with_the_same_rows(
+    spark: Any, url: str, make_queue: Any, client: Any
+) -> None:
+    q = make_queue(enable_partitioning=True, partition_count=4)
+    with client.get_queue_sender(q) as s:
+        for i in range(40):  # one send each: they spread over the partitions
+            s.send_messages(ServiceBusMessage(f"b{i}", message_id=f"m-{i}"))
+    packed = read(spark, url, q, pageSize="3")  # default minOffsetsPerTask: every partition in one task
+    assert packed.rdd.getNumPartitions() == 1
+    rows = packed.collect()
+    assert sorted(r.messageId for r in rows) == sorted(f"m-{i}" for i in range(40))
+    assert len({r.partition for r in rows}) > 1
+    one_each = read(spark, url, q, minOffsetsPerTask="1")
+    assert one_each.rdd.getNumPartitions() == 4
+    assert sorted((r.partition, r.offset) for r in one_each.collect()) == sorted((r.partition, r.offset) for r in rows)
+
+
+def test_pack_groups_consecutive_partitions_until_the_minimum() -> None:
+    from sbredis.spark._source import pack
+
+    got = pack([(0, 1, 11), (1, 1, 1), (2, 5, 30), (3, 1, 4)], 20)
+    assert [r.ranges for r in got] == [[(0, 1, 11), (2, 5, 30)], [(3, 1, 4)]]  # the empty one left out
+    assert [r.ranges for r in pack([(0, 1, 5), (1, 1, 5)], 1)] == [[(0, 1, 5)], [(1, 1, 5)]]
+    assert [r.ranges for r in pack([(0, 7, 7), (1, 3, 3)], 20)] == [[(0, 7, 7)]]  # nothing to read: one task
 
 
 def test_starting_and_ending_offsets(spark: Any, url: str, make_queue: Any, client: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +147,33 @@ def test_lag_under_kafka_metric_names(spark: Any, url: str, make_queue: Any, cli
     first = figures[0][0]
     assert first["minOffsetsBehindLatest"] <= first["avgOffsetsBehindLatest"] <= first["maxOffsetsBehindLatest"]
     assert lag(progress[0].json) == figures[0]  # the progress' JSON gives the same
+
+
+def test_lag_listener_reports_every_batch(spark: Any, url: str, make_queue: Any, client: Any, tmp_path: Path) -> None:
+    """sbredis.spark.lag_listener: a StreamingQueryListener handing each progress' lag to a callback."""
+    from sbredis.spark import lag, lag_listener
+
+    q = make_queue(enable_partitioning=True, partition_count=2)
+    with client.get_queue_sender(q) as s:
+        for i in range(6):
+            s.send_messages(ServiceBusMessage(f"m{i}"))
+    seen: list[dict[str, Any]] = []
+    listener = lag_listener(lambda progress, figures: seen.extend(f for f in figures if f["entity"] == q))
+    spark.streams.addListener(listener)
+    try:
+        query = (
+            stream(spark, url, q, startingOffsets="earliest", maxOffsetsPerTrigger="2")
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(tmp_path / "ckpt"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(120)
+        expected = [f for p in query.recentProgress for f in lag(p)]
+        deadline = time.monotonic() + 30  # listener events arrive asynchronously
+        while len(seen) < len(expected) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        spark.streams.removeListener(listener)
+    assert seen == expected
+    assert seen[-1]["offsetsBehindLatest"] == 0

@@ -60,7 +60,7 @@ def test_rows_written_to_a_topic_reach_the_matching_subscriptions(spark: Any, ur
     df = rows_df(spark, 40).repartition(2)
     write(df, url, topic=topic)
     write(df, url, topic=topic)  # a retried write: the topic's duplicate detection drops it all
-    everything = read(spark, url, topic=topic, subscription="all")
+    everything = read(spark, url, topic=topic, subscription="all", minOffsetsPerTask="1")
     assert everything.rdd.getNumPartitions() == 3
     assert sorted(r.messageId for r in everything.collect()) == sorted(f"id-{i}" for i in range(40))
     reds = read(spark, url, entity=f"{topic}/Subscriptions/red").collect()
