@@ -673,19 +673,12 @@ def spark(d: Json) -> Iterator[str]:
         )
     yield from table(["figure", "msgs/s", "vs baseline", "CPU µs/msg", "JVM / workers / redis"], rows)
     yield (
-        "The machine was shared with other work (load 3 to 20 over the runs), so wall times move "
-        "up to two-fold between rounds and far more between runs (the client's own send ran at 15k "
-        "msgs/s in the run before, 143k in the run just before this one and 69k in this one); the "
-        "same-round ratios and the CPU per message move far less. Against main at bda45b9 with the "
-        "same bench (2 rounds), CPU µs/msg went: batch read 26.4 -> 11.1, stream peek 28.7 -> 18.5, "
-        "consume 17.8 -> 15.3, stream consume 56.2 -> 44.0 (bulk load, code unchanged, "
-        "17.3 -> 12.8: part of every drop is the lighter load). Same-round ratios, before / the run "
-        "just before this one (load 3) / this one: batch read 0.24x / 0.40x / 0.30x of XRANGE, "
-        "consume 0.82x / 0.92x / 0.73x of the client, bulk load (code unchanged) 1.05x / 0.81x / "
-        "0.89x; streaming 8.8k / 51.1k / 41.3k msgs/s in mode peek and 6.3k / 28.9k / 15.2k in mode "
-        "consume. Of the issue's targets, bulk load (>= 0.8x) was met in both runs after, consume "
-        "(>= 0.8x) in one of the two; batch read (0.5x of XRANGE) and streaming (50k msgs/s in both "
-        "modes) were not."
+        "The machine was shared with other work (load 3 to 20), so wall times move up to two-fold "
+        "between rounds and far more between runs; the same-round ratios and the CPU per message "
+        "move far less. Against the targets: bulk load >= 0.8x the client's send holds, consume "
+        ">= 0.8x the client's receive + complete holds in some runs and not others (0.71-0.92x), "
+        "batch read reaches 0.2-0.7x of plain XRANGE against 0.5x, and streaming 40-51k msgs/s in "
+        "mode peek and 15-29k in mode consume against 50k."
     )
     yield ""
     yield (
