@@ -872,7 +872,8 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                 else:
                     receiver.complete_messages(messages)
             except MessageLockLostError as e:
-                log.warning("ack: a lock was lost; the message may be delivered again: %s", e)
+                what = repr(messages[0]) if len(messages) == 1 else f"{len(messages)} messages"
+                log.warning("ack of %s: the lock was lost; it may be delivered again: %s", what, e)
             except MessageAlreadySettled:
                 pass
 
