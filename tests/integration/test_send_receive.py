@@ -17,9 +17,11 @@ from sbredis.exceptions import (
     MessageLockLostError,
     MessageNotFoundError,
     MessageSizeExceededError,
+    MessagingEntityDisabledError,
     MessagingEntityNotFoundError,
     ServiceBusError,
 )
+from sbredis.management import EntityStatus
 from tests.conftest import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
@@ -485,3 +487,25 @@ def test_errors_are_service_bus_errors(client: Any) -> None:
         s.send_messages(ServiceBusMessage("x"))
     assert isinstance(info.value, ServiceBusError) and info.value.tracking_id
     assert "no-such-queue" in str(info.value)
+
+
+@pytest.mark.parametrize("status", [EntityStatus.RECEIVE_DISABLED, EntityStatus.DISABLED])
+def test_a_message_cannot_be_completed_while_its_queue_cannot_receive(
+    client: Any, admin: Any, make_queue: Any, status: EntityStatus
+) -> None:
+    """Completing one message (the one-message path of complete.lua) on a queue disabled for
+    receiving raises and leaves the message; once the queue is active again the lock still holds."""
+    q = make_queue(lock_duration=timedelta(seconds=30))
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("m"))
+    with client.get_queue_receiver(q) as r:
+        [m] = r.receive_messages(1, max_wait_time=5)
+        props = admin.get_queue(q)
+        props.status = status
+        admin.update_queue(props)
+        with pytest.raises(MessagingEntityDisabledError):
+            r.complete_message(m)
+        props.status = EntityStatus.ACTIVE
+        admin.update_queue(props)
+        r.complete_message(m)
+    assert admin.get_queue_runtime_properties(q).total_message_count == 0
