@@ -60,6 +60,7 @@ LUA_TESTS = [
     IT + "test_sessions.py",
     IT + "test_transactions.py",
     IT + "test_batches.py",
+    IT + "test_one_at_a_time.py",  # complete.lua's one-message path (its own lock checks)
     IT + "test_lock_renewal.py::test_a_message_locked_ahead_is_not_dead_lettered_on_close",
     "-k",
     "(standalone or boundaries) and not async",

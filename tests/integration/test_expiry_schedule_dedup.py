@@ -309,3 +309,15 @@ def test_a_received_message_changed_and_sent_on_keeps_its_body(client: Any, make
             "second",
             {"k": 1},
         )
+
+
+def test_dead_letter_receiver_gets_plain_messages_expired_by_the_entity_ttl(client: Any, make_queue: Any) -> None:
+    # plain messages (send.lua's short path) expire by the entity's default TTL: a dead-letter
+    # receiver alone (no main-queue receive reads them) must still see them expire
+    q = make_queue(default_message_time_to_live=200 * MS, dead_lettering_on_message_expiration=True)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(b) for b in ("a", "b")])
+    got: list[Any] = []
+    with dlq(client, q) as d:
+        eventually(lambda: got.extend(d.receive_messages(2, max_wait_time=0.5)) or len(got) == 2)
+        assert [(str(m), m.dead_letter_reason) for m in got] == [(b, "TTLExpiredException") for b in ("a", "b")]
