@@ -550,3 +550,17 @@ def test_a_send_that_fills_the_queue_exactly_is_stored_and_the_next_is_refused(
         with pytest.raises(ServiceBusQuotaExceededError):
             s.send_messages(ServiceBusMessage(b"y"))
     assert admin.get_queue_runtime_properties(q).active_message_count == 5
+
+
+def test_a_receive_over_partitions_takes_the_rest_from_the_partition_that_holds_it(
+    client: Any, make_queue: Any
+) -> None:
+    """A receive splits its count over the partitions; one that gave its whole share may have
+    more, and the receive takes it from there: all eight in one call."""
+    q = make_queue(enable_partitioning=True, partition_count=4)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(str(i), partition_key="k") for i in range(8)])
+    with client.get_queue_receiver(q) as r:
+        got = r.receive_messages(max_message_count=8, max_wait_time=5)
+        assert [str(m) for m in got] == [str(i) for i in range(8)]
+        r.complete_messages(got)
