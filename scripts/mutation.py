@@ -60,6 +60,7 @@ LUA_TESTS = [
     IT + "test_sessions.py",
     IT + "test_transactions.py",
     IT + "test_batches.py",
+    IT + "test_one_at_a_time.py",  # complete.lua's one-message path (its own lock checks)
     IT + "test_lock_renewal.py::test_a_message_locked_ahead_is_not_dead_lettered_on_close",
     "-k",
     "(standalone or boundaries) and not async",
@@ -158,11 +159,21 @@ class Mutant:
     seconds: float = 0.0
 
 
-def lua(mid: str, file: str, old: str, new: str, what: str) -> Mutant:
+# take()'s READ_US stop shows in a receive of thousands of messages (the slowlog fixture fails a
+# script call over 50 ms; receive_messages must still return all of them): too slow for every mutant
+READ_TESTS = [
+    *LUA_TESTS[:-2],
+    "tests/reliability/test_script_caps.py::test_receiving_thousands_of_small_messages_is_spread_over_calls_and_complete",
+    "-k",
+    "(standalone or boundaries or thousands) and not async",
+]
+
+
+def lua(mid: str, file: str, old: str, new: str, what: str, tests: list[str] | None = None) -> Mutant:
     path = "sbredis/lua/" + file
     text = (ROOT / path).read_text()
     line = text[: text.find(old)].count("\n") + 1 if old in text else 0
-    return Mutant("L-" + mid, path, line, what, LUA_TESTS, old, new)
+    return Mutant("L-" + mid, path, line, what, tests or LUA_TESTS, old, new)
 
 
 LUA = [
@@ -384,6 +395,159 @@ LUA = [
         "if cfg.ttl_ms > 0 then exp, xs = {}, tostring(now + cfg.ttl_ms) end",
         "if cfg.ttl_ms > 0 then exp, xs = {}, tostring(now + cfg.ttl_ms * 2) end",
         "send.lua's plain path: the entity's default TTL doubled",
+    ),
+    # complete.lua's fast path (one message under one nonce), before the general path
+    lua(
+        "cf-guard",
+        "complete.lua",
+        "if n == '1' and nonce ~= '' then",
+        "if nonce ~= '' then",
+        "complete fast path: taken for several messages under one nonce (only the first settled)",
+    ),
+    lua(
+        "cf-status",
+        "complete.lua",
+        "if status and status ~= 'Disabled' and status ~= 'ReceiveDisabled' then",
+        "if status then",
+        "complete fast path: a receive-disabled entity's message is completed",
+    ),
+    lua(
+        "cf-nonce",
+        "complete.lua",
+        "local untl = rec and string.sub(rec, 1, #p) == p and redis.call",
+        "local untl = rec and redis.call",
+        "complete fast path: a lock record held by another nonce counts as ours",
+    ),
+    lua(
+        "cf-elapsed",
+        "complete.lua",
+        "if untl and tonumber(untl) >= now then",
+        "if untl then",
+        "complete fast path: an elapsed lock still counts as held",
+    ),
+    lua(
+        "cf-boundary",
+        "complete.lua",
+        "if untl and tonumber(untl) >= now then",
+        "if untl and tonumber(untl) > now then",
+        "complete fast path: a lock ending this very ms counts as lost (left to the general path)",
+    ),
+    lua(
+        "cf-session",
+        "complete.lua",
+        "if tail > #rec then",
+        "if true then",
+        "complete fast path: a session message completed without leaving its session",
+    ),
+    lua(
+        "cf-xdel",
+        "complete.lua",
+        "        redis.call('XDEL', G.log, seq)\n",
+        "",
+        "complete fast path: the message stays in the log",
+    ),
+    lua(
+        "cf-dc",
+        "complete.lua",
+        "if dc ~= '1' then redis.call('HDEL', G.dc, seq) end",
+        "if dc ~= '2' then redis.call('HDEL', G.dc, seq) end",
+        "complete fast path: a twice-delivered message's delivery count stays in the dc hash",
+    ),
+    lua(
+        "cf-size",
+        "complete.lua",
+        "        redis.call('HINCRBY', K_ST, 'size', -sz)\n",
+        "",
+        "complete fast path: the completed message's size stays counted against the entity's quota",
+    ),
+    # send.lua's fast path (blobs alone, no sessions)
+    lua(
+        "sf-guard",
+        "send.lua",
+        "if w == 1 and not cfg.sess and n > 0 then",
+        "if w == 1 and n > 0 then",
+        "send fast path: taken on a session entity (a message without a session id is stored)",
+    ),
+    lua(
+        "sf-msg-size",
+        "send.lua",
+        "    if size > cfg.max_msg then return fail('SIZE') end\n",
+        "",
+        "send fast path: no per-message size check",
+    ),
+    lua(
+        "sf-batch-size",
+        "send.lua",
+        "  if total > cfg.max_msg then return fail('SIZE') end\n",
+        "",
+        "send fast path: no check of the batch's total size",
+    ),
+    lua(
+        "sf-quota",
+        "send.lua",
+        "+ total > cfg.max_size then return fail('QUOTA')",
+        "+ total > cfg.max_size * 2 then return fail('QUOTA')",
+        "send fast path: the entity's max size doubled",
+    ),
+    lua(
+        "sf-quota-boundary",
+        "send.lua",
+        "+ total > cfg.max_size then return fail('QUOTA')",
+        "+ total >= cfg.max_size then return fail('QUOTA')",
+        "send fast path: a send that fills the entity exactly is refused",
+    ),
+    lua(
+        "sf-seq",
+        "send.lua",
+        "local seq = redis.call('HINCRBY', K_ST, 'seq', n) - n",
+        "local seq = redis.call('HINCRBY', K_ST, 'seq', n) - n + 1",
+        "send fast path: sequence numbers start one later (the first reused by the next send)",
+    ),
+    lua(
+        "sf-enq",
+        "send.lua",
+        "'b', ARGV[2 + i], 'e', now_s, 'x', xs)",
+        "'b', ARGV[2 + i], 'e', tostring(now + 60000), 'x', xs)",
+        "send fast path: the enqueue time a minute ahead",
+    ),
+    lua(
+        "sf-exp-index",
+        "send.lua",
+        "  if exp then call_many('ZADD', K_EXP, exp) end\n",
+        "",
+        "send fast path: the expiry index left out (expiry only when a receive reads the message)",
+    ),
+    lua(
+        "sf-size",
+        "send.lua",
+        "  redis.call('HINCRBY', K_ST, 'size', total)\n",
+        "",
+        "send fast path: the stored size not counted",
+    ),
+    # take()'s stop on READ_US of wall time, and receive.lua's report of it
+    lua(
+        "read-us-never",
+        "includes/messages.lua",
+        "late = timed and clock_us() - start >= READ_US",
+        "late = false",
+        "take(): a receive reads on past READ_US (one long script call)",
+        READ_TESTS,
+    ),
+    lua(
+        "read-us-always",
+        "includes/messages.lua",
+        "late = timed and clock_us() - start >= READ_US",
+        "late = timed",
+        "take(): a receive stops after its first chunk",
+        READ_TESTS,
+    ),
+    lua(
+        "read-us-report",
+        "receive.lua",
+        "local out = {now, untl, (more or late) and 1 or 0}",
+        "local out = {now, untl, more and 1 or 0}",
+        "receive: a read stopped on READ_US is not reported (the rest waits for a later receive)",
+        READ_TESTS,
     ),
     # delivery-count thresholds
     lua(

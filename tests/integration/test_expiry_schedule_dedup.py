@@ -309,3 +309,27 @@ def test_a_received_message_changed_and_sent_on_keeps_its_body(client: Any, make
             "second",
             {"k": 1},
         )
+
+
+def test_dead_letter_receiver_gets_plain_messages_expired_by_the_entity_ttl(client: Any, make_queue: Any) -> None:
+    # plain messages (send.lua's short path) expire by the entity's default TTL: a dead-letter
+    # receiver alone (no main-queue receive reads them) must still see them expire
+    q = make_queue(default_message_time_to_live=200 * MS, dead_lettering_on_message_expiration=True)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(b) for b in ("a", "b")])
+    got: list[Any] = []
+    with dlq(client, q) as d:
+        eventually(lambda: got.extend(d.receive_messages(2, max_wait_time=0.5)) or len(got) == 2)
+        assert [(str(m), m.dead_letter_reason) for m in got] == [(b, "TTLExpiredException") for b in ("a", "b")]
+
+
+def test_a_receive_behind_more_expired_messages_than_one_sweep_expires_gets_none(client: Any, make_queue: Any) -> None:
+    # a receive's sweep expires at most 5,000 messages (EXPIRE_BUDGET); the read after it meets
+    # the others and must expire them too, never hand them out
+    q = make_queue(default_message_time_to_live=200 * MS)
+    with client.get_queue_sender(q) as s:
+        for i in range(0, 5_500, 500):
+            s.send_messages([ServiceBusMessage(str(j)) for j in range(i, i + 500)])
+    time.sleep(0.3)  # past the TTL of all
+    with client.get_queue_receiver(q) as r:
+        assert r.receive_messages(max_message_count=100, max_wait_time=1) == []

@@ -65,3 +65,24 @@ def test_async_completes_queued_behind_one_in_flight_each_get_their_outcome(url:
     assert outcomes[:20] == [None] * 20
     assert isinstance(outcomes[20], MessageAlreadySettled)
     assert left == []
+
+
+def test_deferred_messages_completed_one_at_a_time_leave_no_delivery_count(
+    client: Any, admin: Any, make_queue: Any, raw_redis: Any
+) -> None:
+    """A deferred message keeps its delivery count while set aside; received again by sequence
+    number and completed alone, nothing of it is left (as when a batch completes it)."""
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"m{i}") for i in range(3)])
+    with client.get_queue_receiver(q, max_wait_time=1) as r:
+        got = r.receive_messages(3, max_wait_time=1)
+        for m in got:
+            r.defer_message(m)
+        again = r.receive_deferred_messages([m.sequence_number for m in got])
+        assert [m.delivery_count for m in again] == [1, 1, 1]
+        for m in again:
+            r.complete_message(m)
+    assert admin.get_queue_runtime_properties(q).total_message_count == 0
+    names = dict(zip(PARTITION_KEY_NAMES, partition_keys(q, 0), strict=True))
+    assert raw_redis.exists(*(names[k] for k in ("lk", "locked", "dc", "deferred"))) == 0

@@ -17,9 +17,12 @@ from sbredis.exceptions import (
     MessageLockLostError,
     MessageNotFoundError,
     MessageSizeExceededError,
+    MessagingEntityDisabledError,
     MessagingEntityNotFoundError,
     ServiceBusError,
+    ServiceBusQuotaExceededError,
 )
+from sbredis.management import EntityStatus
 from tests.conftest import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
@@ -485,3 +488,79 @@ def test_errors_are_service_bus_errors(client: Any) -> None:
         s.send_messages(ServiceBusMessage("x"))
     assert isinstance(info.value, ServiceBusError) and info.value.tracking_id
     assert "no-such-queue" in str(info.value)
+
+
+@pytest.mark.parametrize("status", [EntityStatus.RECEIVE_DISABLED, EntityStatus.DISABLED])
+def test_a_message_cannot_be_completed_while_its_queue_cannot_receive(
+    client: Any, admin: Any, make_queue: Any, status: EntityStatus
+) -> None:
+    """Completing one message (the one-message path of complete.lua) on a queue disabled for
+    receiving raises and leaves the message; once the queue is active again the lock still holds."""
+    q = make_queue(lock_duration=timedelta(seconds=30))
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("m"))
+    with client.get_queue_receiver(q) as r:
+        [m] = r.receive_messages(1, max_wait_time=5)
+        props = admin.get_queue(q)
+        props.status = status
+        admin.update_queue(props)
+        with pytest.raises(MessagingEntityDisabledError):
+            r.complete_message(m)
+        props.status = EntityStatus.ACTIVE
+        admin.update_queue(props)
+        r.complete_message(m)
+    assert admin.get_queue_runtime_properties(q).total_message_count == 0
+
+
+def test_a_sender_is_held_to_a_message_size_lowered_after_it_first_sent(
+    client: Any, admin: Any, make_queue: Any
+) -> None:
+    """The entity's limit is checked where the messages are stored: a sender that sent before the
+    limit was lowered (and may check against what it read then) still has a list over the new
+    limit refused whole."""
+    q = make_queue(max_message_size_in_kilobytes=4)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(b"x" * 900) for _ in range(3)])
+        props = admin.get_queue(q)
+        props.max_message_size_in_kilobytes = 2
+        admin.update_queue(props)
+        with pytest.raises(MessageSizeExceededError):
+            s.send_messages([ServiceBusMessage(b"y" * 900) for _ in range(3)])
+    with client.get_queue_receiver(q) as r:
+        assert [m.body_bytes for m in r.peek_messages(10)] == [b"x" * 900] * 3
+
+
+def test_a_send_that_fills_the_queue_exactly_is_stored_and_the_next_is_refused(
+    client: Any, admin: Any, make_queue: Any
+) -> None:
+    """max_size_in_megabytes is the most a queue holds: stored messages may add up to it exactly."""
+    q = make_queue(max_size_in_megabytes=1)
+
+    def message(n: int) -> ServiceBusMessage:  # a fixed message_id: a generated one varies in length
+        return ServiceBusMessage(b"x" * n, message_id="m")
+
+    big = message(200_000)
+    rest = 1024 * 1024 - 4 * len(big.encoded())
+    n = next(n for n in range(rest - 200, rest) if len(message(n).encoded()) == rest)
+    with client.get_queue_sender(q) as s:
+        for _ in range(4):
+            s.send_messages(message(200_000))
+        s.send_messages(message(n))  # exactly full
+        assert admin.get_queue_runtime_properties(q).size_in_bytes == 1024 * 1024
+        with pytest.raises(ServiceBusQuotaExceededError):
+            s.send_messages(ServiceBusMessage(b"y"))
+    assert admin.get_queue_runtime_properties(q).active_message_count == 5
+
+
+def test_a_receive_over_partitions_takes_the_rest_from_the_partition_that_holds_it(
+    client: Any, make_queue: Any
+) -> None:
+    """A receive splits its count over the partitions; one that gave its whole share may have
+    more, and the receive takes it from there: all eight in one call."""
+    q = make_queue(enable_partitioning=True, partition_count=4)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(str(i), partition_key="k") for i in range(8)])
+    with client.get_queue_receiver(q) as r:
+        got = r.receive_messages(max_message_count=8, max_wait_time=5)
+        assert [str(m) for m in got] == [str(i) for i in range(8)]
+        r.complete_messages(got)

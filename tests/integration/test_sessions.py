@@ -526,3 +526,23 @@ def test_session_messages_in_a_transaction(client: ServiceBusClient, make_queue:
         assert r.receive_messages(1, max_wait_time=0.1) == []
     with pytest.raises(InvalidOperationError, match="session"), client.transaction() as tx:
         client.get_queue_sender(q).send_messages(ServiceBusMessage("no session"), transaction=tx)
+
+
+def test_messages_completed_one_by_one_free_their_place_under_the_session_cap(client: Any, make_queue: Any) -> None:
+    """A session holds at most 2,000 locked messages (SESS_HELD_MAX): each completed message frees
+    its place, so after completing all 2,000 singly the same receiver gets the next one."""
+    q = make_queue(requires_session=True, lock_duration=timedelta(seconds=60))
+    with client.get_queue_sender(q) as s:
+        for i in range(0, 2_001, 500):
+            s.send_messages([ServiceBusMessage(str(j), session_id="s") for j in range(i, min(i + 500, 2_001))])
+    with client.get_queue_receiver(q, session_id="s") as r:
+        got: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 2_000 and time.monotonic() < deadline:
+            got += r.receive_messages(max_message_count=2_000 - len(got), max_wait_time=5)
+        assert [str(m) for m in got] == [str(j) for j in range(2_000)]
+        for m in got:
+            r.complete_message(m)
+        [last] = r.receive_messages(max_message_count=10, max_wait_time=5)
+        assert str(last) == "2000"
+        r.complete_message(last)

@@ -224,3 +224,50 @@ def test_drain_waits_for_everything_queued_and_returns_when_idle() -> None:
 
     before, after = run(main())
     assert before == [False] * 3 and after == [True] * 3
+
+
+def test_a_submission_under_an_idle_key_waits_for_room_past_the_limit() -> None:
+    """The limit holds across keys: with one key's batch at the runner holding most of it, a
+    submission under another key does not run until that batch is done."""
+
+    async def main() -> tuple[list[Any], list[str]]:
+        order: list[str] = []
+        release = asyncio.Event()
+
+        async def runner(key: Any, entries: list[list[int]]) -> list[Any]:
+            order.append(f"start {key}")
+            if key == "a":
+                await release.wait()
+            order.append(f"end {key}")
+            return [sum(e) for e in entries]
+
+        c = AsyncCoalescer(runner, limit=10)
+        a = asyncio.ensure_future(c.submit("a", [1] * 8))
+        await asyncio.sleep(0)  # a's batch is at the runner: 8 of the 10 pending
+        b = asyncio.ensure_future(c.submit("b", [1] * 5))  # 8 + 5 > 10: waits for room
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert c.pending == 8 and order == ["start a"]
+        release.set()
+        return list(await asyncio.gather(a, b)), order
+
+    outcomes, order = run(main())
+    assert outcomes == [8, 5]
+    assert order == ["start a", "end a", "start b", "end b"]
+
+
+class Stop(BaseException):
+    """Not an Exception (as KeyboardInterrupt or SystemExit are not), but one a task can hold."""
+
+
+def test_a_runner_base_exception_reaches_every_submitter_of_its_batch() -> None:
+    async def stopping(key: Any, entries: list[list[int]]) -> list[Any]:
+        await asyncio.sleep(0)
+        raise Stop()
+
+    async def main() -> list[Any]:
+        c = AsyncCoalescer(stopping, limit=100)
+        futs = [await c.enqueue("k", [i]) for i in range(3)]
+        return list(await asyncio.gather(*futs, return_exceptions=True))
+
+    assert [type(e) for e in run(main())] == [Stop] * 3
