@@ -481,6 +481,25 @@ def test_receive_waits_for_a_message(client: Any, make_queue: Any) -> None:
     t.join()
 
 
+def test_a_receive_with_no_wait_given_waits_until_a_message_comes(client: Any, make_queue: Any) -> None:
+    """Neither the receiver nor the call sets max_wait_time: the receive waits as long as it takes
+    (it polls an empty queue with growing pauses), and returns the message once one is sent."""
+    import threading
+
+    q = make_queue()
+
+    def later() -> None:
+        time.sleep(0.5)
+        with client.get_queue_sender(q) as s:
+            s.send_messages(ServiceBusMessage("late"))
+
+    t = threading.Thread(target=later)
+    t.start()
+    with client.get_queue_receiver(q) as r:
+        assert bodies(r.receive_messages(1)) == ["late"]
+    t.join()
+
+
 def test_errors_are_service_bus_errors(client: Any) -> None:
     from sbredis.exceptions import MessagingEntityNotFoundError
 
