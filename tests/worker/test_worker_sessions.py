@@ -4,6 +4,7 @@ order, lock renewal, letting go of idle sessions, subscriptions, drain."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import threading
 import time
@@ -221,6 +222,7 @@ def test_a_queue_deleted_under_held_sessions_stops_the_worker_with_an_error(
 ) -> None:
     """The held session's receive fails (its entity is gone), the worker lets go of it, and taking
     the next session fails for good: the worker ends with ERROR and the log names the queue."""
+    caplog.set_level(logging.DEBUG, logger="sbredis.worker")  # the held session's closing is logged at DEBUG
     q = f"wts-gone-{time.time_ns()}"
     admin.create_queue(q, requires_session=True)
     handled = threading.Event()
