@@ -312,6 +312,26 @@ def test_deferred_and_peeked_messages_belong_to_the_session(client: ServiceBusCl
         r.receive_deferred_messages([b0.sequence_number])
 
 
+def test_a_session_peek_from_past_its_partition_finds_nothing(client: ServiceBusClient, make_queue: Any) -> None:
+    """A session's messages live in one partition: peeking it from a sequence number of a later
+    partition is peeking past its last message, which is nothing (not its messages again)."""
+    from sbredis._core.validation import PARTITION_SHIFT
+
+    q = make_queue(requires_session=True, enable_partitioning=True, partition_count=4)
+    sessions = [f"s{i}" for i in range(40)]
+    send(client, q, *[msg(f"{s}-0", s) for s in sessions])
+    for sid in sessions:  # the first session of partition 0: there the wrong partition would hold it too
+        with client.get_queue_receiver(q, session_id=sid, max_wait_time=0.2) as r:
+            (m,) = r.peek_messages(10)
+            assert str(m) == f"{sid}-0"
+            partition = m.sequence_number >> PARTITION_SHIFT
+            if partition == 0:
+                past = ((partition + 1) << PARTITION_SHIFT) + 1
+                assert r.peek_messages(10, sequence_number=past) == []
+                return
+    raise AssertionError("none of 40 sessions landed in partition 0 of 4")
+
+
 # ---------------------------------------------------------------------- state and listing
 def test_state_round_trips_and_outlives_the_messages(client: ServiceBusClient, make_queue: Any) -> None:
     q = make_queue(requires_session=True, max_message_size_in_kilobytes=1)
