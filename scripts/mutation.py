@@ -92,6 +92,7 @@ TESTS: dict[str, list[str]] = {
         IT + "test_expiry_schedule_dedup.py",  # schedule_messages
         IT + "test_pipelining.py",  # pack(): concurrent sends coalesced into one call
         IT + "test_caller_isolation.py",  # group_outcomes: a shared call refused for one caller
+        "tests/unit/test_send_plan_pack.py",  # pack()'s limits, to the byte and the message
         *ONE,
     ],
     "sbredis/_core/validation.py": [

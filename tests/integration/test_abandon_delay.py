@@ -68,3 +68,28 @@ def test_bad_delays_are_refused_before_anything_changes(client: Any, make_queue:
         with client.transaction() as tx, pytest.raises(InvalidOperationError):
             r.abandon_message(m, delay=1, transaction=tx)
         r.complete_message(m)  # still locked: nothing was abandoned
+
+
+def test_a_delayed_abandon_is_due_exactly_its_delay_later(client: Any, make_queue: Any, raw_redis: Any) -> None:
+    """The message comes back when its delay is over by the server's clock, to the millisecond:
+    1000 s later, not a second more (a retry schedule's delays add up)."""
+    from sbredis._core.keys import partition_keys
+    from sbredis._core.validation import LOCAL_MASK, PARTITION_SHIFT
+
+    q = make_queue()
+    send(client, q, "a")
+
+    def server_ms() -> int:
+        s, us = raw_redis.time()
+        return int(s) * 1000 + int(us) // 1000
+
+    with client.get_queue_receiver(q) as r:
+        (a,) = r.receive_messages(1, max_wait_time=5)
+        before = server_ms()
+        r.abandon_message(a, delay=1000)
+        after = server_ms()
+    partition, local = a.sequence_number >> PARTITION_SHIFT, a.sequence_number & LOCAL_MASK
+    sched = next(k for k in partition_keys(q, partition) if k.endswith(":sched"))
+    due = raw_redis.zscore(sched, local)
+    assert due is not None, "the abandoned message is not scheduled"
+    assert before + 1_000_000 <= due <= after + 1_000_000
