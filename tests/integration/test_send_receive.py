@@ -461,7 +461,10 @@ def test_close_releases_prefetched_without_counting(client: Any, make_queue: Any
         assert [m.delivery_count for m in got] == [0, 0]
 
 
-def test_receive_waits_for_a_message(client: Any, make_queue: Any) -> None:
+@pytest.mark.parametrize("wait", [{"max_wait_time": 30}, {}], ids=["max_wait_time", "no_wait_given"])
+def test_receive_waits_for_a_message(client: Any, make_queue: Any, wait: dict[str, Any]) -> None:
+    """With max_wait_time, or with none anywhere (the receive then waits as long as it takes,
+    polling an empty queue with growing pauses), the receive returns the message once it is sent."""
     import threading
 
     q = make_queue()
@@ -475,28 +478,8 @@ def test_receive_waits_for_a_message(client: Any, make_queue: Any) -> None:
     t.start()
     with client.get_queue_receiver(q) as r:
         started = time.monotonic()
-        got = r.receive_messages(1, max_wait_time=30)
-        assert bodies(got) == ["late"]
+        assert bodies(r.receive_messages(1, **wait)) == ["late"]
         assert time.monotonic() - started < 30  # returned with its one message, not at max_wait_time
-    t.join()
-
-
-def test_a_receive_with_no_wait_given_waits_until_a_message_comes(client: Any, make_queue: Any) -> None:
-    """Neither the receiver nor the call sets max_wait_time: the receive waits as long as it takes
-    (it polls an empty queue with growing pauses), and returns the message once one is sent."""
-    import threading
-
-    q = make_queue()
-
-    def later() -> None:
-        time.sleep(0.5)
-        with client.get_queue_sender(q) as s:
-            s.send_messages(ServiceBusMessage("late"))
-
-    t = threading.Thread(target=later)
-    t.start()
-    with client.get_queue_receiver(q) as r:
-        assert bodies(r.receive_messages(1)) == ["late"]
     t.join()
 
 
