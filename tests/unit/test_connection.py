@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from sbredis._core.connection import resolve
+from sbredis._core.connection import is_loopback, resolve
 from sbredis._core.redact import redact_text
 from sbredis.exceptions import InvalidArgumentError
 
@@ -160,3 +160,22 @@ def test_memory_url_without_fakeredis_is_a_typed_error(api: str, missing: str) -
     out = proc.stdout.strip()
     assert out.startswith("InvalidArgumentError: ") and "memory://nofake" in out
     assert "pip install 'sbredis[memory]'" in out
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("localhost", True),
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("example.com", False),
+        ("10.0.0.1", False),
+        ("[fe80::1]", False),
+        ("", False),
+    ],
+)
+def test_is_loopback(host: str, expected: bool) -> None:
+    """One answer for the connection string's TLS default and the dashboard's credential check."""
+    assert is_loopback(host) is expected
