@@ -79,7 +79,7 @@ def test_a_syphon_waits_for_a_secondary_that_is_down_and_outlives_one_that_goes_
         assert logged(caplog, "the backlog queues could not be set up yet")
         pair.secondary.start()
         eventually(lambda: paired.metrics.lease_calls >= 1, timeout=10)  # set up, and working
-        assert logged(caplog, "the syphon reaches the secondary again")
+        eventually(lambda: logged(caplog, "the syphon reaches the secondary again"), timeout=10)
         with ServiceBusClient(pair.secondary.url) as sc:
             assert [q.name for q in sc.get_queue_receiver("x-servicebus-transfer/0").peek_messages(1)] == []
         pair.secondary.kill()
