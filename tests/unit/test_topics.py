@@ -73,6 +73,33 @@ def test_subscription_defaults_and_validation() -> None:
     assert s.requires_session and s.forward_to == "q"
 
 
+BUILDERS = {
+    "queue": lambda **kw: build_queue("e", **kw),
+    "topic": lambda **kw: topic_entity.build_topic("e", **kw),
+    "subscription": lambda **kw: topic_entity.build_subscription("t", "e", **kw),
+}
+
+
+@pytest.mark.parametrize("what", sorted(BUILDERS))
+def test_queues_topics_and_subscriptions_refuse_alike(what: str) -> None:
+    build = BUILDERS[what]
+    with pytest.raises(InvalidArgumentError, match=rf"^unknown {what} properties: bogus, zap"):
+        build(zap=1, bogus=2)
+    with pytest.raises(InvalidArgumentError, match=r"^enable_batched_operations must be a bool, not int"):
+        build(enable_batched_operations=1)
+    with pytest.raises(InvalidArgumentError, match=r"^unknown status 'Sleeping'"):
+        build(status="Sleeping")
+    assert build(status="Disabled").status == "Disabled"
+    if what == "subscription":
+        return  # a subscription is partitioned as its topic
+    assert build(enable_partitioning=True, partition_count=None).partition_count == 16
+    assert build(enable_partitioning=True, partition_count=3).partition_count == 3
+    with pytest.raises(InvalidOperationError, match=r"^partition_count needs enable_partitioning=True"):
+        build(partition_count=2)
+    with pytest.raises(InvalidArgumentError, match=r"^partition_count must be"):
+        build(enable_partitioning=True, partition_count=10_000)
+
+
 def test_auto_delete_minimum_and_the_test_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(MIN_IDLE_ENV, raising=False)
     assert min_auto_delete_on_idle() == timedelta(minutes=5)

@@ -370,6 +370,30 @@ local function read_chunk(cfg)
   return math.max(1, math.min(READ_CHUNK, math.floor(READ_BYTES / cfg.max_msg)))
 end
 
+-- Up to `want` log entries of group G from `from` on (an XRANGE start: '-', '<seq>' or
+-- '(<id>'), oldest first, read in chunks of `chunk` (read_chunk(cfg)), no further chunk past
+-- READ_BYTES (peek, forward_out). Returns the entries, and the seq after the last one when
+-- READ_BYTES stopped the read with fewer than `want` (where a next call goes on), else 0.
+local function read_log(G, from, want, chunk)
+  local r, n, bytes = {}, 0, 0
+  while n < want do
+    if bytes >= READ_BYTES then
+      local id = r[n][1]
+      return r, tonumber(string.sub(id, 1, #id - 2)) + 1
+    end
+    local ask = math.min(want - n, chunk)
+    local page = redis.call('XRANGE', G.log, from, '+', 'COUNT', ask)
+    for i = 1, #page do
+      n = n + 1
+      r[n] = page[i]
+      bytes = bytes + #page[i][2][2]
+    end
+    if #page < ask then break end
+    from = '(' .. page[#page][1]
+  end
+  return r, 0
+end
+
 -- Up to `want` available messages of G, oldest first: ready, then the main log past the cursor
 -- (which moves on over what it reads). At most want + limit are read, and
 -- no further chunk past READ_BYTES, nor, when `timed`, past READ_US: expired ones met on the way
