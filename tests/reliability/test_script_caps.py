@@ -218,8 +218,9 @@ def test_receiving_and_peeking_many_large_messages_is_spread_over_calls(
     admin: Any, client: ServiceBusClient, raw: redis.Redis, slowlog: None, sessions: bool
 ) -> None:
     """A receive or peek of 1,000 messages of 60 KB read 60 MB in one script call (5,000 of 50 KB
-    took 3.3 s). A call now reads at most READ_BYTES (8 MiB) of messages: a receive returns what
-    one call read, a peek follows the reply's resume, and everything arrives once, in order."""
+    took 3.3 s). A call now reads at most READ_BYTES (8 MiB) of messages: a receive calls again
+    within its wait while a reply says more is left, a peek follows the reply's resume, and
+    everything arrives once, in order (the slowlog fixture holds each call under SLOW_US)."""
     q = "q-" + uuid.uuid4().hex[:10]
     admin.create_queue(q, requires_session=sessions)
     count, body = 1_000, "x" * 60_000
@@ -235,7 +236,7 @@ def test_receiving_and_peeking_many_large_messages_is_spread_over_calls(
         got: list[Any] = []
         while len(got) < count:
             batch = r.receive_messages(max_message_count=count, max_wait_time=1)
-            assert 0 < len(batch) < count
+            assert batch
             r.complete_messages(batch)
             got += batch
     assert [m.message_id for m in got] == [str(i) for i in range(count)]
