@@ -162,6 +162,12 @@ def partition_keys(entity: str, partition: int) -> tuple[str, ...]:
     return tuple(f"{tag}:{name}" for name in PARTITION_KEY_NAMES)
 
 
+def journal_key(topic: str, partition: int) -> str:
+    """A topic partition's fan-out journal (a hash): the state of a publish split across script
+    calls (publish.lua, docs/topics.md "Wide fan-outs"); it exists only while one is unfinished."""
+    return f"{partition_tag(topic, partition)}:fj"
+
+
 SUBSCRIPTIONS = "/Subscriptions/"  # <topic>/Subscriptions/<subscription>, as Service Bus paths
 TRANSFER = "/$Transfer"  # <entity>/$Transfer: the transfer queue and transfer dead-letter subqueue
 IDLE = "{sb:entities}:idle"

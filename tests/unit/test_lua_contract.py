@@ -343,7 +343,10 @@ def test_load_of_unknown_script_fails() -> None:
 
 
 def test_partition_lua_binds_all_keys_in_keys_py_order() -> None:
-    bindings = partition_bindings()
+    bindings = dict(partition_bindings())
+    # the one key past the 24, which only publish and a subscription's receive pass
+    assert bindings.pop("K_FJ") == keys.NUM_PARTITION_KEYS + 1
+    assert keys.journal_key("t", 3).startswith(keys.partition_tag("t", 3))
     by_index = sorted(bindings.values())
     assert by_index == list(range(1, keys.NUM_PARTITION_KEYS + 1)), "each KEYS[i] bound exactly once"
     for var, idx in bindings.items():
@@ -407,9 +410,10 @@ def test_fansets_lua_binds_each_set_in_keys_py_order() -> None:
 def test_publish_passes_the_fan_keys_of_each_subscription() -> None:
     c = fanout.publish_call("t", 5, fanout.TopicSubs("3", ("a", "b.c"), ("a",)), "", [])
     n, f = keys.NUM_PARTITION_KEYS, len(keys.FAN_KEY_NAMES)
-    assert len(c.keys) == n + 2 * f and len(set(c.keys)) == len(c.keys)
+    assert len(c.keys) == n + 1 + 2 * f and len(set(c.keys)) == len(c.keys)
     assert c.keys[:n] == keys.partition_keys("t", 5)
-    assert c.keys[n:] == keys.subscription_fan_keys("t", "a", 5) + keys.subscription_fan_keys("t", "b.c", 5)
+    assert c.keys[n] == keys.journal_key("t", 5)
+    assert c.keys[n + 1 :] == keys.subscription_fan_keys("t", "a", 5) + keys.subscription_fan_keys("t", "b.c", 5)
     assert len({key_slot(k.encode()) for k in c.keys}) == 1
 
 
