@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -303,6 +305,9 @@ class Forwarder:
         return delivered
 
 
+# Test-only: the process kills itself (SIGKILL) before the continuation call after this many, so
+# tests can leave a fan-out journal half done the way a crash does (docs/topics.md)
+KILL_AFTER_CHUNKS = "SBREDIS_TEST_KILL_AFTER_CHUNKS"
 PUBLISH_ROUNDS = 10  # publish attempts per call while its subscription set is stale or a journal pends
 JOURNAL_STEPS = 10_000  # continuation calls one finish_journal makes at most (each writes one chunk)
 
@@ -381,7 +386,10 @@ async def finish_journal(
     naming a cursor already passed writes nothing and answers the current one."""
     if journal is None:
         journal = publish.Journal("", -1, ())
-    for _ in range(JOURNAL_STEPS):
+    kill_after = os.environ.get(KILL_AFTER_CHUNKS)
+    for done in range(JOURNAL_STEPS):
+        if kill_after is not None and done >= int(kill_after):
+            os.kill(os.getpid(), signal.SIGKILL)  # test-only (docs/topics.md): a publisher dying mid fan-out
         step = await transport.run(publish.continue_call(topic, partition, journal, gen), topic)
         nxt = publish.pending(step)
         if nxt is None:
