@@ -18,8 +18,9 @@
           else an upper bound, a forwarded message's expiry), outbox seq (0 unless forwarded),
           blob
   ARGV[5 + k + 7n] mode: '' (or absent) all subscriptions in this call; 'check' a read-only check
-          of subscriptions a + 1 .. a + c (c: the sets in KEYS); 'start' the first writing call
-          of a split fan-out, for subscriptions 1 .. c; then a: the offset of the first set
+          of subscriptions a + 1 .. a + c (c: the sets in KEYS; the client names only those, a = 0);
+          'start' the first writing call of a split fan-out, for subscriptions 1 .. c (naming all
+          k, which the journal records); then a: the offset of the first set
   Returns: {now_ms, seq_1, ..., seq_n}: the topic's sequence numbers, 0 for a message dropped as
            a duplicate (or, forwarded, at or below the source's high-water mark); 'start' adds
            the journal's state after them when it recorded one: jid, cursor, the next chunk's
@@ -61,11 +62,17 @@ local function chunk_of(n)
   return c
 end
 
+-- the names of the journal's chunk at cursor cur (field 'n<cur>': each chunk's own, so a call
+-- decodes its chunk, not the whole set)
+local function chunk_names(cur)
+  return cjson.decode(redis.call('HGET', K_FJ, 'n' .. cur) or '[]')
+end
+
 -- the reply that names a pending journal: its id, cursor and the names of its next chunk
-local function pending(jid, cur, names, n)
+local function pending(jid, cur)
   local out = {-2, jid, cur}
-  local last = math.min(#names, cur + chunk_of(n))
-  for i = cur + 1, last do out[#out + 1] = names[i] end
+  local names = chunk_names(cur)
+  for i = 1, #names do out[#out + 1] = names[i] end
   return out
 end
 
@@ -362,15 +369,14 @@ if ARGV[1] == '+' then
     redis.call('DEL', K_FJ)  -- the topic is gone: nothing left to fan out to
     return {0}
   end
-  local j = redis.call('HMGET', K_FJ, 'id', 'cur', 'names', 'meta', 'now')
+  local j = redis.call('HMGET', K_FJ, 'id', 'cur', 'k', 'meta', 'now')
   if not j[1] then return {0} end
   local cur = tonumber(j[2])
-  local names = cjson.decode(j[3])
-  local meta = cjson.decode(j[4])
   local c = fanset_count()
-  if j[1] ~= ARGV[2] or j[2] ~= ARGV[3] or c == 0 or cur + c > #names or not sets_match(names, cur, c) then
-    return pending(j[1], cur, names, #meta)
-  end
+  if j[1] ~= ARGV[2] or j[2] ~= ARGV[3] or c == 0 then return pending(j[1], cur) end
+  local names = chunk_names(cur)
+  if c ~= #names or not sets_match(names, 0, c) then return pending(j[1], cur) end
+  local meta = cjson.decode(j[4])
   local now = tonumber(j[5])
   -- the stored form of each message; a scheduled one that was cancelled meanwhile
   -- (cancel_topic_scheduled removed its entry) gets no more copies
@@ -381,7 +387,7 @@ if ARGV[1] == '+' then
       msgs[#msgs + 1] = {m[1], redis.call('HGET', K_FJ, 'b' .. i), m[2], m[3], m[4], m[5]}
     end
   end
-  local subs, decode_needed = read_subs(names, cur, c)
+  local subs, decode_needed = read_subs(names, 0, c)
   evaluate(cfg, subs, decode_needed, msgs, now, false)
   local scheduled, order = {}, {}
   write_subs(cfg, subs, msgs, now, scheduled, order)
@@ -392,13 +398,14 @@ if ARGV[1] == '+' then
     for x = 2, #m do map[#map + 1] = m[x] end
     redis.call('HSET', MAIN.lk, tseq, cjson.encode(map))
   end
+  redis.call('HDEL', K_FJ, 'n' .. cur)
   cur = cur + c
-  if cur >= #names then
+  if cur >= tonumber(j[3]) then
     redis.call('DEL', K_FJ)
     return {0}
   end
   redis.call('HSET', K_FJ, 'cur', cur)
-  return pending(j[1], cur, names, #meta)
+  return pending(j[1], cur)
 end
 
 if not cfg then return fail('NOTFOUND') end
@@ -414,8 +421,8 @@ local writes = mode ~= 'check'
 -- while a journal is pending, nothing else is fanned out here: the caller finishes it first,
 -- so no subscription sees a later message before an earlier one
 if writes then
-  local j = redis.call('HMGET', K_FJ, 'id', 'cur', 'names', 'meta')
-  if j[1] then return pending(j[1], tonumber(j[2]), cjson.decode(j[3]), #cjson.decode(j[4])) end
+  local j = redis.call('HMGET', K_FJ, 'id', 'cur')
+  if j[1] then return pending(j[1], j[2]) end
 end
 local subv = redis.call('HGET', K_CFG, 'subv') or '0'
 local names = {}
@@ -531,19 +538,25 @@ if split then
   -- the journal: the stored form of each message, the set of subscriptions and the cursor
   local jid = redis.call('HINCRBY', K_ST, 'jid', 1)
   local meta = {}
-  local fields = {'id', jid, 'cur', c, 'subv', subv, 'now', now}
+  local fields = {'id', jid, 'cur', c, 'k', k, 'subv', subv, 'now', now}
   for i = 1, #msgs do
     local m = msgs[i]
     meta[i] = {m[1], m[3], m[4], m[5], m[6]}
     fields[#fields + 1] = 'b' .. i
     fields[#fields + 1] = m[2]
   end
-  fields[#fields + 1] = 'names'
-  fields[#fields + 1] = cjson.encode(names)
   fields[#fields + 1] = 'meta'
   fields[#fields + 1] = cjson.encode(meta)
-  redis.call('HSET', K_FJ, unpack(fields))
-  local p = pending(tostring(jid), c, names, #msgs)
+  -- the rest of the set, chunk by chunk ('n<cursor>': the names of the chunk starting there)
+  local size = chunk_of(#msgs)
+  for from = c, k - 1, size do
+    local chunk = {}
+    for i = from + 1, math.min(k, from + size) do chunk[#chunk + 1] = names[i] end
+    fields[#fields + 1] = 'n' .. from
+    fields[#fields + 1] = cjson.encode(chunk)
+  end
+  call_many('HSET', K_FJ, fields)
+  local p = pending(tostring(jid), c)
   for x = 2, #p do out[#out + 1] = p[x] end
 end
 touch(now)

@@ -127,25 +127,25 @@ def splits(c: Call) -> bool:
     return k > chunk_size(int(c.args[3 + k]))
 
 
-def _chunk(c: Call, topic: str, mode: str, a: int, count: int) -> Call:
-    k = int(c.args[1])
-    names = c.args[2 + a : 2 + a + count]
-    assert a + count <= k
-    ks = fan_keys(topic, c.partition, names)
-    return Call(c.script, ks, (*c.args, mode, a), c.partition, c.gen)
-
-
 def check_calls(c: Call, topic: str) -> list[Call]:
     """Read-only calls that refuse a wide publish as its one call would (NOTFOUND, DISABLED, SIZE,
     QUOTA, NOSESSION), each over one chunk of its subscriptions after the first (start_call
-    checks its own chunk before it writes)."""
+    checks its own chunk before it writes). Each names its chunk's subscriptions only."""
     k, size = int(c.args[1]), chunk_size(messages_of(c))
-    return [_chunk(c, topic, "check", a, min(size, k - a)) for a in range(size, k, size)]
+    rest = c.args[2 + k :]
+    out = []
+    for a in range(size, k, size):
+        names = c.args[2 + a : 2 + min(k, a + size)]
+        args = (c.args[0], len(names), *names, *rest, "check", 0)
+        out.append(Call(c.script, fan_keys(topic, c.partition, names), args, c.partition, c.gen))
+    return out
 
 
 def start_call(c: Call, topic: str) -> Call:
-    """The first writing call of a wide publish: the messages, the first chunk, the journal."""
-    return _chunk(c, topic, "start", 0, min(chunk_size(messages_of(c)), int(c.args[1])))
+    """The first writing call of a wide publish: the messages, the first chunk, the journal (which
+    records every name: ARGV has them all)."""
+    names = c.args[2 : 2 + min(chunk_size(messages_of(c)), int(c.args[1]))]
+    return Call(c.script, fan_keys(topic, c.partition, names), (*c.args, "start", 0), c.partition, c.gen)
 
 
 def continue_call(topic: str, partition: int, journal: Journal, gen: str = "") -> Call:
