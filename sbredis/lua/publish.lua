@@ -4,8 +4,9 @@
   partition's tag). A small fan-out is one atomic call, as every other script: every copy of every
   message is stored, or none. A wide one (more subscriptions x messages than one call's BUDGET) is
   split across calls (docs/topics.md, "Wide fan-outs"): 'check' calls refuse it before anything is
-  written, a 'start' call stores the messages and the first chunk of subscriptions and records the
-  rest in the topic partition's fan-out journal, and continuation calls write one chunk each.
+  written, a 'start' call takes the messages (sequence numbers, duplicate detection) and records
+  them and the subscription set in the topic partition's fan-out journal (the client passes it no
+  subscription's keys: c = 0), and continuation calls write one chunk each.
   KEYS: the topic partition's 24 keys, its fan-out journal (keys.journal_key), then 10 per
         subscription (the keys a fan-out writes, includes/fansets.lua): of all the names in ARGV
         (mode ''), of names a + 1 .. a + c ('check', 'start') or of the journal's next chunk
@@ -20,7 +21,8 @@
   ARGV[5 + k + 7n] mode: '' (or absent) all subscriptions in this call; 'check' a read-only check
           of subscriptions a + 1 .. a + c (c: the sets in KEYS; the client names only those, a = 0);
           'start' the first writing call of a split fan-out, for subscriptions 1 .. c (naming all
-          k, which the journal records); then a: the offset of the first set
+          k, which the journal records; the client passes c = 0); then a: the offset of the
+          first set
   Returns: {now_ms, seq_1, ..., seq_n}: the topic's sequence numbers, 0 for a message dropped as
            a duplicate (or, forwarded, at or below the source's high-water mark); 'start' adds
            the journal's state after them when it recorded one: jid, cursor, the next chunk's

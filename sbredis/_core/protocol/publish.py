@@ -129,12 +129,11 @@ def splits(c: Call) -> bool:
 
 def check_calls(c: Call, topic: str) -> list[Call]:
     """Read-only calls that refuse a wide publish as its one call would (NOTFOUND, DISABLED, SIZE,
-    QUOTA, NOSESSION), each over one chunk of its subscriptions after the first (start_call
-    checks its own chunk before it writes). Each names its chunk's subscriptions only."""
+    QUOTA, NOSESSION), each over one chunk of its subscriptions, naming only those."""
     k, size = int(c.args[1]), chunk_size(messages_of(c))
     rest = c.args[2 + k :]
     out = []
-    for a in range(size, k, size):
+    for a in range(0, k, size):
         names = c.args[2 + a : 2 + min(k, a + size)]
         args = (c.args[0], len(names), *names, *rest, "check", 0)
         out.append(Call(c.script, fan_keys(topic, c.partition, names), args, c.partition, c.gen))
@@ -142,10 +141,10 @@ def check_calls(c: Call, topic: str) -> list[Call]:
 
 
 def start_call(c: Call, topic: str) -> Call:
-    """The first writing call of a wide publish: the messages, the first chunk, the journal (which
-    records every name: ARGV has them all)."""
-    names = c.args[2 : 2 + min(chunk_size(messages_of(c)), int(c.args[1]))]
-    return Call(c.script, fan_keys(topic, c.partition, names), (*c.args, "start", 0), c.partition, c.gen)
+    """The first writing call of a wide publish: the topic's side of it (sequence numbers,
+    duplicate detection, scheduled copy maps) and the journal, which records every name (ARGV
+    has them all); no subscription's keys: handling 2,000 names is this call's work."""
+    return Call(c.script, fan_keys(topic, c.partition, ()), (*c.args, "start", 0), c.partition, c.gen)
 
 
 def continue_call(topic: str, partition: int, journal: Journal, gen: str = "") -> Call:
