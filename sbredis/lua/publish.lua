@@ -55,7 +55,7 @@
 --@include fansets
 --@include rules
 --@include sessions
-local BUDGET = 400  -- a call's work units: a few ms of server CPU (docs/topics.md, Wide fan-outs)
+local BUDGET = 200  -- a call's work units: a few ms of server CPU (docs/topics.md, Wide fan-outs)
 local NONE = {}  -- a subscription's dead-letter copies until it has one (never changed)
 
 local function chunk_of(n)

@@ -4,8 +4,8 @@ between calls leaves a journal that the next publish, or a receive on any subscr
 topic partition, finishes; subscriptions created or deleted meanwhile; forwarding and
 transactions into a wide topic.
 
-A call's budget is 400 units, 2 per subscription and 1 per subscription x message
-(protocol/publish.py's chunk_size): 100 messages make chunks of 3 subscriptions, so 12
+A call's budget is 200 units, 2 per subscription and 1 per subscription x message
+(protocol/publish.py's chunk_size): 50 messages make chunks of 3 subscriptions, so 12
 subscriptions take four checks, a start call and four continuations, which keeps these tests small.
 """
 
@@ -29,7 +29,7 @@ from sbredis.exceptions import InvalidOperationError, MessagingEntityNotFoundErr
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance, pytest.mark.standalone]
 
-N = 100  # messages per publish: chunks of 3 subscriptions
+N = 50  # messages per publish: chunks of 3 subscriptions
 SUBS = [f"s{i:02d}" for i in range(12)]
 
 
@@ -88,7 +88,7 @@ def journal(raw_redis: Any, topic: str) -> dict[bytes, bytes]:
 
 
 def test_chunks_are_what_the_docs_say() -> None:
-    assert publish.chunk_size(1) == 133 and publish.chunk_size(10) == 33 and publish.chunk_size(N) == 3
+    assert publish.chunk_size(1) == 66 and publish.chunk_size(10) == 16 and publish.chunk_size(N) == 3
 
 
 def test_a_wide_publish_stores_every_copy_in_order(admin: Any, client: Any, raw_redis: Any) -> None:
@@ -109,7 +109,7 @@ def test_a_refusal_in_any_chunk_stores_nothing(admin: Any, client: Any) -> None:
         admin.delete_rule(topic, s, "$Default")
         admin.create_rule(topic, s, "x", filter=SqlRuleFilter("sys.label = 'x'"))
     with client.get_topic_sender(topic) as sender:
-        for size in (200_000, 20_000, 2_000):  # fill s11 to within 2 kB (narrow publishes: one call each)
+        for size in (200_000, 20_000, 1_000):  # fill s11 to within 1 kB (narrow publishes: one call each)
             with pytest.raises(ServiceBusQuotaExceededError):
                 for _ in range(20):
                     sender.send_messages(ServiceBusMessage("f" * size))

@@ -27,7 +27,7 @@ PER_MESSAGE = 7  # message_id, ttl_ms, scheduled_ms, hop count, expires_ms, outb
 STALE = -1  # first element of a reply that carries the current subscription set
 PENDING = -2  # first element of a reply that names a pending fan-out journal
 CONTINUE = "+"  # ARGV[1] of a continuation call
-BUDGET = 400  # a call's work: 2 per subscription, 1 per subscription x message (publish.lua's BUDGET)
+BUDGET = 200  # a call's work: 2 per subscription, 1 per subscription x message (publish.lua's BUDGET)
 
 
 @dataclass
