@@ -352,14 +352,17 @@ def run_publish(transport: Transport, meta: EntityMeta, calls: list[Any]) -> lis
         if not todo:
             break
     for i in todo:  # still stale or behind a journal after every round: busy, worth retrying
-        replies[i] = ServiceBusServerBusyError(f"the subscriptions of '{meta.name}' kept changing during the publish")
+        replies[i] = ServiceBusServerBusyError(
+            f"the subscriptions of '{meta.name}' kept changing, or other fan-outs kept it waiting, during the publish"
+        )
     return replies
 
 
 def publish_wide(transport: Transport, topic: str, c: Any) -> Any:
     """One publish too wide for one script call (docs/topics.md, "Wide fan-outs"): read-only
     checks of every chunk, so a refusal comes before anything is written; then the call that
-    stores the messages and the first chunk and records the journal; then the journal's chunks.
+    takes the messages (sequence numbers, duplicate detection) and records the journal; then the
+    journal's chunks.
     Returns the reply the one call would give, a stale or pending reply (run_publish handles
     it), or the error; an error after the messages were accepted is in doubt, like a lost reply."""
     try:

@@ -61,11 +61,11 @@ def drain(client: Any, topic: str, sub: str) -> list[str]:
 
 def killed_publish(url: str, topic: str, api: str, chunks: int, tag: str = "a", scheduled: bool = False) -> None:
     """Publish batch(tag) from another process that kills itself (SIGKILL, the test-only hook)
-    after `chunks` continuation calls: its journal stays half done."""
+    after `chunks` continuation calls: its journal stays half done. Message ids are the bodies."""
     code = f"""
 import asyncio, datetime
 from sbredis import ServiceBusClient, ServiceBusMessage
-msgs = [ServiceBusMessage("{tag}%d" % i) for i in range({N})]
+msgs = [ServiceBusMessage("{tag}%d" % i, message_id="{tag}%d" % i) for i in range({N})]
 at = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
 if "{api}" == "sync":
     with ServiceBusClient.from_connection_string("{url}") as c, c.get_topic_sender("{topic}") as s:
@@ -190,3 +190,20 @@ def test_forwarding_and_a_transaction_into_a_wide_topic(admin: Any, client: Any)
         ts.send_messages(batch("t", partition_key="k"), transaction=tx)
     for s in SUBS:
         assert drain(client, topic, s) == bodies("f", "t"), s
+
+
+def test_a_resend_of_a_killed_publish_is_a_duplicate(
+    admin: Any, client: Any, raw_redis: Any, url: str, api: str
+) -> None:
+    """Duplicate detection knew the ids from the start call: the resend finishes the journal,
+    then is dropped, so every subscription has each message once."""
+    topic = "t-" + uuid.uuid4().hex[:10]
+    admin.create_topic(topic, requires_duplicate_detection=True)
+    for s in SUBS:
+        admin.create_subscription(topic, s)
+    killed_publish(url, topic, api, chunks=1)
+    with client.get_topic_sender(topic) as sender:
+        sender.send_messages([ServiceBusMessage(b, message_id=b) for b in bodies("a")])
+    assert not journal(raw_redis, topic)
+    for s in SUBS:
+        assert drain(client, topic, s) == bodies("a"), s
