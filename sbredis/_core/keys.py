@@ -198,6 +198,7 @@ def subscription_keys(topic: str, subscription: str, partition: int) -> tuple[st
     return tuple(f"{prefix}:{name}" for name in PARTITION_KEY_NAMES)
 
 
+@lru_cache(maxsize=16384)  # a publish names every subscription of its topic partition (at most 2,000)
 def subscription_fan_keys(topic: str, subscription: str, partition: int) -> tuple[str, ...]:
     """The FAN_KEY_NAMES keys of partition `partition` of a subscription (what publish writes)."""
     sk = subscription_keys(topic, subscription, partition)

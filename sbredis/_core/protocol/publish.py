@@ -13,7 +13,7 @@ journal is pending, every call that would write the topic answers :func:`pending
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,21 +58,27 @@ def fan_keys(topic: str, partition: int, names: Sequence[str]) -> tuple[str, ...
     return tuple(ks)
 
 
-def _keys_for(script: str) -> Callable[[str, int, Sequence[str]], tuple[str, ...]]:
-    return fan_keys if script == NAME else topic_keys
+def _publish_keys(topic: str, partition: int, names: Sequence[str], n: int) -> tuple[str, ...]:
+    """A publish call's KEYS: a wide one (split: it never runs as one call) gets no
+    subscription's, its calls get their chunk's."""
+    return fan_keys(topic, partition, () if len(names) > chunk_size(n) else names)
 
 
 def call(topic: str, partition: int, subs: TopicSubs, source: str, msg_args: Sequence[Any]) -> Call:
     """`msg_args`: PER_MESSAGE per message; `source` '' for a send, else the forwarding source."""
-    args = (subs.version, len(subs.names), *subs.names, source, len(msg_args) // PER_MESSAGE, *msg_args)
-    return Call(scripts.load(NAME), fan_keys(topic, partition, subs.names), args, partition)
+    n = len(msg_args) // PER_MESSAGE
+    args = (subs.version, len(subs.names), *subs.names, source, n, *msg_args)
+    return Call(scripts.load(NAME), _publish_keys(topic, partition, subs.names, n), args, partition)
 
 
 def rebuild(c: Call, topic: str, subs: TopicSubs) -> Call:
     """The same publish or cancel_topic_scheduled call for a fresh subscription set."""
     k = int(c.args[1])
     rest = c.args[2 + k :]
-    ks = _keys_for(c.script.name)(topic, c.partition, subs.names)
+    if c.script.name == NAME:
+        ks = _publish_keys(topic, c.partition, subs.names, int(rest[1]))
+    else:
+        ks = topic_keys(topic, c.partition, subs.names)
     return Call(c.script, ks, (subs.version, len(subs.names), *subs.names, *rest), c.partition, c.gen)
 
 
