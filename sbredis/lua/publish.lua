@@ -32,6 +32,7 @@
            another state): {-2, jid, cursor, the names of its next chunk...} (help finish it,
            then call again); a continuation that finished the journal, or found none: {0}
   Errors:  NOTFOUND  DISABLED (send)  SIZE (a message, or a sent batch, over max_msg)
+           INVALID (KEYS without the journal, or k or n not what ARGV holds)
            QUOTA (a subscription partition would exceed the topic's max_size)
            NOSESSION (a copy for a subscription that requires sessions has no session id; nothing
            is stored)
@@ -362,6 +363,7 @@ local function write_subs(cfg, subs, msgs, now, scheduled, order)
   end
 end
 
+if not K_FJ then return fail('INVALID') end  -- publish's KEYS always have the journal
 local cfg = load_cfg()
 
 -- a continuation: one chunk of the pending journal, if the caller names its id and cursor
@@ -412,10 +414,13 @@ end
 
 if not cfg then return fail('NOTFOUND') end
 if cfg.status == 'Disabled' or cfg.status == 'SendDisabled' then return fail('DISABLED') end
+-- k and n bound every loop below: ARGV must hold what they count (the client never sends else)
 local k = tonumber(ARGV[2])
+if not k or k < 0 or k % 1 ~= 0 or 4 + k > #ARGV then return fail('INVALID') end
 local source = ARGV[3 + k]
 local base = 4 + k
 local n = tonumber(ARGV[base])
+if not n or n < 0 or n % 1 ~= 0 or base + 7 * n > #ARGV then return fail('INVALID') end
 local mode = ARGV[base + 7 * n + 1] or ''
 local a = tonumber(ARGV[base + 7 * n + 2] or '0')
 local c = fanset_count()
