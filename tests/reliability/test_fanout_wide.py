@@ -87,13 +87,20 @@ def test_the_2001st_subscription_is_refused_before_anything_is_written(
 def test_one_publish_to_2000_subscriptions_stores_every_copy_in_calls_under_the_bound(
     client: ServiceBusClient, full_topic: str, raw: redis.Redis
 ) -> None:
+    """A call's work is a few ms of server CPU, but on a loaded machine any call may lose the CPU
+    for a time slice or more (SLOWLOG measures wall time): a round with a slow call is tried again,
+    up to 3 rounds. One atomic call to 2,000 subscriptions takes 70-90 ms of CPU alone, so it
+    fails every round."""
     n = scaled(10, 50)  # messages of the batch publish
     raw.config_set("slowlog-log-slower-than", SLOW_SCRIPT_US)
-    raw.slowlog_reset()
-    with client.get_topic_sender(full_topic) as sender:
-        sender.send_messages(ServiceBusMessage("one"))
-        sender.send_messages([ServiceBusMessage(f"m{i}") for i in range(n)])
-    slow = [e for e in raw.slowlog_get(1024) if e["command"].split(b" ", 1)[0].upper() in (b"EVALSHA", b"EVAL")]
+    for _ in range(3):
+        raw.slowlog_reset()
+        with client.get_topic_sender(full_topic) as sender:
+            sender.send_messages(ServiceBusMessage("one"))
+            sender.send_messages([ServiceBusMessage(f"m{i}") for i in range(n)])
+        slow = [e for e in raw.slowlog_get(1024) if e["command"].split(b" ", 1)[0].upper() in (b"EVALSHA", b"EVAL")]
+        if not slow:
+            break
     raw.config_set("slowlog-log-slower-than", 10_000)
     assert not slow, [(e["duration"], e["command"][:60]) for e in slow]
     for name in ("s0000", "s1000", "s1999"):
