@@ -27,7 +27,8 @@ from sbredis._core.rules import SqlRuleFilter
 from sbredis.aio._forwarder import KILL_AFTER_CHUNKS
 from sbredis.exceptions import InvalidOperationError, MessagingEntityNotFoundError, ServiceBusQuotaExceededError
 
-pytestmark = [pytest.mark.integration, pytest.mark.conformance, pytest.mark.standalone]
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
+killing = pytest.mark.standalone  # a publisher killed in another process: a server both reach
 
 N = 50  # messages per publish: chunks of 3 subscriptions
 SUBS = [f"s{i:02d}" for i in range(12)]
@@ -124,6 +125,7 @@ def test_a_refusal_in_any_chunk_stores_nothing(admin: Any, client: Any) -> None:
     assert all(drain(client, topic, s) == [] for s in SUBS[:-1])
 
 
+@killing
 def test_a_killed_publisher_is_finished_by_the_next_publish_in_order(
     admin: Any, client: Any, raw_redis: Any, url: str, api: str
 ) -> None:
@@ -137,6 +139,7 @@ def test_a_killed_publisher_is_finished_by_the_next_publish_in_order(
         assert drain(client, topic, s) == bodies("a", "b"), s
 
 
+@killing
 def test_a_killed_publisher_is_finished_by_a_receive(
     admin: Any, client: Any, raw_redis: Any, url: str, api: str
 ) -> None:
@@ -159,6 +162,7 @@ def test_a_killed_publisher_is_finished_by_a_receive(
     assert not raw_redis.exists(*keys.subscription_fan_keys(topic, "s07", 0))
 
 
+@killing
 def test_a_scheduled_wide_publish_is_cancelled_everywhere(
     admin: Any, client: Any, raw_redis: Any, url: str, api: str
 ) -> None:
@@ -192,6 +196,7 @@ def test_forwarding_and_a_transaction_into_a_wide_topic(admin: Any, client: Any)
         assert drain(client, topic, s) == bodies("f", "t"), s
 
 
+@killing
 def test_a_resend_of_a_killed_publish_is_a_duplicate(
     admin: Any, client: Any, raw_redis: Any, url: str, api: str
 ) -> None:
