@@ -148,6 +148,8 @@ NUM_PARTITION_KEYS = len(PARTITION_KEY_NAMES)
 # the script call, a fixed cost per subscription whatever the batch).
 FAN_KEY_NAMES = ("cfg", "st", "log", "sched", "exp", "d:log", "d:ready", "sr", "sa", "sl")
 _FAN_INDEX = tuple(PARTITION_KEY_NAMES.index(n) for n in FAN_KEY_NAMES)
+# The keys a publish's read-only check reads per subscription (includes/fansets.lua's checkset).
+CHECK_KEY_NAMES = ("cfg", "st")
 
 
 def partition_tag(entity: str, partition: int) -> str:

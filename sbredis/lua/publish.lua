@@ -9,7 +9,8 @@
   subscription's keys: c = 0), and continuation calls write one chunk each.
   KEYS: the topic partition's 24 keys, its fan-out journal (keys.journal_key), then 10 per
         subscription (the keys a fan-out writes, includes/fansets.lua): of all the names in ARGV
-        (mode ''), of names a + 1 .. a + c ('check', 'start') or of the journal's next chunk
+        (mode ''), of names a + 1 .. a + c ('start') or of the journal's next chunk; a 'check'
+        passes 2 per subscription (cfg and st: keys.CHECK_KEY_NAMES)
   ARGV[1] subv: the version of the subscription set the caller built KEYS for ('+': a continuation,
           whose only other arguments are the journal id and the cursor the caller expects)
   ARGV[2] k: the number of subscriptions, then their k names
@@ -79,12 +80,14 @@ local function pending(jid, cur)
   return out
 end
 
+local set_of = fanset  -- checkset in a check call (2 keys a subscription)
+
 -- the sets in KEYS must be those of names[a + 1 .. a + c]: a caller's wrong KEYS never writes
 -- another subscription's keys
 local function sets_match(names, a, c)
   local prefix = string.sub(K_CFG, 1, -4) .. 's:'
   for j = 1, c do
-    if fanset(j).cfg ~= prefix .. names[a + j] .. ':cfg' then return false end
+    if set_of(j).cfg ~= prefix .. names[a + j] .. ':cfg' then return false end
   end
   return true
 end
@@ -99,7 +102,7 @@ local function read_subs(names, a, c)
   local decode_needed = false
   local default_only = {}  -- program -> the rule list {{'$Default', program}}, shared (never changed)
   for j = 1, c do
-    local S = fanset(j)
+    local S = set_of(j)
     local f = redis.call('HMGET', S.cfg, 'status', 'pre', 'ttl_ms', 'dlf', 'sess', 'nf', 'rf:$Default', 'ra:$Default')
     local status, pre, ttl, dlf, sess = f[1], f[2], f[3], f[4], f[5]
     local rules, actions = {}, nil
@@ -423,8 +426,9 @@ local n = tonumber(ARGV[base])
 if not n or n < 0 or n % 1 ~= 0 or base + 7 * n > #ARGV then return fail('INVALID') end
 local mode = ARGV[base + 7 * n + 1] or ''
 local a = tonumber(ARGV[base + 7 * n + 2] or '0')
-local c = fanset_count()
 local writes = mode ~= 'check'
+if not writes then set_of = checkset end
+local c = writes and fanset_count() or checkset_count()
 -- while a journal is pending, nothing else is fanned out here: the caller finishes it first,
 -- so no subscription sees a later message before an earlier one
 if writes then

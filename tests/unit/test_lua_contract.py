@@ -397,6 +397,12 @@ def test_keysets_lua_binds_each_further_set_in_keys_py_order() -> None:
 
 def test_fansets_lua_binds_each_set_in_keys_py_order() -> None:
     code = code_only((INCLUDES / "fansets.lua").read_text())
+    fan, check = code.split("function checkset", 1)
+    assert re.findall(r"(\w+) = KEYS \[ b \+ (\d+) \]", check) == [
+        (n, str(i + 1)) for i, n in enumerate(keys.CHECK_KEY_NAMES)
+    ]
+    assert keys.PARTITION_KEY_NAMES[: len(keys.CHECK_KEY_NAMES)] == keys.CHECK_KEY_NAMES
+    code = fan
     pairs = re.findall(r"(\w+) = KEYS \[ b \+ (\d+) \]", code)
     assert sorted(int(o) for _, o in pairs) == list(range(1, len(keys.FAN_KEY_NAMES) + 1))
     in_d = {o for body in re.findall(r"\bd = \{([^{}]*)\}", code) for o in re.findall(r"KEYS \[ b \+ (\d+) \]", body)}

@@ -58,6 +58,15 @@ def fan_keys(topic: str, partition: int, names: Sequence[str]) -> tuple[str, ...
     return tuple(ks)
 
 
+def check_keys(topic: str, partition: int, names: Sequence[str]) -> tuple[str, ...]:
+    """A check call's KEYS: the topic partition's keys and journal, then each subscription's cfg
+    and st (keys.CHECK_KEY_NAMES: all a check reads)."""
+    ks: list[str] = [*keys.partition_keys(topic, partition), keys.journal_key(topic, partition)]
+    for name in names:
+        ks += keys.subscription_keys(topic, name, partition)[: len(keys.CHECK_KEY_NAMES)]
+    return tuple(ks)
+
+
 def _publish_keys(topic: str, partition: int, names: Sequence[str], n: int) -> tuple[str, ...]:
     """A publish call's KEYS: a wide one (split: it never runs as one call) gets no
     subscription's, its calls get their chunk's."""
@@ -142,7 +151,7 @@ def check_calls(c: Call, topic: str) -> list[Call]:
     for a in range(0, k, size):
         names = c.args[2 + a : 2 + min(k, a + size)]
         args = (c.args[0], len(names), *names, *rest, "check", 0)
-        out.append(Call(c.script, fan_keys(topic, c.partition, names), args, c.partition, c.gen))
+        out.append(Call(c.script, check_keys(topic, c.partition, names), args, c.partition, c.gen))
     return out
 
 
