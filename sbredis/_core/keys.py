@@ -148,6 +148,8 @@ NUM_PARTITION_KEYS = len(PARTITION_KEY_NAMES)
 # the script call, a fixed cost per subscription whatever the batch).
 FAN_KEY_NAMES = ("cfg", "st", "log", "sched", "exp", "d:log", "d:ready", "sr", "sa", "sl")
 _FAN_INDEX = tuple(PARTITION_KEY_NAMES.index(n) for n in FAN_KEY_NAMES)
+# The keys a publish's read-only check reads per subscription (includes/fansets.lua's checkset).
+CHECK_KEY_NAMES = ("cfg", "st")
 
 
 def partition_tag(entity: str, partition: int) -> str:
@@ -160,6 +162,12 @@ def partition_keys(entity: str, partition: int) -> tuple[str, ...]:
     """All keys of one partition, in the order every script receives them."""
     tag = partition_tag(entity, partition)
     return tuple(f"{tag}:{name}" for name in PARTITION_KEY_NAMES)
+
+
+def journal_key(topic: str, partition: int) -> str:
+    """A topic partition's fan-out journal (a hash): the state of a publish split across script
+    calls (publish.lua, docs/topics.md "Wide fan-outs"); it exists only while one is unfinished."""
+    return f"{partition_tag(topic, partition)}:fj"
 
 
 SUBSCRIPTIONS = "/Subscriptions/"  # <topic>/Subscriptions/<subscription>, as Service Bus paths
@@ -192,6 +200,7 @@ def subscription_keys(topic: str, subscription: str, partition: int) -> tuple[st
     return tuple(f"{prefix}:{name}" for name in PARTITION_KEY_NAMES)
 
 
+@lru_cache(maxsize=16384)  # a publish names every subscription of its topic partition (at most 2,000)
 def subscription_fan_keys(topic: str, subscription: str, partition: int) -> tuple[str, ...]:
     """The FAN_KEY_NAMES keys of partition `partition` of a subscription (what publish writes)."""
     sk = subscription_keys(topic, subscription, partition)

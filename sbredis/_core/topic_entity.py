@@ -389,7 +389,7 @@ def topic_create_commands(p: TopicProperties, now_ms: int, gen: str = "") -> lis
     cmds: list[tuple[Any, ...]] = []
     for i in range(p.partition_count):
         ks = keys.partition_keys(p.name, i)
-        cmds.append(("UNLINK", *ks))  # leftovers of a broken delete
+        cmds.append(("UNLINK", *ks, keys.journal_key(p.name, i)))  # leftovers of a broken delete
         cmds.append(hset(ks[0], {**topic_config(p, i, gen), "subv": 0}))
         cmds.append(("HSET", ks[1], "acc", now_ms))
     cmds.append(("DEL", keys.subscriptions_index(p.name)))
@@ -469,7 +469,7 @@ def topic_delete_commands(p: TopicProperties, subs: dict[str, list[str]]) -> lis
     """Everything of a topic: its partitions, every subscription (`subs`: name -> rule names)."""
     cmds: list[tuple[Any, ...]] = []
     for i in range(p.partition_count):
-        all_keys: list[str] = list(keys.partition_keys(p.name, i))
+        all_keys: list[str] = [*keys.partition_keys(p.name, i), keys.journal_key(p.name, i)]
         for name in subs:
             all_keys += owner_delete_keys(keys.subscription_keys(p.name, name, i))
         cmds.append(("UNLINK", *all_keys))

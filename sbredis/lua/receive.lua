@@ -5,7 +5,8 @@
   handed out.
   A dead-letter receive sweeps the main queue first, so messages whose TTL or last delivery has
   passed are in the dead-letter group when it looks (no main-queue receive is needed).
-  KEYS: the partition's 24 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua); a subscription's receive passes its topic
+        partition's fan-out journal (keys.journal_key) as KEYS[25]
   ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete
   ARGV[3] count   ARGV[4] lock nonce   ARGV[5] sweep limit
   Returns: {now_ms, locked_until_ms, more, then per message: seq, delivery_count, blob,
@@ -13,11 +14,16 @@
            (delivery_count and expires_ms as integer replies)
            more: 1 when the sweep stopped on its expiry budget with expired messages left (call
            again at once: a live message may wait behind them), or the read stopped on its time
-           budget (includes/messages.lua's READ_US: call again for the rest), else 0
+           budget (includes/messages.lua's READ_US: call again for the rest), else 0;
+           {0, 0, 2} and nothing else: a fan-out to the subscriptions is unfinished (publish.lua's
+           journal): the caller finishes it, then calls again
   Errors:  NOTFOUND  DISABLED (receive)  SESSIONREQ (the entity requires sessions: session_receive)
 ]]
 --@include partition
 --@include messages
+-- a publish split across calls left its journal (the publisher died, or is still at it): the
+-- caller finishes it first, so a topic nobody publishes to again still delivers every copy
+if K_FJ and redis.call('EXISTS', K_FJ) == 1 then return {0, 0, 2} end
 local cfg = load_cfg()
 local bad = check_receive(cfg)
 if bad then return bad end

@@ -151,7 +151,7 @@ def test_plan_publish_groups_by_partition_with_the_cached_subscription_set() -> 
     assert sorted({c.partition for c in calls}) == sorted(set(where))
     for c in calls:
         k = int(c.args[1])
-        assert len(c.keys) == keys.NUM_PARTITION_KEYS + len(keys.FAN_KEY_NAMES) * k
+        assert len(c.keys) == keys.NUM_PARTITION_KEYS + 1 + len(keys.FAN_KEY_NAMES) * k  # + the journal
         if c.partition == 1:
             assert c.args[:4] == ("7", 2, "a", "b")
         else:
@@ -168,7 +168,7 @@ def test_stale_reply_rebuilds_the_call() -> None:
     assert subs == fanout.TopicSubs("3", ("a", "b"), ("a",))
     again = fanout.rebuild(call, "t", subs)
     assert again.args[:4] == ("3", 2, "a", "b") and again.args[4:] == call.args[2:]
-    n, f = keys.NUM_PARTITION_KEYS, len(keys.FAN_KEY_NAMES)
+    n, f = keys.NUM_PARTITION_KEYS + 1, len(keys.FAN_KEY_NAMES)  # the partition's keys and its journal
     assert again.keys[n : n + f] == keys.subscription_fan_keys("t", "a", 2)
     assert fanout.stale_subs([1234, 5]) is None
 

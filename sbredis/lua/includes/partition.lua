@@ -35,6 +35,10 @@ local DLQ = {log = KEYS[12], ready = KEYS[13], locked = KEYS[14], lk = KEYS[15],
              deferred = KEYS[17], main = false}
 local SES = {sr = KEYS[18], sa = KEYS[19], sl = KEYS[20], sx = KEYS[21], sk = KEYS[22], ss = KEYS[23],
              su = KEYS[24]}
+-- after the 24: a topic partition's fan-out journal (keys.journal_key) in publish.lua and in a
+-- subscription's receive.lua, the only scripts that read it (a queue's receive passes 24 keys:
+-- nil; in a call of several key sets, KEYS[25] starts the next set)
+local K_FJ = KEYS[25]
 local CALLER_GEN = table.remove(ARGV) or ''
 local CFG_STALE = false  -- load_cfg() found the partition under another generation than the caller's
 
