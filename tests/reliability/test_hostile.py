@@ -197,6 +197,32 @@ def test_fuzzed_script_arguments_touch_nothing_outside_the_partition(
     assert guard.ping()
 
 
+@pytest.mark.parametrize("name", ["complete", "abandon", "defer", "dead_letter", "renew"])
+@pytest.mark.parametrize(
+    "args",
+    [["m", "inf", "n"], ["m", "1e308", ""], ["m", "-1", "n"], ["m", "1.5", "n", "1"], ["m", "1000000", "", "1", "n"]],
+    ids=["inf", "huge-pairs", "negative", "fraction", "more-than-given"],
+)
+def test_a_settlement_count_that_is_not_a_count_is_refused_at_once(
+    server: RedisServer, guard: redis.Redis, name: str, args: list[str]
+) -> None:
+    """A settlement script loops over the n messages ARGV[2] names: an n of 'inf', or more than
+    ARGV holds, looped until Redis answered BUSY to every other client. It is now refused before
+    anything is read (a socket timeout turns a hang into a failure here)."""
+    script = scripts.load(name)
+    keys = partition_keys(TARGET, 0)
+    quick = redis.Redis.from_url(server.url, socket_timeout=10)
+    quick.script_load(script.source)
+    try:
+        with pytest.raises(redis.exceptions.ResponseError) as caught:
+            quick.evalsha(script.sha, len(keys), *keys, *args, "")
+    except redis.exceptions.TimeoutError:
+        guard.script_kill()
+        raise
+    assert "SBERR INVALID" in str(caught.value)
+    assert isinstance(map_error(caught.value, TARGET), ServiceBusError)
+
+
 @pytest.mark.parametrize("planted", ["ready", "log", "lk", "st", "cfg"])
 def test_wrong_type_keys_give_a_typed_error(server: RedisServer, client: ServiceBusClient, planted: str) -> None:
     raw = redis.Redis.from_url(server.url)

@@ -522,10 +522,13 @@ end
 
 -- held() for the messages a settlement script names from ARGV[2] on: n, then the lock nonce they
 -- all share followed by n seqs, or '' followed by n pairs (seq, nonce). Returns the seqs, their
--- lock records and the index of the first ARGV after them.
+-- lock records and the index of the first ARGV after them; nil when n is not a count of what
+-- ARGV holds (the caller fails INVALID: a hostile n such as 'inf' would loop until BUSY).
 local function held_args(G, now)
   local n = tonumber(ARGV[2])
   local nonce = ARGV[3]
+  local per = (nonce == '' or nonce == nil) and 2 or 1
+  if not n or n < 0 or n ~= math.floor(n) or nonce == nil or 3 + per * n > #ARGV then return nil end
   local seqs = {}
   if nonce ~= '' then
     for i = 1, n do seqs[i] = ARGV[3 + i] end
