@@ -384,6 +384,97 @@ def _eta(headers: dict[str, Any]) -> datetime | None:
     return eta if eta.tzinfo else eta.replace(tzinfo=UTC)
 
 
+Entry = tuple[ServiceBusReceiver, ServiceBusReceivedMessage]
+
+
+def _complete(entries: list[Entry]) -> None:
+    """Complete acknowledged messages, one call per receiver (a script call per partition)."""
+    by_receiver: dict[int, tuple[ServiceBusReceiver, list[ServiceBusReceivedMessage]]] = {}
+    for receiver, m in entries:
+        by_receiver.setdefault(id(receiver), (receiver, []))[1].append(m)
+    for receiver, messages in by_receiver.values():
+        try:
+            if len(messages) == 1:
+                receiver.complete_message(messages[0])
+            else:
+                receiver.complete_messages(messages)
+        except MessageLockLostError as e:
+            what = repr(messages[0]) if len(messages) == 1 else f"{len(messages)} messages"
+            log.warning("ack of %s: the lock was lost; it may be delivered again: %s", what, e)
+        except MessageAlreadySettled:
+            pass
+
+
+class _Completer:
+    """Completes an event loop's acks in a thread of its own.
+
+    A worker at prefetch 1 (solo, or the recipe's prefork) would otherwise make two round trips
+    in a row per task on its loop's thread: the complete of the acked task, then the receive of
+    the next. Here the complete goes out while the loop receives, so the two overlap (redis-py
+    has no way to pipeline two calls of the public client). Acks that arrive while a complete
+    is on its way go together in the next call. A complete that fails is logged: the message
+    is delivered again once its lock elapses, as if the worker had died before the ack."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queue: list[Entry] = []
+        self._busy = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def put(self, entries: list[Entry]) -> None:
+        with self._cond:
+            if self._closed:  # (a late ack after close: complete it here)
+                closed = True
+            else:
+                closed = False
+                self._queue.extend(entries)
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="sbredis-kombu-acks", daemon=True)
+                    self._thread.start()
+                self._cond.notify()
+        if closed:
+            _complete(entries)
+
+    def wait(self, timeout: float = 30.0) -> None:
+        """Return when every ack handed over so far is completed (or `timeout` passed)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while (self._queue or self._busy) and self._thread is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._thread.is_alive():
+                    return
+                self._cond.wait(left)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                batch, self._queue = self._queue, []
+                self._busy = True
+            try:
+                _complete(batch)
+            except Exception as e:
+                log.warning("could not complete %d acknowledged message(s); delivered again later: %s", len(batch), e)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def close(self) -> None:
+        """Complete what is left, then stop the thread."""
+        self.wait()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(5)
+
+
 class _Broker:
     """What a kombu connection shares among its channels: clients, senders, receivers, renewer."""
 
@@ -403,6 +494,7 @@ class _Broker:
         self.lock = threading.Lock()
         self._waiter_args = (url, ssl, float(options.get("max_wait", 1.0)), self.redis)
         self.waiter = self.new_waiter()  # drain_events' (in an event loop each channel has one)
+        self.completer = _Completer()
         self.partitions: dict[str, int] = {}
         idle = options.get("auto_delete_on_idle")
         self.idle_seconds = float(idle) if idle else None
@@ -552,6 +644,7 @@ class _Broker:
                 pipe.execute()
         except redis.RedisError:
             pass  # they lapse by themselves
+        self.completer.close()
         self.renewer.close()
         self.waiter.close()
         for kept in self._kept.values():
@@ -845,43 +938,28 @@ class Channel(virtual.Channel):  # type: ignore[misc]
 
     # -- settle
     def basic_ack(self, delivery_tag: str, multiple: bool = False) -> None:
-        """Complete the message. In an event loop, an ack made in the loop's thread is completed
-        by the loop's next tick (it follows at once), together with the others made meanwhile
-        and before the receive that takes the freed slots: one script call for both children's
-        results of a prefork worker, say, instead of one each. A process that dies in between
-        has its message delivered again, as if it had died before the ack."""
+        """Complete the message. In an event loop, an ack made in the loop's thread is handed by
+        the loop's next tick (it follows at once) to the connection's completer (see _Completer),
+        together with the others made meanwhile: one script call for both children's results of
+        a prefork worker, say, instead of one each, while the tick receives the next messages. A
+        process that dies in between has its message delivered again, as if it had died before
+        the ack."""
         full = not self.qos.can_consume()
         entry = self._locked.pop(delivery_tag, None)
         if entry is not None:
             if self._tick_thread == threading.get_ident():
                 self._acks.append(entry)
             else:
-                self._complete([entry])
+                _complete([entry])
         super().basic_ack(delivery_tag)
         if full:  # room under the prefetch limit again: a consumer waiting for it looks now
             self._sb.waiter.kick()
 
-    def _complete(self, entries: list[tuple[ServiceBusReceiver, ServiceBusReceivedMessage]]) -> None:
-        by_receiver: dict[int, tuple[ServiceBusReceiver, list[ServiceBusReceivedMessage]]] = {}
-        for receiver, m in entries:
-            by_receiver.setdefault(id(receiver), (receiver, []))[1].append(m)
-        for receiver, messages in by_receiver.values():
-            try:
-                if len(messages) == 1:
-                    receiver.complete_message(messages[0])
-                else:
-                    receiver.complete_messages(messages)
-            except MessageLockLostError as e:
-                what = repr(messages[0]) if len(messages) == 1 else f"{len(messages)} messages"
-                log.warning("ack of %s: the lock was lost; it may be delivered again: %s", what, e)
-            except MessageAlreadySettled:
-                pass
-
     def flush_acks(self) -> None:
-        """Complete the acks the event loop's thread made since its last tick."""
+        """Hand the acks the event loop's thread made since its last tick to the completer."""
         if self._acks:
             acks, self._acks = self._acks, []
-            self._complete(acks)
+            self._sb.completer.put(acks)
 
     def basic_reject(self, delivery_tag: str, requeue: bool = False) -> None:
         entry = self._locked.pop(delivery_tag, None)
@@ -989,6 +1067,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         (auto-delete with x-expires: Celery's pidbox, reply and event queues), close."""
         if not self.closed:
             self.flush_acks()
+            self._sb.completer.wait()
             for queue in list(self._buffers):
                 self._release(queue)
             for queue in list(self._transient):
