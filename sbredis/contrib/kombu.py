@@ -140,6 +140,37 @@ def _wake_keys(entity: str, partition: int) -> tuple[str, str, str, str]:
     return keys[1], keys[2], keys[8], keys[4]
 
 
+class _Watchable:
+    """A redis-py connection whose socket an event loop can watch: redis-py gives the socket no
+    public name (kombu's Redis transport reads the same attribute)."""
+
+    _sock: Any  # redis-py's, set while connected
+
+    def fileno(self) -> int:
+        if self._sock is None:
+            raise redis.ConnectionError("not connected")
+        return int(self._sock.fileno())
+
+
+class _Connection(_Watchable, redis.Connection):
+    pass
+
+
+class _SSLConnection(_Watchable, redis.SSLConnection):
+    pass
+
+
+class _UnixConnection(_Watchable, redis.UnixDomainSocketConnection):
+    pass
+
+
+_WATCHABLE: dict[type[Any], type[Any]] = {
+    redis.Connection: _Connection,
+    redis.SSLConnection: _SSLConnection,
+    redis.UnixDomainSocketConnection: _UnixConnection,
+}
+
+
 class _Waiter:
     """Blocks an idle consumer until its queues may have a message, without polling.
 
@@ -160,6 +191,7 @@ class _Waiter:
     def __init__(self, url: str, ssl: dict[str, Any], max_wait: float, unblocker: redis.Redis) -> None:
         self.max_wait = max_wait
         self._pool = redis.ConnectionPool.from_url(url, socket_timeout=max_wait + 30, socket_connect_timeout=10, **ssl)
+        self._pool.connection_class = _WATCHABLE.get(self._pool.connection_class, self._pool.connection_class)
         self._conn: Any = self._pool.make_connection()
         self._unblocker = unblocker
         self._client_id: int | None = None
@@ -261,7 +293,7 @@ class _Waiter:
         self._kicked.clear()
         self._conn.send_command(*command)
         self.pending = True
-        return int(self._conn._sock.fileno())
+        return int(self._conn.fileno())
 
     def finish(self) -> None:
         """Read the reply of start()'s command (the socket is readable)."""
