@@ -127,6 +127,8 @@ _EDGE = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
 _FOREVER = float("inf")
 LEASE_FACTOR = 2  # a leased binding lapses LEASE_FACTOR x the queue's x-expires after its last renewal
 IDLE_MIN = 300.0  # seconds: Service Bus's smallest auto_delete_on_idle
+ACK_BATCH = 32  # most acks an event loop's tick holds back (see Channel.basic_ack)
+ACK_DELAY = 0.05  # seconds an ack is held back at most (while the loop keeps delivering)
 REPLAN = 0.5  # seconds an event loop's wait reuses a plan's log positions (see _Waiter.reusable)
 
 
@@ -437,76 +439,6 @@ def _complete(entries: list[Entry]) -> None:
             pass
 
 
-class _Completer:
-    """Completes an event loop's acks in a thread of its own.
-
-    A worker at prefetch 1 (solo, or the recipe's prefork) would otherwise make two round trips
-    in a row per task on its loop's thread: the complete of the acked task, then the receive of
-    the next. Here the complete goes out while the loop receives, so the two overlap (redis-py
-    has no way to pipeline two calls of the public client). Acks that arrive while a complete
-    is on its way go together in the next call. A complete that fails is logged: the message
-    is delivered again once its lock elapses, as if the worker had died before the ack."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._queue: list[Entry] = []
-        self._busy = False
-        self._closed = False
-        self._thread: threading.Thread | None = None
-
-    def put(self, entries: list[Entry]) -> None:
-        with self._cond:
-            if self._closed:  # (a late ack after close: complete it here)
-                closed = True
-            else:
-                closed = False
-                self._queue.extend(entries)
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name="sbredis-kombu-acks", daemon=True)
-                    self._thread.start()
-                self._cond.notify()
-        if closed:
-            _complete(entries)
-
-    def wait(self, timeout: float = 30.0) -> None:
-        """Return when every ack handed over so far is completed (or `timeout` passed)."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while (self._queue or self._busy) and self._thread is not None:
-                left = deadline - time.monotonic()
-                if left <= 0 or not self._thread.is_alive():
-                    return
-                self._cond.wait(left)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._queue and not self._closed:
-                    self._cond.wait()
-                if not self._queue:
-                    return
-                batch, self._queue = self._queue, []
-                self._busy = True
-            try:
-                _complete(batch)
-            except Exception as e:
-                log.warning("could not complete %d acknowledged message(s); delivered again later: %s", len(batch), e)
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
-
-    def close(self) -> None:
-        """Complete what is left, then stop the thread."""
-        self.wait()
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None:
-            thread.join(5)
-
-
 class _Broker:
     """What a kombu connection shares among its channels: clients, senders, receivers, renewer."""
 
@@ -526,7 +458,6 @@ class _Broker:
         self.lock = threading.Lock()
         self._waiter_args = (url, ssl, float(options.get("max_wait", 1.0)), self.redis)
         self.waiter = self.new_waiter()  # drain_events' (in an event loop each channel has one)
-        self.completer = _Completer()
         self.partitions: dict[str, int] = {}
         idle = options.get("auto_delete_on_idle")
         self.idle_seconds = float(idle) if idle else None
@@ -676,7 +607,6 @@ class _Broker:
                 pipe.execute()
         except redis.RedisError:
             pass  # they lapse by themselves
-        self.completer.close()
         self.renewer.close()
         self.waiter.close()
         for kept in self._kept.values():
@@ -723,7 +653,8 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         self.hub_waiter: _Waiter | None = None  # in an event loop: this channel's wait (see on_tick)
         self._saw_all = False  # the last receive found the channel's only queue empty after it
         self._tick_thread: int | None = None  # the event loop's thread, once it ticked
-        self._acks: list[tuple[ServiceBusReceiver, ServiceBusReceivedMessage]] = []  # see basic_ack
+        self._acks: list[Entry] = []  # see basic_ack
+        self._acks_since = 0.0  # monotonic time of the oldest of them
 
     # -- names
     def _entity(self, queue: str) -> str:
@@ -970,16 +901,21 @@ class Channel(virtual.Channel):  # type: ignore[misc]
 
     # -- settle
     def basic_ack(self, delivery_tag: str, multiple: bool = False) -> None:
-        """Complete the message. In an event loop, an ack made in the loop's thread is handed by
-        the loop's next tick (it follows at once) to the connection's completer (see _Completer),
-        together with the others made meanwhile: one script call for both children's results of
-        a prefork worker, say, instead of one each, while the tick receives the next messages. A
-        process that dies in between has its message delivered again, as if it had died before
-        the ack."""
+        """Complete the message. In an event loop, an ack made in the loop's thread waits: a tick
+        that delivers leaves it for a later one, so that the task it hands out goes to work
+        first (a prefork child runs it while the ack is completed), and the acks go together:
+        one script call for up to ACK_BATCH of them, made when a tick finds nothing to deliver,
+        or when ACK_BATCH acks or ACK_DELAY seconds have gathered. A worker at prefetch 1 then
+        makes one round trip per task rather than two. The slot under the prefetch limit frees
+        at once. A process that dies in between has its message delivered again, as if it had
+        died before the ack."""
         full = not self.qos.can_consume()
         entry = self._locked.pop(delivery_tag, None)
         if entry is not None:
             if self._tick_thread == threading.get_ident():
+                if not self._acks:
+                    self._acks_since = time.monotonic()
+                    self.connection.flush_later(ACK_DELAY)
                 self._acks.append(entry)
             else:
                 _complete([entry])
@@ -988,10 +924,17 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             self._sb.waiter.kick()
 
     def flush_acks(self) -> None:
-        """Hand the acks the event loop's thread made since its last tick to the completer."""
+        """Complete the acks the event loop's thread made and has not completed yet."""
         if self._acks:
             acks, self._acks = self._acks, []
-            self._sb.completer.put(acks)
+            _complete(acks)
+
+    def acks_due(self, early: float = 0.0) -> bool:
+        """Whether the acks waiting in this channel go now rather than after the next delivery
+        (see basic_ack)."""
+        if len(self._acks) >= ACK_BATCH:
+            return True
+        return bool(self._acks) and time.monotonic() - self._acks_since >= ACK_DELAY - early
 
     def basic_reject(self, delivery_tag: str, requeue: bool = False) -> None:
         entry = self._locked.pop(delivery_tag, None)
@@ -1048,9 +991,17 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         and at most `limit` messages, and return how many; when it found none, start an XREAD
         BLOCK on this channel's own connection and `watch` its socket. A channel at its
         prefetch limit waits for nothing: an ack comes first, and the next tick looks again;
-        the other channels (Celery's pidbox) keep their waits meanwhile."""
+        the other channels (Celery's pidbox) keep their waits meanwhile. Acks made in the loop
+        are completed when due or when the tick delivered nothing (see basic_ack)."""
         self._tick_thread = threading.get_ident()
-        self.flush_acks()
+        if self.acks_due():
+            self.flush_acks()
+        delivered = self._tick(deliver, watch, limit)
+        if not delivered and not (self._consumers and not self.qos.can_consume()):
+            self.flush_acks()  # (at the prefetch limit they wait for the next delivery, or ACK_DELAY)
+        return delivered
+
+    def _tick(self, deliver: Any, watch: Any, limit: int) -> int:
         waiter = self.hub_waiter
         if waiter is None:
             if self.closed or not self._consumers:
@@ -1071,8 +1022,9 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         if delivered and not self._dry():  # the next tick (at once, see Transport.on_tick) looks again
             return delivered
         targets = self.waitable()
-        if not targets:
+        if not targets:  # at the prefetch limit: the acks wait for the next delivery (or ACK_DELAY)
             return delivered
+        self.flush_acks()  # before a wait (nothing else to do first)
         entities = [(entity, count) for _, _, entity, count in targets]
         left = waiter.reusable(entities)
         if left > 0.005:
@@ -1099,7 +1051,6 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         (auto-delete with x-expires: Celery's pidbox, reply and event queues), close."""
         if not self.closed:
             self.flush_acks()
-            self._sb.completer.wait()
             for queue in list(self._buffers):
                 self._release(queue)
             for queue in list(self._transient):
@@ -1218,6 +1169,16 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         if delivered and self._nudge is not None:
             with contextlib.suppress(OSError):
                 self._nudge[1].send(b"\0")
+
+    def flush_later(self, seconds: float) -> None:
+        """Complete the acks that are due by then, even if the loop has nothing else to do."""
+        if self._loop is not None:
+            self._loop.call_later(seconds, self._flush_due)
+
+    def _flush_due(self) -> None:
+        for channel in list(self.channels):
+            if channel.acks_due(early=ACK_DELAY / 10):  # (a timer may fire a little early)
+                channel.flush_acks()
 
     def _on_nudge(self) -> None:
         if self._nudge is not None:
