@@ -334,9 +334,8 @@ def workers(d: Json) -> Iterator[str]:
         "brokers on the same redis-server in the same run, rounds alternating. CPU per task: the "
         "worker process (with a prefork worker's children) from /proc, redis-server from INFO cpu, "
         "over the timed span; on a shared machine tasks/s moves with the load (spreads of 30-100 % "
-        "here), CPU per task far less. The native rows and solo and threads come from one run of 3 "
-        "rounds, the prefork rows from a run of 5 (`--only prefork`), on a machine shared with "
-        "other jobs."
+        "here), CPU per task far less. All rows come from one run of 5 rounds, on a machine shared "
+        "with other jobs."
     )
     yield ""
 
@@ -381,11 +380,15 @@ def workers(d: Json) -> Iterator[str]:
     )
     yield ""
     yield (
-        "The native worker with the command line's defaults (`sbredis worker module:handler`: "
-        "threads x8, prefetch 16) costs about 12 % more worker CPU per task than with `--prefetch 64` "
-        "(54 against 48 us: smaller settlement batches); its rounds in the same run were 12.0k, 5.9k "
-        "and 5.2k tasks/s against 15.2k, 7.9k and 11.2k. The examples in [the worker's "
-        "docs](worker.md) use `prefetch=64`."
+        "The command line's defaults (`sbredis worker module:handler`: threads x8, no `--prefetch`) "
+        "size the prefetch to the handlers' pace: about a second of their work ahead, at most 256 "
+        "messages and the work of a quarter of a lock ([the worker's docs](worker.md) say why). "
+        "The fixed default it replaces, 16, made the worker go to Redis every 24 messages or so; "
+        "in alternating rounds of 30,000 no-op tasks (3 each) the worker and redis-server spent "
+        "58 + 20 us per task at 16, 46 + 15 at 64, 49 + 15 at 256; in another such run 54 + 21 at "
+        "16, 50 + 17 at 64 and 54 + 16 adaptive, whose medians were 8.6k, 10.6k and 13.2k tasks/s. "
+        "A fixed 64 would lock 64 messages ahead of handlers of any speed, longer than a lock "
+        "lasts when they are slow; adapting gives a no-op handler 256 and slow handlers none."
     )
     yield ""
     pairs = d.get("celery_sbredis_vs_redis") or {}
@@ -441,22 +444,27 @@ def workers(d: Json) -> Iterator[str]:
             "wait (a pipeline reading each partition's last sequence number and next due times) plus "
             "a receive to find the queue empty cost two round trips per task: a busy consumer now "
             "reuses its plan's log positions for up to 0.5 s, moved past the messages it received, "
-            "and skips the empty receive after one that got fewer messages than it asked for. Acks "
-            "made in the loop are completed together by its next tick (one script call for both "
-            "children's results), before the receive that takes the freed slots."
+            "and skips the empty receive after one that got fewer messages than it asked for. At "
+            "prefetch 1 a task still cost two script calls in a row on the main thread: the complete "
+            "of the acked task, then the receive of the next (py-spy, solo: 37 % and 25-31 % of its "
+            "samples, mostly waiting for the reply). Acks made in the loop are now held while its "
+            "ticks keep delivering and completed together: up to 32 in one script call, within "
+            "0.05 s, at once when a tick has nothing to deliver. Completing them in a thread of "
+            "their own while the loop received was tried first and cost more: the thread and the "
+            "loop took turns at the GIL (worker CPU per task up about a sixth in solo)."
         )
         yield ""
         yield (
-            "What is left per task is 2.7-3.0 script calls (send, receive, complete; INFO "
-            "commandstats over a prefork round) against LPUSH, BRPOP and two MULTI/EXEC on redis://. "
-            "The worker spends 4-56 % less CPU per task on sbredis:// than on redis://, redis-server "
-            "1.25-2.7x more (about 60 us per script call on this loaded machine, against a few "
-            "microseconds per list or hash command): worker and redis-server together cost less on "
-            "sbredis:// in five configurations of six (solo at prefetch 1: 21 % more), and which "
-            "broker finishes first in a round depends on the load of the moment, so the ratios range "
-            "widely (in two other full runs of the same code the recipe's median was 1.45x and 0.87x, "
-            "prefork at prefetch 4 0.69x and 0.81x). Cheaper send, receive and complete scripts are "
-            "what would put Celery on sbredis:// ahead for good."
+            "What is left per task is 2.1 script calls at prefetch 1 (a send, a receive and a share "
+            "of a batched complete; INFO commandstats over a solo and a prefork round: 2.06-2.10, "
+            "from 3.0) against LPUSH, BRPOP and two MULTI/EXEC on redis://. The worker spends 37-56 % "
+            "less CPU per task on sbredis:// than on redis://; redis-server spends from 0.8x to 1.7x "
+            "as much (50-90 us per script call on this loaded machine, against a few microseconds per "
+            "list or hash command); worker and redis-server together cost 24-50 % less on "
+            "sbredis:// in every configuration. Which broker finishes a round first still moves "
+            "with the load of the moment, so single rounds range widely (solo at prefetch 1: 0.66x "
+            "to 2.36x); the medians are above 1.0x in every configuration. Cheaper send, receive "
+            "and complete scripts would narrow the ranges further."
         )
         yield ""
         yield (
@@ -468,7 +476,8 @@ def workers(d: Json) -> Iterator[str]:
             "0.09-0.38 s in every run, because `sbredis.contrib.celery` adds a worker step "
             "(`FindLostTasks`) that makes a prefork worker look every 0.05 s. In the blocking loop "
             "billiard's supervisor thread looked every 0.1 s, and the task came back after "
-            "`worker_lost_wait` plus about a second."
+            "`worker_lost_wait` plus about a second. (Measured before the acks were batched, which "
+            "does not touch that path; tests/contrib's killed-child test passes on the batching code.)"
         )
         yield ""
 

@@ -32,9 +32,13 @@ it in its hub, as it does kombu's Redis transport, so a prefork worker's main pr
 to and from its children itself) each tick hands out what the queues hold as far as the prefetch
 count allows; a channel that found nothing sends an ``XREAD BLOCK`` on a connection of its own,
 and its reply (a message sent, the wait's time up) makes the socket readable and the loop tick
-again. Acks made in the loop are completed by its next tick, together (one script call per
-partition), before the receive that takes the slots they freed. Without an event loop,
-``drain_events`` blocks the same way in the calling thread and an ack completes at once.
+again. Acks made in the loop are held while its ticks keep delivering and completed together
+(one script call per partition for up to ACK_BATCH of them, at most ACK_DELAY seconds later, at
+once when the loop has nothing to deliver): the slot an ack frees is taken by the next receive
+first, so a worker at prefetch 1 makes one script call per task on its hot path rather than two.
+A worker that dies meanwhile has those tasks delivered again, as if it had died before the acks.
+Without an event loop, ``drain_events`` blocks the same way in the calling thread and an ack
+completes at once.
 
 Exchanges and fanout: sbredis has no topics yet, so routing stays kombu's (direct, topic and fanout
 exchange types), with the binding tables in Redis so every process routes alike: one sorted set
