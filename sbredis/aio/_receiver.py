@@ -98,6 +98,19 @@ class ServiceBusReceiver:
         """The session of a session receiver (None for other receivers)."""
         return self._session
 
+    @property
+    def prefetch_count(self) -> int:
+        """Messages kept locked ahead of what receive calls ask for. Settable (an sbredis
+        extension): the next receive that goes to Redis takes that many ahead; messages already
+        fetched stay. A worker sizes it to its handlers' pace (sbredis.worker)."""
+        return self._prefetch
+
+    @prefetch_count.setter
+    def prefetch_count(self, value: int) -> None:
+        if value != 0:
+            validation.check_count("prefetch_count", value)
+        self._prefetch = value
+
     # -- internal: for its session and the AutoLockRenewer
     @property
     def closed(self) -> bool:
