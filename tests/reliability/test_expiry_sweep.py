@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -27,9 +26,11 @@ from sbredis import (
     ServiceBusReceiveMode,
     ServiceBusSubQueue,
 )
-from sbredis.management import ServiceBusAdministrationClient
-from tests.redis_server import RedisServer
+from tests.reliability import solo
 from tests.reliability.conftest import SLOW_SCRIPT_US, scaled
+
+# this module's own redis-server and clients (tests/reliability/solo.py)
+admin, client, raw, server = solo.admin, solo.client, solo.raw, solo.server
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.standalone]
 
@@ -38,35 +39,6 @@ TTL = timedelta(seconds=1)
 BATCH = 2_500  # messages a send carries (under the 256 KiB batch limit at this size)
 EXPIRED = scaled(20_000, 100_000)
 SESSION_EXPIRED = scaled(20_000, 50_000)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    srv = RedisServer().start()
-    raw = redis.Redis.from_url(srv.url)
-    raw.config_set("slowlog-max-len", 1024)
-    raw.close()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def raw(server: RedisServer) -> Iterator[redis.Redis]:
-    r = redis.Redis.from_url(server.url)
-    yield r
-    r.close()
-
-
-@pytest.fixture(scope="module")
-def admin(server: RedisServer) -> Iterator[ServiceBusAdministrationClient]:
-    with ServiceBusAdministrationClient.from_connection_string(server.url) as a:
-        yield a
-
-
-@pytest.fixture(scope="module")
-def client(server: RedisServer) -> Iterator[ServiceBusClient]:
-    with ServiceBusClient.from_connection_string(server.url) as c:
-        yield c
 
 
 def server_ms(raw: redis.Redis) -> int:
@@ -289,3 +261,4 @@ def test_the_session_sweep_leaves_a_session_whose_id_extends_another_alone(
         assert r.receive_messages(max_wait_time=0.5) == []
         assert r.peek_messages(10) == []  # the deferred one expired with the rest
     admin.delete_queue(q)
+
