@@ -344,16 +344,16 @@ LUA = [
     lua(
         "sweep-expiry-late",
         "includes/messages.lua",
-        "redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, c + 1)",
-        "redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now - 60000, 'LIMIT', 0, c + 1)",
+        "if #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) == 0",
+        "if #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now - 60000, 'LIMIT', 0, 1) == 0",
         "sweep: expiries run a minute late",
     ),
     lua(
         "sweep-expiry-boundary",
         "includes/messages.lua",
-        "redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, c + 1)",
-        "redis.call('ZRANGEBYSCORE', K_EXP, '-inf', '(' .. now, 'LIMIT', 0, c + 1)",
-        "sweep: a message expiring this very ms is left for the next sweep",
+        "if #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) == 0",
+        "if #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', '(' .. now, 'LIMIT', 0, 1) == 0",
+        "sweep: messages expiring this very ms, when no others have expired, wait for the next sweep",
     ),
     lua(
         "sweep-expiry-cursor",
@@ -361,6 +361,21 @@ LUA = [
         "(cur and nums[i] > cur)",
         "(cur and nums[i] >= cur)",
         "sweep: the message at the cursor counts as unread",
+    ),
+    lua(
+        "sweep-head-locked",
+        "includes/messages.lua",
+        "if fs_head and n == b - a + 1 then",
+        "if fs_head then",
+        "sweep: the log's expired head is trimmed with a locked message among it",
+        ["tests/reliability/test_expiry_sweep.py", "-k", "locked_message_near_the_head"],
+    ),
+    lua(
+        "sweep-head-expired",
+        "includes/messages.lua",
+        "if x == '0' or #x > #now_s or (#x == #now_s and x > now_s) then break end",
+        "if x == '0' then break end",
+        "sweep: the log's head is expired whatever its TTL",
     ),
     lua(
         "sweep-locks-late",

@@ -58,6 +58,10 @@ def load_expired(client: ServiceBusClient, raw: redis.Redis, queue: str, n: int,
         time.sleep(0.05)
 
 
+def deferred(props: Any) -> int:
+    return sum(p.deferred_message_count for p in props.partitions)
+
+
 def start_slowlog(raw: redis.Redis) -> None:
     """From here on, log every command slower than SLOW_US (the loading sends are not measured)."""
     raw.config_set("slowlog-log-slower-than", SLOW_US)
@@ -262,3 +266,53 @@ def test_the_session_sweep_leaves_a_session_whose_id_extends_another_alone(
         assert r.peek_messages(10) == []  # the deferred one expired with the rest
     admin.delete_queue(q)
 
+
+@pytest.mark.parametrize("dead_lettering", [False, True])
+def test_a_locked_message_near_the_head_of_the_log_outlives_the_sweep_around_it(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis, dead_lettering: bool
+) -> None:
+    """The second-oldest message is locked when its TTL passes, between an abandoned one and a
+    deferred one that expire, with several calls' worth of expired messages behind them: the sweep
+    expires all those and leaves the locked one to its lock (it can still be completed). Counts are
+    right as soon as the live message is received, the size in bytes once all is gone, and a
+    dead-lettered message keeps its delivery count."""
+    n = scaled(3_000, 20_000)
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, dead_lettering_on_message_expiration=dead_lettering)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(b, time_to_live=TTL) for b in ("abandoned", "held", "deferred")])
+    with client.get_queue_receiver(q, max_wait_time=1) as held:
+        first = held.receive_messages(3, max_wait_time=1)
+        assert [str(m) for m in first] == ["abandoned", "held", "deferred"]
+        held.abandon_message(first[0])
+        held.defer_message(first[2])
+        load_expired(client, raw, q, n)
+        with client.get_queue_sender(q) as s:
+            s.send_messages(ServiceBusMessage("live"))
+        start_slowlog(raw)
+        with client.get_queue_receiver(q, max_wait_time=1) as r:
+            got = r.receive_messages(max_wait_time=1)
+            assert [str(m) for m in got] == ["live"]
+            props = admin.get_queue_runtime_properties(q)
+            # the held one and the live one (locked by r) are active; the deferred one expired
+            assert (props.active_message_count, deferred(props)) == (2, 0)
+            assert props.dead_letter_message_count == (n + 2 if dead_lettering else 0)
+            r.complete_messages(got)
+        held.complete_message(first[1])  # its lock still holds: the sweep left it alone
+    assert slow_scripts(raw) == []
+    props = admin.get_queue_runtime_properties(q)
+    assert (props.active_message_count, deferred(props)) == (0, 0)
+    if dead_lettering:
+        with client.get_queue_receiver(
+            q, sub_queue=ServiceBusSubQueue.DEAD_LETTER, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        ) as d:
+            dead: list[Any] = []
+            while batch := d.receive_messages(max_message_count=1000, max_wait_time=0.5):
+                dead += batch
+        assert sorted(str(m) for m in dead) == ["abandoned", "deferred"] + ["e" * 16] * n
+        assert {m.dead_letter_reason for m in dead} == {"TTLExpiredException"}
+        counts = {str(m): m.delivery_count for m in dead}
+        assert counts["abandoned"] == counts["deferred"] == counts["e" * 16] + 1  # delivered once before
+    # every expired message's bytes were taken off the queue's size, once
+    assert admin.get_queue_runtime_properties(q).size_in_bytes == 0
+    admin.delete_queue(q)
