@@ -376,6 +376,7 @@ LUA = [
         "if x == '0' or #x > #now_s or (#x == #now_s and x > now_s) then break end",
         "if x == '0' then break end",
         "sweep: the log's head is expired whatever its TTL",
+        ["tests/reliability/test_expiry_sweep.py", "-k", "still_live_at_the_head"],
     ),
     lua(
         "sweep-locks-late",

@@ -316,3 +316,27 @@ def test_a_locked_message_near_the_head_of_the_log_outlives_the_sweep_around_it(
     # every expired message's bytes were taken off the queue's size, once
     assert admin.get_queue_runtime_properties(q).size_in_bytes == 0
     admin.delete_queue(q)
+
+
+def test_a_message_still_live_at_the_head_of_the_log_is_not_swept_with_the_expired_ones_behind_it(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis
+) -> None:
+    """The sweep starts at the oldest end of the log: a message there whose TTL has not passed
+    stays, whatever has expired behind it, and the live ones come back in order."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("first", time_to_live=timedelta(minutes=5)))
+    load_expired(client, raw, q, 1_000)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("last"))
+    with client.get_queue_receiver(q, max_wait_time=1) as r:
+        got: list[Any] = []
+        deadline = time.monotonic() + 10
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += r.receive_messages(max_message_count=2, max_wait_time=1)
+        assert [str(m) for m in got] == ["first", "last"]
+        r.complete_messages(got)
+    props = admin.get_queue_runtime_properties(q)
+    assert (props.active_message_count, props.size_in_bytes) == (0, 0)
+    admin.delete_queue(q)
