@@ -268,6 +268,40 @@ def _fanout_wide_atomic(d: Json) -> Iterator[str]:
     yield ""
 
 
+def expiry(d: Json) -> Iterator[str]:
+    yield "## Expiry behind a backlog"
+    yield ""
+    yield (
+        "`bench/bench_expiry.py`: one `receive_messages(1)` that finds the one live message sent after N expired "
+        "messages of 16 B (1 partition): on a plain queue (they are dropped), with dead-lettering on expiration, "
+        "and in a session queue (one session). Wall time of the receive, its script calls and the slowest "
+        "(SLOWLOG), the server's main-thread CPU per expired message (`INFO cpu`, which moves far less with the "
+        "machine's load than wall time), and the receive's wall time outside the scripts per call (the client and "
+        f"the round trip), medians of {d['rounds']} ([Per-call caps](keyspace.md#per-call-caps))."
+    )
+    yield ""
+    rows = [
+        [
+            r["case"].replace("_", "-"),
+            f"{r['expired']:,}",
+            ms(r["wall_ms"]),
+            f"{r['wall_ms_spread']:.0%}",
+            f"{r['calls']:.0f}",
+            ms(r["max_call_us_max"] / 1000),
+            f"{r['server_us_per_expired']:.2f}",
+            f"{r['client_gap_us'] / 1000:.2f}",
+        ]
+        for r in d["rows"]
+    ]
+    header = ["case", "expired", "receive ms", "spread", "script calls", "slowest call ms", "server CPU µs/expired"]
+    yield from table([*header, "client ms/call"], rows)
+    yield (
+        "Spread: (max - min) / median of the rounds' receive times. Slowest call: the largest over all rounds. "
+        "Each round's figures are in the JSON."
+    )
+    yield ""
+
+
 def topics(d: Json) -> Iterator[str]:
     s = d["settings"]
     yield "## Topics"
@@ -843,6 +877,7 @@ SECTIONS: dict[str, Callable[[Json], Iterator[str]]] = {
     "sessions.json": sessions,
     "transactions.json": transactions,
     "workers.json": workers,
+    "expiry.json": expiry,
     "loops.json": loops,
     "spark.json": spark,
     "observability.json": observability,

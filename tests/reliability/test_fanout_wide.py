@@ -9,7 +9,6 @@ xdist). What such a publish costs is measured by bench/bench_fanout_wide.py (doc
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,36 +20,13 @@ from sbredis.exceptions import MessagingEntityNotFoundError, ServiceBusQuotaExce
 from sbredis.management import ServiceBusAdministrationClient
 from tests.cli.conftest import run_cli
 from tests.redis_server import RedisServer
+from tests.reliability import solo
 from tests.reliability.conftest import SLOW_SCRIPT_US, scaled
 
+# this module's own redis-server and clients (tests/reliability/solo.py)
+admin, client, raw, server = solo.admin, solo.client, solo.raw, solo.server
+
 pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.standalone]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    srv = RedisServer().start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def raw(server: RedisServer) -> Iterator[redis.Redis]:
-    r = redis.Redis.from_url(server.url)
-    r.config_set("slowlog-max-len", 1024)
-    yield r
-    r.close()
-
-
-@pytest.fixture(scope="module")
-def admin(server: RedisServer) -> Iterator[ServiceBusAdministrationClient]:
-    with ServiceBusAdministrationClient.from_connection_string(server.url) as a:
-        yield a
-
-
-@pytest.fixture(scope="module")
-def client(server: RedisServer) -> Iterator[ServiceBusClient]:
-    with ServiceBusClient.from_connection_string(server.url) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

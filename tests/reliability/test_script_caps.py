@@ -21,43 +21,17 @@ import redis
 from sbredis import NEXT_AVAILABLE_SESSION, ServiceBusClient, ServiceBusMessage, ServiceBusReceiveMode
 from sbredis._core.keys import PARTITION_KEY_NAMES, partition_keys, subscription_keys
 from sbredis.exceptions import MessageNotFoundError, OperationTimeoutError, ServiceBusQuotaExceededError
-from sbredis.management import ServiceBusAdministrationClient
 from tests.redis_server import RedisServer
+from tests.reliability import solo
 from tests.reliability.conftest import SLOW_SCRIPT_US, scaled
+
+# this module's own redis-server and clients (tests/reliability/solo.py)
+admin, client, raw, server = solo.admin, solo.client, solo.raw, solo.server
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.standalone]
 
 SLOW_US = SLOW_SCRIPT_US  # a script call slower than this is a failure (50 ms; more under xdist)
 BATCH = 2_000
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    srv = RedisServer().start()
-    raw = redis.Redis.from_url(srv.url)
-    raw.config_set("slowlog-max-len", 1024)
-    raw.close()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def raw(server: RedisServer) -> Iterator[redis.Redis]:
-    r = redis.Redis.from_url(server.url)
-    yield r
-    r.close()
-
-
-@pytest.fixture(scope="module")
-def admin(server: RedisServer) -> Iterator[ServiceBusAdministrationClient]:
-    with ServiceBusAdministrationClient.from_connection_string(server.url) as a:
-        yield a
-
-
-@pytest.fixture(scope="module")
-def client(server: RedisServer) -> Iterator[ServiceBusClient]:
-    with ServiceBusClient.from_connection_string(server.url) as c:
-        yield c
 
 
 @pytest.fixture()
