@@ -297,35 +297,50 @@ def one_round(
         rows.append({"operation": op, "messages": n, "seconds": m.seconds, "cpu_seconds": m.cpu})
         print(f"  {op}: {n} in {m.seconds:.2f} s, cpu " + ", ".join(f"{k} {v:.2f}" for k, v in m.cpu.items()))
 
+    def want(op: str) -> bool:
+        return not args.only or any(w in op for w in args.only)
+
     try:
-        with Measured(r) as m:
-            n, _ = client_send(url, qc, paths)
-        record(OPS[0], m, n)
-        assert active(admin, qc) == n_expected
-        with Measured(r) as m:
-            summary = bulk_load(spark, url, qs, paths)
-        record(OPS[1], m, summary.messages)
-        assert active(admin, qs) == n_expected
-        with Measured(r) as m:
-            n, _ = plain_xrange(url, qs, args.partitions)
-        record(OPS[2], m, n)
-        with Measured(r) as m:
-            n, _ = spark_read(spark, url, qs)
-        record(OPS[3], m, n)
-        with Measured(r) as m:
-            n, _ = spark_stream(spark, url, qs, "peek", work / tag)
-        record(OPS[4], m, n)
-        with Measured(r) as m:
-            n, _ = client_consume(url, qc)
-        record(OPS[5], m, n)
-        with Measured(r) as m:
-            summary = consume(spark, url, qs, "builtins:id", batch_size=RECEIVE_BATCH, idle_seconds=args.idle_seconds)
-        record(OPS[6], m, summary.messages)
-        bulk_load(spark, url, qs2, paths)
-        with Measured(r) as m:
-            n, _ = spark_stream(spark, url, qs2, "consume", work / tag)
-        record(OPS[7], m, n)
-        assert active(admin, qs2) == 0
+        if want(OPS[0]) or want(OPS[5]):
+            with Measured(r) as m:
+                n, _ = client_send(url, qc, paths)
+            record(OPS[0], m, n)
+            assert active(admin, qc) == n_expected
+        if any(want(op) for op in OPS[1:5] + OPS[6:7]):
+            with Measured(r) as m:
+                summary = bulk_load(spark, url, qs, paths)
+            record(OPS[1], m, summary.messages)
+            assert active(admin, qs) == n_expected
+        if want(OPS[2]) or want(OPS[3]) or want(OPS[4]):
+            with Measured(r) as m:
+                n, _ = plain_xrange(url, qs, args.partitions)
+            record(OPS[2], m, n)
+        if want(OPS[3]):
+            with Measured(r) as m:
+                n, _ = spark_read(spark, url, qs)
+            record(OPS[3], m, n)
+        if want(OPS[4]):
+            with Measured(r) as m:
+                n, _ = spark_stream(spark, url, qs, "peek", work / tag)
+            record(OPS[4], m, n)
+        if want(OPS[5]) or want(OPS[6]) or want(OPS[7]):
+            if not (want(OPS[0]) or want(OPS[5])):
+                client_send(url, qc, paths)
+            with Measured(r) as m:
+                n, _ = client_consume(url, qc)
+            record(OPS[5], m, n)
+        if want(OPS[6]):
+            with Measured(r) as m:
+                summary = consume(
+                    spark, url, qs, "builtins:id", batch_size=RECEIVE_BATCH, idle_seconds=args.idle_seconds
+                )
+            record(OPS[6], m, summary.messages)
+        if want(OPS[7]):
+            bulk_load(spark, url, qs2, paths)
+            with Measured(r) as m:
+                n, _ = spark_stream(spark, url, qs2, "consume", work / tag)
+            record(OPS[7], m, n)
+            assert active(admin, qs2) == 0
     finally:
         r.close()
         for q in (qc, qs, qs2):
@@ -334,7 +349,7 @@ def one_round(
     for row in rows:
         row["rate"] = row["messages"] / row["seconds"]
         base = BASELINE.get(row["operation"])
-        if base:
+        if base in by:
             row["vs"] = row["rate"] / by[base]["rate"]
         # a one-process figure: that process and redis (the idle Spark JVM's own ticks are not its)
         own = ("driver", "redis") if not row["operation"].startswith("spark") else tuple(row["cpu_seconds"])
@@ -386,6 +401,12 @@ def main() -> int:
     ap.add_argument("--idle-seconds", type=float, default=0.5)
     ap.add_argument("--url", help="an existing server (default: a private redis-server)")
     ap.add_argument("--no-save", action="store_true", help="do not write bench/results/spark.json")
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="run only the figures whose name contains this (repeatable), with their baselines; implies --no-save",
+    )
     args = ap.parse_args()
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -471,7 +492,7 @@ def main() -> int:
         f"{args.rounds} rounds, spark session start {startup:.1f} s and warm-up jobs {warmup:.1f} s (not included); "
         f"machine {info['cpus']} cpus, load at start {info['loadavg_at_start']}"
     )
-    if not args.no_save:
+    if not args.no_save and not args.only:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(
             json.dumps(
