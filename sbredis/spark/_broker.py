@@ -173,6 +173,36 @@ def receive(
     return protocol.receive.parse(reply, entity, partition, group, nonce, mode)
 
 
+def receive_many(
+    client: ServiceBusClient, entity: str, group: protocol.Group, quotas: dict[int, int]
+) -> tuple[int, list[ServiceBusReceivedMessage]]:
+    """As :func:`receive`, from several partitions in one pipelined round trip (up to
+    ``quotas[p]`` from partition p, one lock nonce): (server time in ms, the messages, partition
+    by partition). A partition that fails is left out while others answer; retried when none does.
+
+    Raises:
+        ServiceBusError: no partition answered, after the retries.
+    """
+    nonce = settlement.new_nonce()
+    mode = protocol.mode_of(ServiceBusReceiveMode.PEEK_LOCK)
+    parts = list(quotas)
+    calls = [protocol.receive.call(entity, p, group, mode, quotas[p], nonce) for p in parts]
+
+    def once() -> list[Any]:
+        replies = client.handler_context.transport.run_many(calls, entity)
+        if all(isinstance(r, ServiceBusError) for r in replies):
+            raise replies[0]
+        return replies
+
+    now, out = 0, []
+    for p, reply in zip(parts, retrying(once), strict=True):
+        if isinstance(reply, ServiceBusError):
+            continue
+        now, msgs = protocol.receive.parse(reply, entity, p, group, nonce, ServiceBusReceiveMode.PEEK_LOCK)
+        out += msgs
+    return now, out
+
+
 class Taken(NamedTuple):
     """What one partition's receive call took (:func:`receive_round`)."""
 

@@ -393,3 +393,14 @@ def joined(pages: list[tuple[int, Fields]]) -> tuple[list[int], Fields]:
     partitions = [p for p, f in pages for _ in f.raw]
     columns: list[list[Any]] = [[x for _, f in pages for x in f[i]] for i in range(len(Fields._fields))]
     return partitions, Fields(*columns)
+
+
+BATCH_ROWS = 8192  # rows of an Arrow batch a read yields, at least (but for the last)
+
+
+def joined_batch(pages: ArrowPages, entity: str, held: list[tuple[int, Fields]]) -> Any:
+    """One Arrow batch of the pages `held` (partition, page), of one partition or several."""
+    if len(held) == 1:
+        return pages.batch(entity, *held[0])
+    rows, fields = joined(held)
+    return pages.batch(entity, rows, fields)

@@ -49,7 +49,7 @@ from ._options import SourceOptions, namespace
 
 DEFAULT_QUOTA = 10_000
 _PAGE = 1000
-_ROUND = 2000  # messages a task's pipelined receive round asks for at most
+_ROUND = 8000  # messages a task's pipelined receive round asks for at most (one Arrow batch)
 _LOCAL = (1 << 40) - 1  # the partition-local part of a sequence number
 
 
