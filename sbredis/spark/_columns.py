@@ -391,7 +391,8 @@ def joined(pages: list[tuple[int, Fields]]) -> tuple[list[int], Fields]:
     Arrow batch per receive round rather than one per partition: every batch costs the worker and
     the JVM a fixed amount)."""
     partitions = [p for p, f in pages for _ in f.raw]
-    columns: list[list[Any]] = [[x for _, f in pages for x in f[i]] for i in range(len(Fields._fields))]
+    fields = zip(*(f for _, f in pages), strict=True)  # per column, its list on each page
+    columns: list[list[Any]] = [[x for page in field for x in page] for field in fields]
     return partitions, Fields(*columns)
 
 
