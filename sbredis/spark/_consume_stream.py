@@ -123,7 +123,8 @@ def read_lease(opts: SourceOptions, lease: Lease, columns: tuple[int, ...]) -> I
             left -= len(again)
             yield from _columns.received_batches(pages, again)
         meta = None if finished else _broker.meta(client, opts.entity)
-        fast = meta is not None and not meta.sessions and not meta.forwards
+        # the receiver's own paths for what the rounds leave out: sessions, forwarding, a topic's refusal
+        fast = meta is not None and meta.kind != "topic" and not meta.sessions and not meta.forwards
         asked: list[int] = [] if meta is None else list(range(meta.partition_count))
         while left > 0 and not finished:
             if fast and asked:
