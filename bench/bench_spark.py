@@ -19,7 +19,8 @@ alternating, fresh queues each round):
   * spark batch read  ``spark.read.format("sbredis")``, count and total body length
   * spark stream      ``readStream`` mode peek (from earliest) and mode consume (a fresh load of
                       the same rows, maxOffsetsPerTrigger 100,000), Trigger.AvailableNow into
-                      the noop sink; the time includes the query's start
+                      the noop sink; the time includes the query's start (the figure's rate
+                      in its triggers, from the query's progress, leaves start and stop out)
 
 Each figure records wall time and CPU seconds of this process, the Spark JVM, the Python workers
 under it (exited workers through their parent's reaped-children time) and redis-server (INFO
@@ -210,6 +211,9 @@ def spark_read(spark: Any, url: str, q: str) -> tuple[int, float]:
     return int(row["n"]), pc() - t0
 
 
+STREAM_TRIGGERS: dict[str, float] = {}  # mode -> seconds in the last query's triggers
+
+
 def spark_stream(spark: Any, url: str, q: str, mode: str, work: Path) -> tuple[int, float]:
     """A streaming query (Trigger.AvailableNow, noop sink) over the queue; rows and seconds."""
     reader = spark.readStream.format("sbredis").option("url", url).option("entity", q).option("mode", mode)
@@ -227,7 +231,9 @@ def spark_stream(spark: Any, url: str, q: str, mode: str, work: Path) -> tuple[i
     )
     query.awaitTermination()
     seconds = pc() - t0
-    return sum(p["numInputRows"] for p in query.recentProgress), seconds
+    progress = query.recentProgress
+    STREAM_TRIGGERS[mode] = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
+    return sum(p["numInputRows"] for p in progress), seconds
 
 
 def active(admin: Any, q: str) -> int:
@@ -293,39 +299,56 @@ def one_round(
     r = redis.Redis.from_url(url)
     rows: list[dict[str, Any]] = []
 
-    def record(op: str, m: Measured, n: int) -> None:
+    def record(op: str, m: Measured, n: int, in_triggers: float | None = None) -> None:
         rows.append({"operation": op, "messages": n, "seconds": m.seconds, "cpu_seconds": m.cpu})
+        if in_triggers:
+            rows[-1]["trigger_seconds"] = in_triggers
         print(f"  {op}: {n} in {m.seconds:.2f} s, cpu " + ", ".join(f"{k} {v:.2f}" for k, v in m.cpu.items()))
 
+    def want(op: str) -> bool:
+        return not args.only or any(w in op for w in args.only)
+
     try:
-        with Measured(r) as m:
-            n, _ = client_send(url, qc, paths)
-        record(OPS[0], m, n)
-        assert active(admin, qc) == n_expected
-        with Measured(r) as m:
-            summary = bulk_load(spark, url, qs, paths)
-        record(OPS[1], m, summary.messages)
-        assert active(admin, qs) == n_expected
-        with Measured(r) as m:
-            n, _ = plain_xrange(url, qs, args.partitions)
-        record(OPS[2], m, n)
-        with Measured(r) as m:
-            n, _ = spark_read(spark, url, qs)
-        record(OPS[3], m, n)
-        with Measured(r) as m:
-            n, _ = spark_stream(spark, url, qs, "peek", work / tag)
-        record(OPS[4], m, n)
-        with Measured(r) as m:
-            n, _ = client_consume(url, qc)
-        record(OPS[5], m, n)
-        with Measured(r) as m:
-            summary = consume(spark, url, qs, "builtins:id", batch_size=RECEIVE_BATCH, idle_seconds=args.idle_seconds)
-        record(OPS[6], m, summary.messages)
-        bulk_load(spark, url, qs2, paths)
-        with Measured(r) as m:
-            n, _ = spark_stream(spark, url, qs2, "consume", work / tag)
-        record(OPS[7], m, n)
-        assert active(admin, qs2) == 0
+        if want(OPS[0]) or want(OPS[5]):
+            with Measured(r) as m:
+                n, _ = client_send(url, qc, paths)
+            record(OPS[0], m, n)
+            assert active(admin, qc) == n_expected
+        if any(want(op) for op in OPS[1:5] + OPS[6:7]):
+            with Measured(r) as m:
+                summary = bulk_load(spark, url, qs, paths)
+            record(OPS[1], m, summary.messages)
+            assert active(admin, qs) == n_expected
+        if want(OPS[2]) or want(OPS[3]) or want(OPS[4]):
+            with Measured(r) as m:
+                n, _ = plain_xrange(url, qs, args.partitions)
+            record(OPS[2], m, n)
+        if want(OPS[3]):
+            with Measured(r) as m:
+                n, _ = spark_read(spark, url, qs)
+            record(OPS[3], m, n)
+        if want(OPS[4]):
+            with Measured(r) as m:
+                n, _ = spark_stream(spark, url, qs, "peek", work / tag)
+            record(OPS[4], m, n, STREAM_TRIGGERS["peek"])
+        if want(OPS[5]) or want(OPS[6]) or want(OPS[7]):
+            if not (want(OPS[0]) or want(OPS[5])):
+                client_send(url, qc, paths)
+            with Measured(r) as m:
+                n, _ = client_consume(url, qc)
+            record(OPS[5], m, n)
+        if want(OPS[6]):
+            with Measured(r) as m:
+                summary = consume(
+                    spark, url, qs, "builtins:id", batch_size=RECEIVE_BATCH, idle_seconds=args.idle_seconds
+                )
+            record(OPS[6], m, summary.messages)
+        if want(OPS[7]):
+            bulk_load(spark, url, qs2, paths)
+            with Measured(r) as m:
+                n, _ = spark_stream(spark, url, qs2, "consume", work / tag)
+            record(OPS[7], m, n, STREAM_TRIGGERS["consume"])
+            assert active(admin, qs2) == 0
     finally:
         r.close()
         for q in (qc, qs, qs2):
@@ -333,8 +356,10 @@ def one_round(
     by = {row["operation"]: row for row in rows}
     for row in rows:
         row["rate"] = row["messages"] / row["seconds"]
+        if "trigger_seconds" in row:  # a stream's rate once started: its triggers' time only
+            row["rate_in_triggers"] = row["messages"] / row["trigger_seconds"]
         base = BASELINE.get(row["operation"])
-        if base:
+        if base in by:
             row["vs"] = row["rate"] / by[base]["rate"]
         # a one-process figure: that process and redis (the idle Spark JVM's own ticks are not its)
         own = ("driver", "redis") if not row["operation"].startswith("spark") else tuple(row["cpu_seconds"])
@@ -369,6 +394,9 @@ def summarize(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
                 k: _median([1e6 * row["cpu_seconds"][k] / row["messages"] for row in rs]) for k in rs[0]["cpu_seconds"]
             },
         }
+        if "rate_in_triggers" in rs[0]:
+            it = [row["rate_in_triggers"] for row in rs]
+            s.update(rate_in_triggers_median=_median(it), rate_in_triggers_min=min(it), rate_in_triggers_max=max(it))
         if "vs" in rs[0]:
             vs = [row["vs"] for row in rs]
             s.update(vs=BASELINE[op], vs_median=_median(vs), vs_min=min(vs), vs_max=max(vs))
@@ -386,6 +414,12 @@ def main() -> int:
     ap.add_argument("--idle-seconds", type=float, default=0.5)
     ap.add_argument("--url", help="an existing server (default: a private redis-server)")
     ap.add_argument("--no-save", action="store_true", help="do not write bench/results/spark.json")
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="run only the figures whose name contains this (repeatable), with their baselines; implies --no-save",
+    )
     args = ap.parse_args()
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -463,6 +497,13 @@ def main() -> int:
             f"{s['operation']:<38} | {s['rate_median']:>13,.0f} | {spread:>15} | "
             f"{s['cpu_us_per_msg_median']:>10.1f} | {vs}"
         )
+    for s in summary:
+        if "rate_in_triggers_median" in s:
+            print(
+                f"  {s['operation']}: in its triggers (query start and stop left out) "
+                f"{s['rate_in_triggers_median']:,.0f} msgs/s "
+                f"({s['rate_in_triggers_min'] / 1000:.1f}k-{s['rate_in_triggers_max'] / 1000:.1f}k)"
+            )
     print("CPU us/msg by process (median):")
     for s in summary:
         print(f"  {s['operation']:<38} " + ", ".join(f"{k} {v:.1f}" for k, v in s["cpu_us_per_msg_by_process"].items()))
@@ -471,7 +512,7 @@ def main() -> int:
         f"{args.rounds} rounds, spark session start {startup:.1f} s and warm-up jobs {warmup:.1f} s (not included); "
         f"machine {info['cpus']} cpus, load at start {info['loadavg_at_start']}"
     )
-    if not args.no_save:
+    if not args.no_save and not args.only:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(
             json.dumps(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from .._core import protocol, send_plan, settlement
 from .._core.keys import SUBSCRIPTIONS
@@ -20,7 +20,7 @@ from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusReceivedMes
 from .._sync._client import ServiceBusClient
 from .._sync._forwarder import finish_journal
 from .._sync._receiver import ServiceBusReceiver
-from ..exceptions import ServiceBusError
+from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
 from ._options import UnsupportedEntityError
 
 T = TypeVar("T")
@@ -175,6 +175,120 @@ def receive(
         finish_journal(client.handler_context.transport, entity.partition(SUBSCRIPTIONS)[0], partition)
         reply = retrying(lambda: _run(client, [c], entity)[0])
     return protocol.receive.parse(reply, entity, partition, group, nonce, mode)
+
+
+def receive_many(
+    client: ServiceBusClient, entity: str, group: protocol.Group, quotas: dict[int, int]
+) -> tuple[int, list[ServiceBusReceivedMessage]]:
+    """As :func:`receive`, from several partitions in one pipelined round trip (up to
+    ``quotas[p]`` from partition p, one lock nonce): (server time in ms, the messages, partition
+    by partition). A partition that fails is left out while others answer; retried when none does.
+
+    Raises:
+        ServiceBusError: no partition answered, after the retries.
+    """
+    nonce = settlement.new_nonce()
+    mode = protocol.mode_of(ServiceBusReceiveMode.PEEK_LOCK)
+    parts = list(quotas)
+    calls = [protocol.receive.call(entity, p, group, mode, quotas[p], nonce) for p in parts]
+
+    def once() -> list[Any]:
+        replies = client.handler_context.transport.run_many(calls, entity)
+        if all(isinstance(r, ServiceBusError) for r in replies):
+            raise replies[0]
+        return replies
+
+    now, out = 0, []
+    for p, reply in zip(parts, retrying(once), strict=True):
+        if isinstance(reply, ServiceBusError):
+            continue
+        now, msgs = protocol.receive.parse(reply, entity, p, group, nonce, ServiceBusReceiveMode.PEEK_LOCK)
+        out += msgs
+    return now, out
+
+
+class Taken(NamedTuple):
+    """What one partition's receive call took (:func:`receive_round`)."""
+
+    partition: int
+    nonce: str
+    locked_until_ms: int
+    fields: protocol.peek.Fields
+    more: bool  # the call filled its quota, or stopped on its expiry budget: ask it again
+
+
+def receive_round(
+    client: ServiceBusClient, entity: str, meta: EntityMeta, group: protocol.Group, quotas: dict[int, int]
+) -> tuple[list[Taken], ServiceBusError | None]:
+    """Receive with peek-lock from several partitions of `entity` (`meta` its metadata: the
+    calls carry its generation) in one pipelined round,
+    up to ``quotas[p]`` from partition p, as columns (no message objects). Returns what each
+    partition that answered took, and the first error of one that did not (whose messages, if
+    any, stay available); settle them with a receiver of the same entity and subqueue, through
+    :func:`held_message` and their lock tokens (:func:`lock_tokens`)."""
+    nonce = settlement.new_nonce()
+    mode = protocol.mode_of(ServiceBusReceiveMode.PEEK_LOCK)
+    parts = list(quotas)
+    calls = protocol.stamped(
+        [protocol.receive.call(entity, p, group, mode, quotas[p], nonce) for p in parts], meta.generation
+    )
+    out: list[Taken] = []
+    error: ServiceBusError | None = None
+    for p, reply in zip(parts, client.handler_context.transport.run_many(calls, entity), strict=True):
+        if isinstance(reply, ServiceBusError):
+            error = error or reply
+            continue
+        locked, f = protocol.receive.parse_fields(reply, group)
+        more = len(f.raw) >= quotas[p] or protocol.receive.more(reply)
+        out.append(Taken(p, nonce if locked else "", locked, f, more))
+    return out, error
+
+
+def lock_tokens(t: Taken) -> list[str]:
+    """The lock tokens (``ServiceBusReceivedMessage.lock_token``'s text: the lock nonce, then the
+    global sequence number, as a uuid) of what one receive call took, formatted without a
+    uuid.UUID each."""
+    if not t.nonce:
+        return [""] * len(t.fields.raw)
+    n = t.nonce.lower()
+    head = f"{n[:8]}-{n[8:12]}-{n[12:16]}-"
+    base = t.partition << PARTITION_SHIFT
+    return [f"{head}{(base | s) >> 48:04x}-{(base | s) & 0xFFFFFFFFFFFF:012x}" for s in t.fields.local_seq]
+
+
+def complete_tokens(client: ServiceBusClient, entity: str, group: str, generation: str, tokens: list[str]) -> int:
+    """Complete held locks by their lock tokens (:func:`lock_tokens`), one script call per
+    partition and lock nonce (chunks of settlement.SETTLE_CHUNK), without a message object each.
+    Returns how many locks were no longer held (elapsed, or the entity was created again): those
+    messages come back by themselves.
+
+    Raises:
+        ServiceBusError: a partition's complete failed otherwise (Redis away, entity disabled).
+    """
+    groups: dict[tuple[int, str], list[int]] = {}
+    for t in tokens:
+        if len(t) != 36:
+            raise ValueError(f"not a lock token: {t!r}")
+        seq = int(t[19:23] + t[24:], 16)
+        groups.setdefault((seq >> PARTITION_SHIFT, t[:8] + t[9:13] + t[14:18]), []).append(
+            seq & ((1 << PARTITION_SHIFT) - 1)
+        )
+    calls = [
+        protocol.base.partition_call(protocol.complete.NAME, entity, p, (group, len(chunk), nonce, *chunk))
+        for (p, nonce), seqs in groups.items()
+        for chunk in (seqs[i : i + settlement.SETTLE_CHUNK] for i in range(0, len(seqs), settlement.SETTLE_CHUNK))
+    ]
+    lost = 0
+    for c, reply in zip(
+        calls, client.handler_context.transport.run_many(protocol.stamped(calls, generation), entity), strict=True
+    ):
+        if isinstance(reply, MessagingEntityNotFoundError):
+            lost += int(c.args[1])  # the locks went with the entity
+        elif isinstance(reply, ServiceBusError):
+            raise reply
+        else:
+            lost += sum(1 for code in reply if code)
+    return lost
 
 
 def send(client: ServiceBusClient, meta: EntityMeta, msgs: list[ServiceBusMessage], rr: int) -> list[int]:

@@ -299,15 +299,19 @@ class ArrowPages:
         self.schema = pa.schema([(READ_FIELDS[i][0], types[READ_FIELDS[i][1]]) for i in columns])
         self.header = bool(_NEEDS_HEADER.intersection(self.names))
 
-    def batch(self, entity: str, partition: int, f: Fields) -> Any:
-        """Raises:
-        ValueError: a stored value that sbredis did not write."""
+    def batch(self, entity: str, partition: int | list[int], f: Fields) -> Any:
+        """`partition`: the page's partition, or each row's (a page of several partitions).
+
+        Raises:
+            ValueError: a stored value that sbredis did not write."""
         import pyarrow as pa
 
         n = len(f.raw)
         ends = [5 + int.from_bytes(b[1:5], "big") for b in f.raw]
         if any(b[:1] != codec.VERSION for b in f.raw):
-            raise ValueError(f"partition {partition} of '{entity}' holds a value that is not an sbredis message")
+            where = f"partition {partition}" if isinstance(partition, int) else "a partition"
+            raise ValueError(f"{where} of '{entity}' holds a value that is not an sbredis message")
+        each = None if isinstance(partition, int) else partition
         # every header of the page in one json.loads: a third cheaper than one decode call each
         headers: list[dict[str, Any]] = (
             json.loads(b"[" + b",".join([b[5:e] for b, e in zip(f.raw, ends, strict=True)]) + b"]")
@@ -320,12 +324,15 @@ class ArrowPages:
             if name == "entity":
                 a = pa.array([entity] * n, field.type)
             elif name == "partition":
-                a = pa.array([partition] * n, field.type)
+                a = pa.array([partition] * n if each is None else each, field.type)
             elif name == "offset":
                 a = pa.array(f.local_seq, field.type)
             elif name == "sequenceNumber":
-                base = partition << 40
-                a = pa.array([base | s for s in f.local_seq], field.type)
+                if each is None:
+                    base = partition << 40  # type: ignore[operator]
+                    a = pa.array([base | s for s in f.local_seq], field.type)
+                else:
+                    a = pa.array([p << 40 | s for p, s in zip(each, f.local_seq, strict=True)], field.type)
             elif name == "body":
                 a = pa.array([b[e:] for b, e in zip(f.raw, ends, strict=True)], field.type)
             elif name in _HEADER_KEYS:
@@ -377,3 +384,24 @@ def received_batches(pages: ArrowPages, msgs: list[ServiceBusReceivedMessage]) -
         by_partition.setdefault(m.partition_id, []).append(m)
     for p, group in by_partition.items():
         yield pages.batch(group[0].entity_name, p, fields_of(group))
+
+
+def joined(pages: list[tuple[int, Fields]]) -> tuple[list[int], Fields]:
+    """Pages of several partitions as one: each row's partition, and the columns end to end (one
+    Arrow batch per receive round rather than one per partition: every batch costs the worker and
+    the JVM a fixed amount)."""
+    partitions = [p for p, f in pages for _ in f.raw]
+    fields = zip(*(f for _, f in pages), strict=True)  # per column, its list on each page
+    columns: list[list[Any]] = [[x for page in field for x in page] for field in fields]
+    return partitions, Fields(*columns)
+
+
+BATCH_ROWS = 8192  # rows of an Arrow batch a read yields, at least (but for the last)
+
+
+def joined_batch(pages: ArrowPages, entity: str, held: list[tuple[int, Fields]]) -> Any:
+    """One Arrow batch of the pages `held` (partition, page), of one partition or several."""
+    if len(held) == 1:
+        return pages.batch(entity, *held[0])
+    rows, fields = joined(held)
+    return pages.batch(entity, rows, fields)

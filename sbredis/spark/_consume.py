@@ -1,13 +1,14 @@
 """The batch consumer: Spark tasks own broker partitions and drain them with peek-lock.
 
-Each task receives up to ``batch_size`` messages at a time from each of its partitions, calls the
-handler on each, completes the batch's successes in one call, abandons the failures (and
-dead-letters a failure on its last allowed delivery with reason ``HandlerError``), and renews the
-batch's locks with ``sbredis.AutoLockRenewer`` while the handler works (up to ``max_renewal``
-seconds per message), registering them once the batch has been held a quarter of the lock
-duration (``LateHold``). A task asks its partitions in turn and
-stops when none gave anything for ``idle_seconds``. A task or executor that dies loses nothing:
-its locks elapse and the messages are delivered again (with the delivery count one higher).
+Each task receives up to ``batch_size`` messages at a time from each of its partitions (one
+pipelined round trip for all of them), calls the handler on each, completes the batch's
+successes in one round trip, abandons the failures (and dead-letters a failure on its last
+allowed delivery with reason ``HandlerError``), and renews the batch's locks with
+``sbredis.AutoLockRenewer`` while the handler works (up to ``max_renewal`` seconds per message),
+registering them once the batch has been held a quarter of the lock duration (``LateHold``). A
+task stops when none of its partitions gave anything for ``idle_seconds``. A task or executor
+that dies loses nothing: its locks elapse and the messages are delivered again (with the
+delivery count one higher).
 """
 
 from __future__ import annotations
@@ -100,13 +101,13 @@ def consume_partitions(
             idle_until: float | None = None
             pause = 0.01
             while True:
-                got = False
-                for p in partitions:  # in turn, so one slow partition does not starve the others
-                    now_ms, msgs = _broker.receive(client, entity, p, Group.MAIN, batch_size)
-                    if msgs:
-                        got = True
-                        late.start(receiver, now_ms, msgs)
-                        _handle(msgs, handler, receiver, max_deliveries, counts, late)
+                # every partition of the task in one round trip (and their completes in one):
+                # a round trip per partition and batch cost the task more than the client's
+                now_ms, msgs = _broker.receive_many(client, entity, Group.MAIN, dict.fromkeys(partitions, batch_size))
+                got = bool(msgs)
+                if got:
+                    late.start(receiver, now_ms, msgs)
+                    _handle(msgs, handler, receiver, max_deliveries, counts, late)
                 if got:
                     idle_until, pause = None, 0.01
                     continue

@@ -106,8 +106,19 @@ def _read_range(opts: SourceOptions, r: OffsetRange, columns: tuple[int, ...]) -
     pages = _columns.ArrowPages(columns)
     client = _broker.connect(opts.url, opts.socket_timeout)
     try:
+        # Pages are joined into batches of at least BATCH_ROWS rows: the JVM pays per Arrow batch
+        # as well as per row (a 200k-row stream into the noop sink took half the time with pages
+        # of 5000 than of 1000), while a peek call of 1000 keeps each script call short.
+        held: list[tuple[int, Any]] = []
+        rows = 0
         for p, f in _broker.peek_pages_many(client, opts.entity, opts.group, ranges, opts.page_size):
-            yield pages.batch(opts.entity, p, f)
+            held.append((p, f))
+            rows += len(f.raw)
+            if rows >= _columns.BATCH_ROWS:
+                yield _columns.joined_batch(pages, opts.entity, held)
+                held, rows = [], 0
+        if held:
+            yield _columns.joined_batch(pages, opts.entity, held)
     finally:
         client.close()
 

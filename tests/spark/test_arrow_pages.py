@@ -151,3 +151,63 @@ def test_received_messages_decode_as_their_message_objects_read(client: Any, mak
         )
         assert decoded == built
         r.complete_messages(got)
+
+
+def test_a_receive_round_decodes_as_the_message_objects_and_completes_by_lock_token(
+    client: Any, make_queue: Any
+) -> None:
+    """The consuming source's fast path: one pipelined receive over the partitions, parsed as
+    columns into one Arrow batch, gives the rows and lock tokens the message objects give, and
+    its lock tokens complete the messages (a second complete finds every lock gone)."""
+    q = make_queue(enable_partitioning=True, partition_count=2)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(
+            [ServiceBusMessage(f"b{i}".encode(), message_id=f"m{i}", application_properties={"n": i}) for i in range(8)]
+        )
+    expected = sorted(both(client, q, protocol.Group.MAIN, 2)[1])  # as message objects give them
+    meta = _broker.meta(client, q)
+    took, error = _broker.receive_round(client, q, meta, protocol.Group.MAIN, {0: 10, 1: 10})
+    assert error is None
+    assert {t.partition for t in took} == {0, 1} and not any(t.more for t in took)
+    batch = _columns.joined_batch(_columns.ArrowPages(ALL), q, [(t.partition, t.fields) for t in took])
+    assert sorted(tuple(r.values()) for r in batch.to_pylist()) == expected
+    tokens = [tok for t in took for tok in _broker.lock_tokens(t)]
+    assert [int(t[19:23] + t[24:], 16) for t in tokens] == batch.column("sequenceNumber").to_pylist()
+    assert _broker.complete_tokens(client, q, protocol.Group.MAIN, meta.generation, tokens) == 0
+    assert _broker.complete_tokens(client, q, protocol.Group.MAIN, meta.generation, tokens) == 8  # gone
+    with client.get_queue_receiver(q) as r:
+        assert r.peek_messages(10) == []
+    with pytest.raises(ValueError, match="not a lock token"):
+        _broker.complete_tokens(client, q, protocol.Group.MAIN, meta.generation, ["nope"])
+
+
+def test_a_receive_round_token_is_the_lock_token_the_receiver_gives(client: Any, make_queue: Any) -> None:
+    """The same lock, taken by the receiver: its lock_token has the format lock_tokens builds."""
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"b{i}") for i in range(3)])
+    took, _ = _broker.receive_round(client, q, _broker.meta(client, q), protocol.Group.MAIN, {0: 2})
+    (t,) = took
+    assert t.more  # it filled its quota: there may be more
+    with client.get_queue_receiver(q, max_wait_time=2) as r:
+        (m,) = r.receive_messages(1, max_wait_time=2)
+        handle = _broker.held_message(q, protocol.Group.MAIN, _broker.lock_tokens(t)[0], t.locked_until_ms)
+        assert str(handle.lock_token) == _broker.lock_tokens(t)[0]
+        r.complete_messages([handle])
+        assert m.sequence_number == 3  # the round holds the first two
+        r.complete_messages([m])
+
+
+def test_locks_of_an_entity_created_again_are_lost_and_a_round_on_a_deleted_one_fails(
+    client: Any, make_queue: Any, admin: Any
+) -> None:
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"b{i}") for i in range(3)])
+    meta = _broker.meta(client, q)
+    (t,), _ = _broker.receive_round(client, q, meta, protocol.Group.MAIN, {0: 3})
+    admin.delete_queue(q)
+    took, error = _broker.receive_round(client, q, meta, protocol.Group.MAIN, {0: 3})
+    assert took == [] and error is not None
+    admin.create_queue(q)
+    assert _broker.complete_tokens(client, q, protocol.Group.MAIN, meta.generation, _broker.lock_tokens(t)) == 3

@@ -90,6 +90,8 @@ def test_reads_and_sends_on_an_entity_deleted_under_them_raise_entity_not_found(
             _broker.next_offsets(client, name, protocol.Group.MAIN, meta.partition_count)
         with pytest.raises(MessagingEntityNotFoundError):
             _broker.receive(client, name, 0, protocol.Group.MAIN, 10)
+        with pytest.raises(MessagingEntityNotFoundError):
+            _broker.receive_many(client, name, protocol.Group.MAIN, {0: 10})
         with pytest.raises(ServiceBusError) as info:
             _broker.send(client, meta, [ServiceBusMessage("c")], 0)
         assert isinstance(info.value, MessagingEntityNotFoundError), repr(info.value)
