@@ -274,7 +274,7 @@ def complete_tokens(client: ServiceBusClient, entity: str, group: str, generatio
             seq & ((1 << PARTITION_SHIFT) - 1)
         )
     calls = [
-        protocol.base.partition_call(protocol.complete.NAME, entity, p, (group, len(chunk), nonce, *chunk))
+        protocol.complete.call_by_nonce(entity, p, protocol.Group(group), nonce, chunk)
         for (p, nonce), seqs in groups.items()
         for chunk in (seqs[i : i + settlement.SETTLE_CHUNK] for i in range(0, len(seqs), settlement.SETTLE_CHUNK))
     ]
