@@ -500,9 +500,9 @@ LUA = [
     lua(
         "sf-seq",
         "send.lua",
-        "local seq = redis.call('HINCRBY', K_ST, 'seq', n) - n",
-        "local seq = redis.call('HINCRBY', K_ST, 'seq', n) - n + 1",
-        "send fast path: sequence numbers start one later (the first reused by the next send)",
+        "redis.call('HSET', K_ST, 'seq', seq + n,",
+        "redis.call('HSET', K_ST, 'seq', seq + n - 1,",
+        "send fast path: the last seq recorded one short (the next send reuses it)",
     ),
     lua(
         "sf-enq",
@@ -521,8 +521,8 @@ LUA = [
     lua(
         "sf-size",
         "send.lua",
-        "  redis.call('HINCRBY', K_ST, 'size', total)\n",
-        "",
+        "'size', size + total, 'acc', now)",
+        "'size', size, 'acc', now)",
         "send fast path: the stored size not counted",
     ),
     # take()'s stop on READ_US of wall time, and receive.lua's report of it

@@ -55,16 +55,16 @@ if ARGV[1] == 'm' and ARGV[2] == 'L' and ARGV[3] == '1' then
       local x, enq, now_s = f and f[6], f and f[4], tostring(now)
       if f and (x == '0' or tonumber(x) > now) and (#enq < #now_s or (#enq == #now_s and enq <= now_s)) then
         if cur then
-          redis.call('HSET', K_ST, 'cur', seq)
+          redis.call('HSET', K_ST, 'cur', seq, 'acc', now)  -- and touch(now)
         else
           redis.call('ZREM', MAIN.ready, seq)
+          touch(now)
         end
         if x ~= '0' then redis.call('ZREM', K_EXP, seq) end
         dc = (tonumber(dc) or 0) + 1
         -- includes/messages.lua's lock_record(nonce, 'r', x, size, dc)
         redis.call('HSET', MAIN.lk, seq, ARGV[4] .. '|r|' .. x .. '|' .. #f[2] .. '|' .. dc)
         redis.call('ZADD', MAIN.locked, untl, seq)
-        touch(now)
         return {now, untl, 0, seq, dc, f[2], enq, tonumber(x)}
       end
     end
