@@ -5,7 +5,7 @@
   handed out.
   A dead-letter receive sweeps the main queue first, so messages whose TTL or last delivery has
   passed are in the dead-letter group when it looks (no main-queue receive is needed).
-  KEYS: the partition's 24 keys (includes/partition.lua)
+  KEYS: the first of the partition's 24 keys (cfg) alone: includes/partition.lua names the others
   ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete
   ARGV[3] count   ARGV[4] lock nonce   ARGV[5] sweep limit
   Returns: {now_ms, locked_until_ms, more, then per message: seq, delivery_count, blob,

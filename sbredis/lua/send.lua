@@ -1,6 +1,6 @@
 --[[
   send: store a batch of messages in one partition's main queue, all or none.
-  KEYS: the partition's 24 keys (includes/partition.lua)
+  KEYS: the first of the partition's 24 keys (cfg) alone: includes/partition.lua names the others
   ARGV[1] n   ARGV[2] w: 4 or 1 arguments per message, then the messages (includes/store.lua):
           w = 4: message_id ('' when duplicate detection does not apply), ttl_ms (0: the entity
           default), scheduled_ms (0: now), blob;  w = 1: blob (all three defaults)

@@ -6,14 +6,14 @@ from typing import Any
 
 from ..._enums import ServiceBusMessageState, ServiceBusReceiveMode
 from ..._message import LockRef, ServiceBusReceivedMessage
-from .base import SWEEP_LIMIT, Call, Group, Mode, partition_call, text_or_none
+from .base import SWEEP_LIMIT, Call, Group, Mode, cfg_call, text_or_none
 
 NAME = "receive"
 ARGV = ("group", "mode", "count", "lock nonce", "sweep limit")
 
 
 def call(entity: str, partition: int, group: Group, mode: Mode, count: int, nonce: str) -> Call:
-    return partition_call(NAME, entity, partition, (group, mode, count, nonce, SWEEP_LIMIT))
+    return cfg_call(NAME, entity, partition, (group, mode, count, nonce, SWEEP_LIMIT))
 
 
 def more(reply: list[Any]) -> bool:
