@@ -34,7 +34,7 @@ from redis.exceptions import NoScriptError, ResponseError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from tenacity import Retrying
 
-from .._concurrency import sync_gather
+from .._concurrency import sync_gather, sync_send_command
 from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_url
 from .._core.connection import namespace_of
 from .._core.connection import resolve as resolve_connection
@@ -64,7 +64,8 @@ def _memory_client(url: str) -> Any:
 def _ready(conn: Any) -> None:
     """The checks redis-py's pool makes before it hands out a connection: connected, and nothing
     waiting to be read (a connection the server closed while it was idle reads as end of file)."""
-    conn.connect()
+    if not conn.is_connected:
+        conn.connect()
     try:
         stale = conn.can_read()
     except (RedisConnectionError, RedisTimeoutError, OSError):
@@ -299,7 +300,7 @@ class Transport:
         else:
             conn = pool.get_connection()
         try:
-            conn.send_command("EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.argv)
+            sync_send_command(conn, "EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.argv)
             reply = conn.read_response()
         except ResponseError:
             self._kept.setdefault(pool, []).append(conn)  # an error reply: the connection is fine

@@ -33,7 +33,7 @@ from redis.exceptions import NoScriptError, ResponseError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from tenacity import AsyncRetrying
 
-from .._concurrency import async_gather
+from .._concurrency import async_gather, async_send_command
 from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_url
 from .._core.connection import namespace_of
 from .._core.connection import resolve as resolve_connection
@@ -63,7 +63,8 @@ def _memory_client(url: str) -> Any:
 async def _ready(conn: Any) -> None:
     """The checks redis-py's pool makes before it hands out a connection: connected, and nothing
     waiting to be read (a connection the server closed while it was idle reads as end of file)."""
-    await conn.connect()
+    if not conn.is_connected:
+        await conn.connect()
     try:
         stale = await conn.can_read()
     except (RedisConnectionError, RedisTimeoutError, OSError):
@@ -298,7 +299,7 @@ class Transport:
         else:
             conn = await pool.get_connection()
         try:
-            await conn.send_command("EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.argv)
+            await async_send_command(conn, "EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.argv)
             reply = await conn.read_response()
         except ResponseError:
             self._kept.setdefault(pool, []).append(conn)  # an error reply: the connection is fine
