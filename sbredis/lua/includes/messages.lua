@@ -500,7 +500,8 @@ end
 -- all share followed by n seqs, or '' followed by n pairs (seq, nonce). Returns the seqs, their
 -- lock records and the index of the first ARGV after them.
 local function held_args(G, now)
-  local n = tonumber(ARGV[2])
+  -- no more messages than arguments: a count past them (a caller's bug) must not loop for ever
+  local n = math.min(tonumber(ARGV[2]) or 0, #ARGV)
   local nonce = ARGV[3]
   local seqs = {}
   if nonce ~= '' then
