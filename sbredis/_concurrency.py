@@ -31,9 +31,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Hasha
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
 from ._core.renewal import FailureCallback, Registration, Schedule, describe
 from .exceptions import InvalidArgumentError, ServiceBusError
 
@@ -194,26 +191,17 @@ async def async_send_command(conn: Any, *args: Any) -> None:
     for every command it sends under a socket timeout (``asyncio.wait_for`` of the write: a task
     and an event-loop turn, 10 to 20 µs CPU, docs/benchmarks.md "Loops against raw round trips").
     The command goes to the stream's writer, which hands it to the socket at once; only what the
-    socket did not take is waited for, under the timeout. Errors as redis-py raises them; a
-    connection without the writer this expects (another redis-py) sends as redis-py does."""
+    socket did not take is waited for, under the timeout (TimeoutError past it, OSError from the
+    socket: the caller drops the connection). A connection without the writer this expects
+    (another redis-py) sends as redis-py does."""
     writer: Any = getattr(conn, "_writer", None)
     transport = getattr(writer, "transport", None)
     if transport is None or not conn.is_connected or transport.is_closing():
         await conn.send_command(*args)
         return
-    try:
-        writer.writelines(conn.pack_command(*args))
-        if transport.get_write_buffer_size():
-            await asyncio.wait_for(writer.drain(), conn.socket_timeout)
-    except TimeoutError:
-        await conn.disconnect(nowait=True)
-        raise RedisTimeoutError("Timeout writing to socket") from None
-    except OSError as e:
-        await conn.disconnect(nowait=True)
-        raise RedisConnectionError(f"Error while writing to socket: {e}") from e
-    except BaseException:
-        await conn.disconnect(nowait=True)
-        raise
+    writer.writelines(conn.pack_command(*args))
+    if transport.get_write_buffer_size():
+        await asyncio.wait_for(writer.drain(), conn.socket_timeout)
 
 
 SyncRunner = Callable[[Any, list[list[Any]]], list[Any]]

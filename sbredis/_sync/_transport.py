@@ -305,6 +305,10 @@ class Transport:
         except ResponseError:
             self._kept.setdefault(pool, []).append(conn)  # an error reply: the connection is fine
             raise
+        except TimeoutError:  # sync_send_command's write past the socket timeout, as redis-py says it
+            conn.disconnect()
+            pool.release(conn)
+            raise RedisTimeoutError("Timeout writing to socket") from None
         except BaseException:
             conn.disconnect()
             pool.release(conn)

@@ -304,6 +304,10 @@ class Transport:
         except ResponseError:
             self._kept.setdefault(pool, []).append(conn)  # an error reply: the connection is fine
             raise
+        except TimeoutError:  # async_send_command's write past the socket timeout, as redis-py says it
+            await conn.disconnect()
+            await pool.release(conn)
+            raise RedisTimeoutError("Timeout writing to socket") from None
         except BaseException:
             await conn.disconnect()
             await pool.release(conn)
