@@ -9,7 +9,7 @@ Workers, each a subprocess on the same Redis server in the same run:
   * native, threads x8   `sbredis worker bench_workers:noop --concurrency 8 --prefetch 64` (plain handler)
   * native, async x8     the same with a coroutine handler (`bench_workers:anoop`)
   * native, defaults     `sbredis worker bench_workers:noop` (the command line's defaults: threads x8,
-                         prefetch 16)
+                         the prefetch sized to the handlers' pace, docs/worker.md)
   * Celery, each of CELERY_CONFIGS (prefork x2, solo, threads x8; prefetch multiplier 1 and 4) on
     sbredis:// (sbredis.contrib.kombu) and on redis:// (kombu's own Redis transport)
 
@@ -105,7 +105,7 @@ NATIVE_OPTIONS = ("--concurrency", "8", "--prefetch", "64")
 WORKERS: dict[str, tuple[Any, ...]] = {
     "native, threads x8": ("native", "noop", NATIVE_OPTIONS),
     "native, async x8": ("native", "anoop", NATIVE_OPTIONS),
-    "native, defaults (threads x8, prefetch 16)": ("native", "noop", ()),
+    "native, defaults (threads x8, adaptive prefetch)": ("native", "noop", ()),
 }
 for _config, (_pool, _n, _prefetch) in CELERY_CONFIGS.items():
     for _broker, _label in BROKERS.items():

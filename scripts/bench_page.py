@@ -205,6 +205,44 @@ def latency(d: Json) -> Iterator[str]:
 def fanout_wide(d: Json) -> Iterator[str]:
     yield "## Topics with many subscriptions"
     yield ""
+    if "budget" not in d:  # results written before publishes were split
+        yield from _fanout_wide_atomic(d)
+        return
+    yield (
+        "`bench/bench_fanout_wide.py`: one publish of 1 and of 10 messages of 100 B to a 1-partition topic whose "
+        "subscriptions all match (at most 2,000, the per-topic cap), split across script calls of at most "
+        f"{d['budget']} work units (split) and, in alternating rounds, as one atomic call (atomic): the longest "
+        "single script call (SLOWLOG, wall time: the bound is 50 ms), script calls per publish, the server's "
+        "main-thread CPU time (`INFO cpu`, which moves far less with the machine's load) and the client process's "
+        f"CPU time, medians of {d['rounds']} ([Topics](topics.md#wide-fan-outs))."
+    )
+    yield ""
+    rows = []
+    for r in d["rows"]:
+        for count in (1, 10):
+            sp, at = r[f"split_{count}"], r[f"atomic_{count}"]
+            rows.append(
+                [
+                    str(r["subscriptions"]),
+                    str(count),
+                    f"{sp['calls']:.0f}",
+                    ms(sp["max_call_us"] / 1000),
+                    ms(sp["max_call_us_max"] / 1000),
+                    ms(at["max_call_us"] / 1000),
+                    ms(sp["cpu_us"] / 1000),
+                    ms(at["cpu_us"] / 1000),
+                    ms(sp["client_cpu_us"] / 1000),
+                    ms(at["client_cpu_us"] / 1000),
+                ]
+            )
+    header = ["subscriptions", "messages", "calls", "longest call ms", "worst round", "atomic: longest"]
+    header += ["server CPU ms", "atomic", "client CPU ms", "atomic"]
+    yield from table(header, rows)
+    yield "Longest call: the median over the rounds of each publish's longest script call; worst round: its maximum."
+    yield ""
+
+
+def _fanout_wide_atomic(d: Json) -> Iterator[str]:
     yield (
         "`bench/bench_fanout_wide.py`: one publish of 1 and of 10 messages of 100 B to a 1-partition topic whose "
         "subscriptions all match (at most 2,000, the per-topic cap): the server's main-thread CPU time "
@@ -212,19 +250,6 @@ def fanout_wide(d: Json) -> Iterator[str]:
         f"medians of {d['rounds']} ([Topics](topics.md#fan-out-cost-with-many-subscriptions))."
     )
     yield ""
-    if "publish_1_cpu_us" not in d["rows"][0]:  # results written before the CPU columns
-        rows = [
-            [
-                str(r["subscriptions"]),
-                ms(r["publish_1_us"] / 1000),
-                f"{r['publish_1_us_per_copy']:.1f}",
-                ms(r["publish_10_us"] / 1000),
-                f"{r['publish_10_us_per_copy']:.1f}",
-            ]
-            for r in d["rows"]
-        ]
-        yield from table(["subscriptions", "1 message: ms", "µs/copy", "10 messages: ms", "µs/copy"], rows)
-        return
     rows = [
         [
             str(r["subscriptions"]),
@@ -240,6 +265,40 @@ def fanout_wide(d: Json) -> Iterator[str]:
     header = ["subscriptions", "1 message: CPU ms", "wall ms", "wall spread", "10 messages: CPU ms", "wall ms"]
     yield from table([*header, "wall spread"], rows)
     yield "Spread: (max - min) / median of the rounds' wall times; the CPU times' spreads are in the JSON."
+    yield ""
+
+
+def expiry(d: Json) -> Iterator[str]:
+    yield "## Expiry behind a backlog"
+    yield ""
+    yield (
+        "`bench/bench_expiry.py`: one `receive_messages(1)` that finds the one live message sent after N expired "
+        "messages of 16 B (1 partition): on a plain queue (they are dropped), with dead-lettering on expiration, "
+        "and in a session queue (one session). Wall time of the receive, its script calls and the slowest "
+        "(SLOWLOG), the server's main-thread CPU per expired message (`INFO cpu`, which moves far less with the "
+        "machine's load than wall time), and the receive's wall time outside the scripts per call (the client and "
+        f"the round trip), medians of {d['rounds']} ([Per-call caps](keyspace.md#per-call-caps))."
+    )
+    yield ""
+    rows = [
+        [
+            r["case"].replace("_", "-"),
+            f"{r['expired']:,}",
+            ms(r["wall_ms"]),
+            f"{r['wall_ms_spread']:.0%}",
+            f"{r['calls']:.0f}",
+            ms(r["max_call_us_max"] / 1000),
+            f"{r['server_us_per_expired']:.2f}",
+            f"{r['client_gap_us'] / 1000:.2f}",
+        ]
+        for r in d["rows"]
+    ]
+    header = ["case", "expired", "receive ms", "spread", "script calls", "slowest call ms", "server CPU µs/expired"]
+    yield from table([*header, "client ms/call"], rows)
+    yield (
+        "Spread: (max - min) / median of the rounds' receive times. Slowest call: the largest over all rounds. "
+        "Each round's figures are in the JSON."
+    )
     yield ""
 
 
@@ -334,9 +393,8 @@ def workers(d: Json) -> Iterator[str]:
         "brokers on the same redis-server in the same run, rounds alternating. CPU per task: the "
         "worker process (with a prefork worker's children) from /proc, redis-server from INFO cpu, "
         "over the timed span; on a shared machine tasks/s moves with the load (spreads of 30-100 % "
-        "here), CPU per task far less. The native rows and solo and threads come from one run of 3 "
-        "rounds, the prefork rows from a run of 5 (`--only prefork`), on a machine shared with "
-        "other jobs."
+        "here), CPU per task far less. All rows come from one run of 5 rounds, on a machine shared "
+        "with other jobs."
     )
     yield ""
 
@@ -381,11 +439,15 @@ def workers(d: Json) -> Iterator[str]:
     )
     yield ""
     yield (
-        "The native worker with the command line's defaults (`sbredis worker module:handler`: "
-        "threads x8, prefetch 16) costs about 12 % more worker CPU per task than with `--prefetch 64` "
-        "(54 against 48 us: smaller settlement batches); its rounds in the same run were 12.0k, 5.9k "
-        "and 5.2k tasks/s against 15.2k, 7.9k and 11.2k. The examples in [the worker's "
-        "docs](worker.md) use `prefetch=64`."
+        "The command line's defaults (`sbredis worker module:handler`: threads x8, no `--prefetch`) "
+        "size the prefetch to the handlers' pace: about a second of their work ahead, at most 256 "
+        "messages and the work of a quarter of a lock ([the worker's docs](worker.md) say why). "
+        "The fixed default it replaces, 16, made the worker go to Redis every 24 messages or so; "
+        "in alternating rounds of 30,000 no-op tasks (3 each) the worker and redis-server spent "
+        "58 + 20 us per task at 16, 46 + 15 at 64, 49 + 15 at 256; in another such run 54 + 21 at "
+        "16, 50 + 17 at 64 and 54 + 16 adaptive, whose medians were 8.6k, 10.6k and 13.2k tasks/s. "
+        "A fixed 64 would lock 64 messages ahead of handlers of any speed, longer than a lock "
+        "lasts when they are slow; adapting gives a no-op handler 256 and slow handlers none."
     )
     yield ""
     pairs = d.get("celery_sbredis_vs_redis") or {}
@@ -441,22 +503,30 @@ def workers(d: Json) -> Iterator[str]:
             "wait (a pipeline reading each partition's last sequence number and next due times) plus "
             "a receive to find the queue empty cost two round trips per task: a busy consumer now "
             "reuses its plan's log positions for up to 0.5 s, moved past the messages it received, "
-            "and skips the empty receive after one that got fewer messages than it asked for. Acks "
-            "made in the loop are completed together by its next tick (one script call for both "
-            "children's results), before the receive that takes the freed slots."
+            "and skips the empty receive after one that got fewer messages than it asked for. At "
+            "prefetch 1 a task still cost two script calls in a row on the main thread: the complete "
+            "of the acked task, then the receive of the next (py-spy, solo: 37 % and 25-31 % of its "
+            "samples, mostly waiting for the reply). Acks made in the loop are now held while its "
+            "ticks keep delivering and completed together: up to 32 in one script call, within "
+            "0.05 s, at once when a tick has nothing to deliver. Completing them in a thread of "
+            "their own while the loop received was tried first and cost more: the thread and the "
+            "loop took turns at the GIL (worker CPU per task up about a sixth in solo)."
         )
         yield ""
         yield (
-            "What is left per task is 2.7-3.0 script calls (send, receive, complete; INFO "
-            "commandstats over a prefork round) against LPUSH, BRPOP and two MULTI/EXEC on redis://. "
-            "The worker spends 4-56 % less CPU per task on sbredis:// than on redis://, redis-server "
-            "1.25-2.7x more (about 60 us per script call on this loaded machine, against a few "
-            "microseconds per list or hash command): worker and redis-server together cost less on "
-            "sbredis:// in five configurations of six (solo at prefetch 1: 21 % more), and which "
-            "broker finishes first in a round depends on the load of the moment, so the ratios range "
-            "widely (in two other full runs of the same code the recipe's median was 1.45x and 0.87x, "
-            "prefork at prefetch 4 0.69x and 0.81x). Cheaper send, receive and complete scripts are "
-            "what would put Celery on sbredis:// ahead for good."
+            "What is left per task is 2.1 script calls at prefetch 1 (a send, a receive and a share "
+            "of a batched complete; INFO commandstats over a solo and a prefork round: 2.06-2.10, "
+            "from 3.0) against LPUSH, BRPOP and two MULTI/EXEC on redis://. The worker spends 37-56 % "
+            "less CPU per task on sbredis:// than on redis://; redis-server spends from 0.8x to 1.7x "
+            "as much (50-90 us per script call on this loaded machine, against a few microseconds per "
+            "list or hash command); worker and redis-server together cost 24-50 % less on "
+            "sbredis:// in every configuration. Which broker finishes a round first still moves "
+            "with the load of the moment, so single rounds range widely (solo at prefetch 1: 0.66x "
+            "to 2.36x); the medians are above 1.0x in every configuration. A second full run of the "
+            "same code just after, on a busier machine, gave medians of 1.10x (recipe), 1.78x, "
+            "1.93x, 1.31x, 1.80x and 1.81x in the table's order, single rounds 0.60x to 5.51x, and "
+            "the native worker's defaults 8.6k tasks/s (async x8 6.1k) at 53 + 19 us per task. "
+            "Cheaper send, receive and complete scripts would narrow the ranges further."
         )
         yield ""
         yield (
@@ -468,7 +538,8 @@ def workers(d: Json) -> Iterator[str]:
             "0.09-0.38 s in every run, because `sbredis.contrib.celery` adds a worker step "
             "(`FindLostTasks`) that makes a prefork worker look every 0.05 s. In the blocking loop "
             "billiard's supervisor thread looked every 0.1 s, and the task came back after "
-            "`worker_lost_wait` plus about a second."
+            "`worker_lost_wait` plus about a second. (Measured before the acks were batched, which "
+            "does not touch that path; tests/contrib's killed-child test passes on the batching code.)"
         )
         yield ""
 
@@ -846,6 +917,7 @@ SECTIONS: dict[str, Callable[[Json], Iterator[str]]] = {
     "sessions.json": sessions,
     "transactions.json": transactions,
     "workers.json": workers,
+    "expiry.json": expiry,
     "loops.json": loops,
     "spark.json": spark,
     "observability.json": observability,

@@ -61,7 +61,8 @@ def _flag(fields: dict[str, str], key: str) -> bool | None:
     raise InvalidArgumentError(f"{key} must be true or false")
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name, an IPv4 or an IPv6 address, bracketed or not) is this machine."""
     if host == "localhost":
         return True
     try:
@@ -141,7 +142,7 @@ def resolve(target: str, credential: Any = None) -> Connection:
         host_port = rest.split("/", 1)[0].rpartition("@")[2]
         return Connection(_url(host_port, scheme == "rediss", user, password))
     host = target.rsplit(":", 1)[0] if target.count(":") == 1 else target
-    return Connection(_url(target, not _is_loopback(host), user, password))
+    return Connection(_url(target, not is_loopback(host), user, password))
 
 
 def _check_database(url: str) -> None:

@@ -6,7 +6,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import timedelta
 from enum import Enum
@@ -315,6 +315,46 @@ def _bool(name: str, value: Any) -> bool:
     return value
 
 
+# What a queue's, a topic's and a subscription's properties check alike (build_queue here,
+# build_topic and build_subscription in topic_entity.py).
+def check_known(kwargs: Mapping[str, Any], settable: Set[str], what: str) -> None:
+    """Raises InvalidArgumentError naming the keywords that are not properties of `what`."""
+    unknown = set(kwargs) - settable
+    if unknown:
+        raise InvalidArgumentError(f"unknown {what} properties: {', '.join(sorted(unknown))}")
+
+
+def check_flags(p: Any, *names: str) -> None:
+    """Raises InvalidArgumentError when one of the named properties of `p` is not a bool."""
+    for name in names:
+        _bool(name, getattr(p, name))
+
+
+def check_status(value: Any) -> EntityStatus:
+    """The EntityStatus `value` names (an EntityStatus or its string).
+
+    Raises:
+        InvalidArgumentError: not a status.
+    """
+    try:
+        return EntityStatus(value)
+    except ValueError:
+        raise InvalidArgumentError(f"unknown status {value!r}") from None
+
+
+def check_partitions(enabled: bool, count: Any) -> int:
+    """The partition count: `count`, or when it is unset (0, None) the default for `enabled`.
+
+    Raises:
+        InvalidArgumentError: not an int from 1 to MAX_PARTITIONS.
+        InvalidOperationError: more than one without enable_partitioning.
+    """
+    n = _int("partition_count", count or (DEFAULT_PARTITIONS if enabled else 1), 1, MAX_PARTITIONS)
+    if not enabled and n != 1:
+        raise InvalidOperationError("partition_count needs enable_partitioning=True")
+    return n
+
+
 def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -> QueueProperties:
     """Validated properties from keyword arguments (on top of `base` for an update).
 
@@ -323,9 +363,7 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
         InvalidOperationError: partition_count without enable_partitioning.
     """
     check_name(name)
-    unknown = set(kwargs) - _SETTABLE
-    if unknown:
-        raise InvalidArgumentError(f"unknown queue properties: {', '.join(sorted(unknown))}")
+    check_known(kwargs, _SETTABLE, "queue")
     p = replace(base, **kwargs) if base is not None else QueueProperties.defaults(name, **kwargs)
     p.name = name
     p.lock_duration = _duration("lock_duration", p.lock_duration, MAX_LOCK)
@@ -347,23 +385,17 @@ def build_queue(name: str, base: QueueProperties | None = None, **kwargs: Any) -
     p.max_message_size_in_kilobytes = _int(
         "max_message_size_in_kilobytes", p.max_message_size_in_kilobytes, 1, MAX_MESSAGE_KB
     )
-    for flag in (
+    check_flags(
+        p,
         "requires_duplicate_detection",
         "requires_session",
         "dead_lettering_on_message_expiration",
         "enable_batched_operations",
         "enable_partitioning",
         "enable_express",
-    ):
-        _bool(flag, getattr(p, flag))
-    try:
-        p.status = EntityStatus(p.status)
-    except ValueError:
-        raise InvalidArgumentError(f"unknown status {p.status!r}") from None
-    default_count = DEFAULT_PARTITIONS if p.enable_partitioning else 1
-    p.partition_count = _int("partition_count", p.partition_count or default_count, 1, MAX_PARTITIONS)
-    if not p.enable_partitioning and p.partition_count != 1:
-        raise InvalidOperationError("partition_count needs enable_partitioning=True")
+    )
+    p.status = check_status(p.status)
+    p.partition_count = check_partitions(p.enable_partitioning, p.partition_count)
     return p
 
 

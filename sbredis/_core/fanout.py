@@ -4,6 +4,8 @@ Publish: one ``publish`` script call per topic partition carries the topic parti
 the same partition's keys of every subscription. Which subscriptions exist is cached per partition
 (:class:`TopicSubs`); the script checks the cached version (``subv``) and, when it is stale,
 answers with the current set instead of storing anything, and the caller builds the call again.
+A partition with too many subscriptions x messages for one call is published in chunks
+(protocol/publish.py's split calls, docs/topics.md "Wide fan-outs").
 
 Forwarding (docs/topics.md): ``forward_out`` moves a partition's forwarded messages into its
 transfer queue (the outbox, under the same hash tag) and returns the oldest outbox entries;

@@ -149,6 +149,8 @@ NUM_PARTITION_KEYS = len(PARTITION_KEY_NAMES)
 # the script call, a fixed cost per subscription whatever the batch).
 FAN_KEY_NAMES = ("cfg", "st", "log", "sched", "exp", "d:log", "d:ready", "sr", "sa", "sl")
 _FAN_INDEX = tuple(PARTITION_KEY_NAMES.index(n) for n in FAN_KEY_NAMES)
+# The keys a publish's read-only check reads per subscription (includes/fansets.lua's checkset).
+CHECK_KEY_NAMES = ("cfg", "st")
 
 
 def partition_tag(entity: str, partition: int) -> str:
@@ -171,6 +173,12 @@ def cfg_key(path: str, partition: int) -> tuple[str]:
     side against this module). One key to pack and send instead of 24, at every call of a
     one-message loop; the derived keys share its hash tag, so they are in its cluster slot."""
     return (entity_keys(path, partition)[0],)
+
+
+def journal_key(topic: str, partition: int) -> str:
+    """A topic partition's fan-out journal (a hash): the state of a publish split across script
+    calls (publish.lua, docs/topics.md "Wide fan-outs"); it exists only while one is unfinished."""
+    return f"{partition_tag(topic, partition)}:fj"
 
 
 SUBSCRIPTIONS = "/Subscriptions/"  # <topic>/Subscriptions/<subscription>, as Service Bus paths
@@ -203,6 +211,7 @@ def subscription_keys(topic: str, subscription: str, partition: int) -> tuple[st
     return tuple(f"{prefix}:{name}" for name in PARTITION_KEY_NAMES)
 
 
+@lru_cache(maxsize=16384)  # a publish names every subscription of its topic partition (at most 2,000)
 def subscription_fan_keys(topic: str, subscription: str, partition: int) -> tuple[str, ...]:
     """The FAN_KEY_NAMES keys of partition `partition` of a subscription (what publish writes)."""
     sk = subscription_keys(topic, subscription, partition)

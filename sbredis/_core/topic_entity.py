@@ -15,27 +15,28 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
-from ..exceptions import InvalidArgumentError, InvalidOperationError
+from ..exceptions import InvalidArgumentError
 from . import codec, keys, registry
 from .auth_rules import check_rules, rules_from_json, rules_to_json
 from .entity import (
-    DEFAULT_PARTITIONS,
     MAX_DEDUP_WINDOW,
     MAX_LOCK,
     MAX_MESSAGE_KB,
-    MAX_PARTITIONS,
     TIMESPAN_MAX,
     EntityStatus,
     QueueProperties,
     SdkModel,
-    _bool,
     _duration,
     _int,
     _ms,
     check_auto_delete,
+    check_flags,
     check_forward,
+    check_known,
     check_metadata,
     check_name,
+    check_partitions,
+    check_status,
     partition_config,
     strict_init,
 )
@@ -195,9 +196,7 @@ def build_topic(name: str, base: TopicProperties | None = None, **kwargs: Any) -
         InvalidArgumentError: an unknown keyword, a wrong type or a value out of range.
     """
     check_name(name, "topic")
-    unknown = set(kwargs) - _TOPIC_SETTABLE
-    if unknown:
-        raise InvalidArgumentError(f"unknown topic properties: {', '.join(sorted(unknown))}")
+    check_known(kwargs, _TOPIC_SETTABLE, "topic")
     p = replace(base, **kwargs) if base is not None else TopicProperties.defaults(name, **kwargs)
     p.name = name
     p.default_message_time_to_live = _duration("default_message_time_to_live", p.default_message_time_to_live)
@@ -211,25 +210,19 @@ def build_topic(name: str, base: TopicProperties | None = None, **kwargs: Any) -
     p.max_message_size_in_kilobytes = _int(
         "max_message_size_in_kilobytes", p.max_message_size_in_kilobytes, 1, MAX_MESSAGE_KB
     )
-    for flag in (
+    check_flags(
+        p,
         "requires_duplicate_detection",
         "enable_batched_operations",
         "filtering_messages_before_publishing",
         "support_ordering",
         "enable_partitioning",
         "enable_express",
-    ):
-        _bool(flag, getattr(p, flag))
-    try:
-        p.status = EntityStatus(p.status)
-    except ValueError:
-        raise InvalidArgumentError(f"unknown status {p.status!r}") from None
+    )
+    p.status = check_status(p.status)
     if p.status is EntityStatus.RECEIVE_DISABLED:
         raise InvalidArgumentError("a topic's status is Active, Disabled or SendDisabled")
-    default_count = DEFAULT_PARTITIONS if p.enable_partitioning else 1
-    p.partition_count = _int("partition_count", p.partition_count or default_count, 1, MAX_PARTITIONS)
-    if not p.enable_partitioning and p.partition_count != 1:
-        raise InvalidOperationError("partition_count needs enable_partitioning=True")
+    p.partition_count = check_partitions(p.enable_partitioning, p.partition_count)
     return p
 
 
@@ -243,9 +236,7 @@ def build_subscription(
     """
     check_name(topic, "topic")
     check_subscription_name(name)
-    unknown = set(kwargs) - _SUB_SETTABLE
-    if unknown:
-        raise InvalidArgumentError(f"unknown subscription properties: {', '.join(sorted(unknown))}")
+    check_known(kwargs, _SUB_SETTABLE, "subscription")
     p = replace(base, **kwargs) if base is not None else SubscriptionProperties.defaults(name, **kwargs)
     p.name = name
     p.lock_duration = _duration("lock_duration", p.lock_duration, MAX_LOCK)
@@ -253,17 +244,14 @@ def build_subscription(
     p.auto_delete_on_idle = check_auto_delete(_duration("auto_delete_on_idle", p.auto_delete_on_idle))
     p.user_metadata = check_metadata(p.user_metadata)
     p.max_delivery_count = _int("max_delivery_count", p.max_delivery_count, 1, 2**31 - 1)
-    for flag in (
+    check_flags(
+        p,
         "requires_session",
         "dead_lettering_on_message_expiration",
         "dead_lettering_on_filter_evaluation_exceptions",
         "enable_batched_operations",
-    ):
-        _bool(flag, getattr(p, flag))
-    try:
-        p.status = EntityStatus(p.status)
-    except ValueError:
-        raise InvalidArgumentError(f"unknown status {p.status!r}") from None
+    )
+    p.status = check_status(p.status)
     path = keys.subscription_path(topic, name)
     p.forward_to = check_forward(path, "forward_to", p.forward_to)
     p.forward_dead_lettered_messages_to = check_forward(
@@ -401,7 +389,7 @@ def topic_create_commands(p: TopicProperties, now_ms: int, gen: str = "") -> lis
     cmds: list[tuple[Any, ...]] = []
     for i in range(p.partition_count):
         ks = keys.partition_keys(p.name, i)
-        cmds.append(("UNLINK", *ks))  # leftovers of a broken delete
+        cmds.append(("UNLINK", *ks, keys.journal_key(p.name, i)))  # leftovers of a broken delete
         cmds.append(hset(ks[0], {**topic_config(p, i, gen), "subv": 0}))
         cmds.append(("HSET", ks[1], "acc", now_ms))
     cmds.append(("DEL", keys.subscriptions_index(p.name)))
@@ -481,7 +469,7 @@ def topic_delete_commands(p: TopicProperties, subs: dict[str, list[str]]) -> lis
     """Everything of a topic: its partitions, every subscription (`subs`: name -> rule names)."""
     cmds: list[tuple[Any, ...]] = []
     for i in range(p.partition_count):
-        all_keys: list[str] = list(keys.partition_keys(p.name, i))
+        all_keys: list[str] = [*keys.partition_keys(p.name, i), keys.journal_key(p.name, i)]
         for name in subs:
             all_keys += owner_delete_keys(keys.subscription_keys(p.name, name, i))
         cmds.append(("UNLINK", *all_keys))

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -42,7 +44,7 @@ from .._core import fanout, protocol
 from .._core.keys import FORWARDERS, SUBSCRIPTIONS, VIA
 from .._core.meta import EntityMeta
 from .._core.protocol import forward_ack, forward_in, forward_out, publish
-from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
+from ..exceptions import MessagingEntityNotFoundError, ServiceBusError, ServiceBusServerBusyError
 from ._registry import Registry
 from ._transport import Transport
 
@@ -304,22 +306,96 @@ class Forwarder:
         return delivered
 
 
+# Test-only: the process kills itself (SIGKILL) before the continuation call after this many, so
+# tests can leave a fan-out journal half done the way a crash does (docs/topics.md)
+KILL_AFTER_CHUNKS = "SBREDIS_TEST_KILL_AFTER_CHUNKS"
+PUBLISH_ROUNDS = 10  # publish attempts per call while its subscription set is stale or a journal pends
+JOURNAL_STEPS = 10_000  # continuation calls one finish_journal makes at most (each writes one chunk)
+
+
 def run_publish(transport: Transport, meta: EntityMeta, calls: list[Any]) -> list[Any]:
-    """run_many, re-planning publish (and cancel) calls whose subscription set was stale: the
-    script answers with the current set, which is cached on the topic's meta for the next calls."""
-    replies = transport.run_many(calls, meta.name) if calls else []
+    """run_many for publish (and cancel) calls: a call whose subscription set was stale is planned
+    again with the current set, which the script answers with and is cached on the topic's meta;
+    one wider than a call's budget runs split (:func:`publish_wide`); one refused because a
+    journal is pending finishes that journal, then runs again."""
+    if not calls:
+        return []
     if not isinstance(meta, fanout.TopicMeta):
-        return replies
-    for _ in range(5):
+        return transport.run_many(calls, meta.name)
+    replies: list[Any] = [None] * len(calls)
+    todo = list(range(len(calls)))
+    for _ in range(PUBLISH_ROUNDS):
+        one = [i for i in todo if not publish.splits(calls[i])]
+        if one:
+            for i, r in zip(one, transport.run_many([calls[i] for i in one], meta.name), strict=True):
+                replies[i] = r
+        for i in todo:
+            if i not in one:
+                replies[i] = publish_wide(transport, meta.name, calls[i])
         redo = []
-        for i, r in enumerate(replies):
-            subs = None if isinstance(r, ServiceBusError) else publish.stale(r)
+        for i in todo:
+            subs = publish.stale(replies[i])
             if subs is not None:
                 meta.subs[calls[i].partition] = subs
                 calls[i] = publish.rebuild(calls[i], meta.name, subs)
                 redo.append(i)
-        if not redo:
+                continue
+            journal = publish.pending(replies[i])
+            if journal is not None:
+                try:
+                    finish_journal(transport, meta.name, calls[i].partition, journal, calls[i].gen)
+                except ServiceBusError as e:
+                    replies[i] = e
+                    continue
+                redo.append(i)
+        todo = redo
+        if not todo:
             break
-        for i, r in zip(redo, transport.run_many([calls[i] for i in redo], meta.name), strict=True):
-            replies[i] = r
+    for i in todo:  # still stale or behind a journal after every round: busy, worth retrying
+        replies[i] = ServiceBusServerBusyError(
+            f"the subscriptions of '{meta.name}' kept changing, or other fan-outs kept it waiting, during the publish"
+        )
     return replies
+
+
+def publish_wide(transport: Transport, topic: str, c: Any) -> Any:
+    """One publish too wide for one script call (docs/topics.md, "Wide fan-outs"): read-only
+    checks of every chunk, so a refusal comes before anything is written; then the call that
+    takes the messages (sequence numbers, duplicate detection) and records the journal; then the
+    journal's chunks.
+    Returns the reply the one call would give, a stale or pending reply (run_publish handles
+    it), or the error; an error after the messages were accepted is in doubt, like a lost reply."""
+    try:
+        for check in publish.check_calls(c, topic):
+            r = transport.run(check, topic)
+            if publish.stale(r) is not None:
+                return r
+        start = publish.start_call(c, topic)
+        r = transport.run(start, topic)
+        if publish.stale(r) is not None or publish.pending(r) is not None:
+            return r
+        reply, journal = publish.started(start, r)
+        if journal is not None:
+            finish_journal(transport, topic, c.partition, journal, c.gen)
+    except ServiceBusError as e:
+        return e
+    return reply
+
+
+def finish_journal(
+    transport: Transport, topic: str, partition: int, journal: publish.Journal | None = None, gen: str = ""
+) -> None:
+    """Drive a topic partition's pending fan-out journal to its end, one chunk per call (None:
+    whichever is pending, if any). Another client driving the same journal is harmless: a call
+    naming a cursor already passed writes nothing and answers the current one."""
+    if journal is None:
+        journal = publish.Journal("", -1, ())
+    kill_after = os.environ.get(KILL_AFTER_CHUNKS)
+    for done in range(JOURNAL_STEPS):
+        if kill_after is not None and done >= int(kill_after):
+            os.kill(os.getpid(), signal.SIGKILL)  # test-only (docs/topics.md): a publisher dying mid fan-out
+        step = transport.run(publish.continue_call(topic, partition, journal, gen), topic)
+        nxt = publish.pending(step)
+        if nxt is None:
+            return
+        journal = nxt

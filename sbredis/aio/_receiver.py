@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .._concurrency import AsyncCoalescer
 from .._core import codec, instrument, protocol, quota, settlement, validation
 from .._core import session as sess
+from .._core.keys import SUBSCRIPTIONS
 from .._core.meta import EntityMeta
 from .._core.protocol import SETTLE, Group, abandon, peek, probe, receive, receive_deferred, session_receive
 from .._core.protocol._held import LOCK_LOST
@@ -31,6 +32,7 @@ from ..exceptions import (
     ServiceBusError,
     SessionLockLostError,
 )
+from ._forwarder import finish_journal
 from ._session import ServiceBusSession
 
 if TYPE_CHECKING:
@@ -96,6 +98,19 @@ class ServiceBusReceiver:
         """The session of a session receiver (None for other receivers)."""
         return self._session
 
+    @property
+    def prefetch_count(self) -> int:
+        """Messages kept locked ahead of what receive calls ask for. Settable (an sbredis
+        extension): the next receive that goes to Redis takes that many ahead; messages already
+        fetched stay. A worker sizes it to its handlers' pace (sbredis.worker)."""
+        return self._prefetch
+
+    @prefetch_count.setter
+    def prefetch_count(self, value: int) -> None:
+        if value != 0:
+            validation.check_count("prefetch_count", value)
+        self._prefetch = value
+
     # -- internal: for its session and the AutoLockRenewer
     @property
     def closed(self) -> bool:
@@ -145,6 +160,10 @@ class ServiceBusReceiver:
         full = set()
         for p, reply in zip(parts, await self._run_many(calls, unreachable), strict=True):
             if isinstance(reply, ServiceBusError):
+                continue
+            if receive.journal_pending(reply):  # a fan-out to this subscription is unfinished
+                await finish_journal(self._context.transport, self.entity_name.partition(SUBSCRIPTIONS)[0], p)
+                self._expired_left = True  # receive again at once: the copies are stored now
                 continue
             now, msgs = receive.parse(reply, self.entity_name, p, self._group, nonce, self.receive_mode)
             self.saw_server_time(now)

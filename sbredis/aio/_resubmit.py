@@ -73,24 +73,31 @@ async def resubmit_dead_letters(
         dlq = client.get_queue_receiver(topic, sub_queue=sq)
     else:
         dlq = client.get_subscription_receiver(topic, sub, sub_queue=sq)
-    held: list[ServiceBusReceivedMessage] = []  # received, not moved: given back at the end
+    # received, not moved: given back at the end; by sequence number, as a held dead letter whose
+    # lock elapsed comes back under a new lock (the one to give back)
+    held: dict[int, ServiceBusReceivedMessage] = {}
     seen: set[int] = set()
     async with sender, dlq:
         try:
-            taken = 0
-            while taken < limit and (wanted is None or wanted - seen):
+            # `limit` counts distinct dead letters (a held one that came back is not a new one);
+            # batches that bring only such returns are bounded by `limit` too
+            taken = returns = 0
+            while taken < limit and returns < limit and (wanted is None or wanted - seen):
                 got = await dlq.receive_messages(min(batch_size, limit - taken), max_wait_time=1)
                 if not got:
                     break
-                taken += len(got)
                 before = len(seen)
                 move, back = resubmit.sort_batch(got, seen, wanted)
-                held += back
+                new = len(seen) - before
+                taken += new
+                if not new:
+                    returns += 1
+                held.update((m.sequence_number, m) for m in back)
                 if move:
                     seqs = await sender.schedule_messages([copy_for_resend(m, new_message_ids) for m in move], LONG_AGO)
                     stored = [m for m, s in zip(move, seqs, strict=True) if s]
                     dropped = [m for m, s in zip(move, seqs, strict=True) if not s]
-                    held += dropped
+                    held.update((m.sequence_number, m) for m in dropped)
                     out.kept_as_duplicates += len(dropped)
                     if stored:
                         try:
@@ -99,9 +106,9 @@ async def resubmit_dead_letters(
                             out.lock_lost += len(stored)
                     out.resubmitted += len(stored)
                 if on_progress is not None:
-                    on_progress(len(seen) - before)
+                    on_progress(new)
         finally:
-            for m in held:
+            for m in held.values():
                 try:
                     await dlq.abandon_message(m)
                 except MessageLockLostError:

@@ -18,8 +18,11 @@ from ._sender import ServiceBusSender
 class ServiceBusTopicSender(ServiceBusSender):
     """Sends to one topic: each send is one ``publish`` script call per topic partition, which
     stores a copy in every subscription whose rules match (all copies or none), so every
-    ServiceBusSender method works the same. ``schedule_messages`` returns the topic's sequence
-    numbers; ``cancel_scheduled_messages`` takes them back out of every subscription."""
+    ServiceBusSender method works the same. A partition with more subscriptions than one call's
+    budget takes a split publish (docs/topics.md, "Wide fan-outs"): the same refusals before
+    anything is written, and the send returns once every copy is stored. ``schedule_messages``
+    returns the topic's sequence numbers; ``cancel_scheduled_messages`` takes them back out of
+    every subscription."""
 
     async def _topic(self) -> fanout.TopicMeta:
         meta = await self._context.entity(self.entity_name)

@@ -34,7 +34,7 @@ import sys
 
 from .. import __version__
 from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
-from ._registry import MEMORY_HINT, ExitCode, Main, Parser, Registry, UsageError, add_url, resolve_url
+from ._registry import ExitCode, Main, Parser, Registry, UsageError, add_url, resolve_url
 from .output import Output, masked
 
 COMMANDS = (
@@ -110,11 +110,6 @@ def main(argv: list[str] | None = None) -> int:
     except ServiceBusError as e:
         out.warn(f"sbredis: {type(e).__name__}: {e.message}")
         return ExitCode.EMPTY if isinstance(e, MessagingEntityNotFoundError) else ExitCode.ERROR
-    except ModuleNotFoundError as e:
-        if e.name != "fakeredis":
-            raise
-        out.warn(f"sbredis: {MEMORY_HINT}")
-        return ExitCode.USAGE
     except KeyboardInterrupt:
         out.warn("sbredis: interrupted")
         return 130

@@ -9,13 +9,13 @@ subcommands, e.g. ``entities``) or ``cli.passthrough(...)`` (a command with its 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 from collections.abc import Callable
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from .._core import memory
 from .._core.redact import redact_text
 
 if TYPE_CHECKING:
@@ -149,16 +149,9 @@ def require_url(args: argparse.Namespace) -> str:
     url = getattr(args, "url", None)
     if not url:
         raise UsageError("give --url (or set SBREDIS_URL)")
-    if str(url).lower().startswith("memory://") and not _has_fakeredis():
+    if str(url).lower().startswith("memory://") and not memory.available():
         raise UsageError(MEMORY_HINT)
     return str(url)
 
 
 MEMORY_HINT = "memory:// needs the memory extra: pip install 'sbredis[memory]'"
-
-
-def _has_fakeredis() -> bool:
-    try:
-        return importlib.util.find_spec("fakeredis") is not None
-    except (ImportError, ValueError):  # a broken install, or None in sys.modules
-        return False

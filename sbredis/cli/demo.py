@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..exceptions import ServiceBusError
-from ._registry import ExitCode, Registry
+from ._registry import ExitCode, Registry, require_url
 from .output import Output
 
 
@@ -18,7 +18,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
     try:
         if args.url:
-            return demo.run(args.url)
+            return demo.run(require_url(args))  # memory:// without its extra: the usage error
         from .._embedded import EmbeddedRedis
 
         with EmbeddedRedis() as server:

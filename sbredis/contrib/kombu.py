@@ -32,9 +32,13 @@ it in its hub, as it does kombu's Redis transport, so a prefork worker's main pr
 to and from its children itself) each tick hands out what the queues hold as far as the prefetch
 count allows; a channel that found nothing sends an ``XREAD BLOCK`` on a connection of its own,
 and its reply (a message sent, the wait's time up) makes the socket readable and the loop tick
-again. Acks made in the loop are completed by its next tick, together (one script call per
-partition), before the receive that takes the slots they freed. Without an event loop,
-``drain_events`` blocks the same way in the calling thread and an ack completes at once.
+again. Acks made in the loop are held while its ticks keep delivering and completed together
+(one script call per partition for up to ACK_BATCH of them, at most ACK_DELAY seconds later, at
+once when the loop has nothing to deliver): the slot an ack frees is taken by the next receive
+first, so a worker at prefetch 1 makes one script call per task on its hot path rather than two.
+A worker that dies meanwhile has those tasks delivered again, as if it had died before the acks.
+Without an event loop, ``drain_events`` blocks the same way in the calling thread and an ack
+completes at once.
 
 Exchanges and fanout: sbredis has no topics yet, so routing stays kombu's (direct, topic and fanout
 exchange types), with the binding tables in Redis so every process routes alike: one sorted set
@@ -127,6 +131,8 @@ _EDGE = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
 _FOREVER = float("inf")
 LEASE_FACTOR = 2  # a leased binding lapses LEASE_FACTOR x the queue's x-expires after its last renewal
 IDLE_MIN = 300.0  # seconds: Service Bus's smallest auto_delete_on_idle
+ACK_BATCH = 32  # most acks an event loop's tick holds back (see Channel.basic_ack)
+ACK_DELAY = 0.05  # seconds an ack is held back at most (while the loop keeps delivering)
 REPLAN = 0.5  # seconds an event loop's wait reuses a plan's log positions (see _Waiter.reusable)
 
 
@@ -138,6 +144,37 @@ def _wake_keys(entity: str, partition: int) -> tuple[str, str, str, str]:
     (sbredis/_core/keys.py)."""
     keys = partition_keys(entity, partition)
     return keys[1], keys[2], keys[8], keys[4]
+
+
+class _Watchable:
+    """A redis-py connection whose socket an event loop can watch: redis-py gives the socket no
+    public name (kombu's Redis transport reads the same attribute)."""
+
+    _sock: Any  # redis-py's, set while connected
+
+    def fileno(self) -> int:
+        if self._sock is None:
+            raise redis.ConnectionError("not connected")
+        return int(self._sock.fileno())
+
+
+class _Connection(_Watchable, redis.Connection):
+    pass
+
+
+class _SSLConnection(_Watchable, redis.SSLConnection):
+    pass
+
+
+class _UnixConnection(_Watchable, redis.UnixDomainSocketConnection):
+    pass
+
+
+_WATCHABLE: dict[type[Any], type[Any]] = {
+    redis.Connection: _Connection,
+    redis.SSLConnection: _SSLConnection,
+    redis.UnixDomainSocketConnection: _UnixConnection,
+}
 
 
 class _Waiter:
@@ -160,6 +197,7 @@ class _Waiter:
     def __init__(self, url: str, ssl: dict[str, Any], max_wait: float, unblocker: redis.Redis) -> None:
         self.max_wait = max_wait
         self._pool = redis.ConnectionPool.from_url(url, socket_timeout=max_wait + 30, socket_connect_timeout=10, **ssl)
+        self._pool.connection_class = _WATCHABLE.get(self._pool.connection_class, self._pool.connection_class)
         self._conn: Any = self._pool.make_connection()
         self._unblocker = unblocker
         self._client_id: int | None = None
@@ -261,7 +299,7 @@ class _Waiter:
         self._kicked.clear()
         self._conn.send_command(*command)
         self.pending = True
-        return int(self._conn._sock.fileno())
+        return int(self._conn.fileno())
 
     def finish(self) -> None:
         """Read the reply of start()'s command (the socket is readable)."""
@@ -382,6 +420,27 @@ def _eta(headers: dict[str, Any]) -> datetime | None:
     except ValueError:
         return None
     return eta if eta.tzinfo else eta.replace(tzinfo=UTC)
+
+
+Entry = tuple[ServiceBusReceiver, ServiceBusReceivedMessage]
+
+
+def _complete(entries: list[Entry]) -> None:
+    """Complete acknowledged messages, one call per receiver (a script call per partition)."""
+    by_receiver: dict[int, tuple[ServiceBusReceiver, list[ServiceBusReceivedMessage]]] = {}
+    for receiver, m in entries:
+        by_receiver.setdefault(id(receiver), (receiver, []))[1].append(m)
+    for receiver, messages in by_receiver.values():
+        try:
+            if len(messages) == 1:
+                receiver.complete_message(messages[0])
+            else:
+                receiver.complete_messages(messages)
+        except MessageLockLostError as e:
+            what = repr(messages[0]) if len(messages) == 1 else f"{len(messages)} messages"
+            log.warning("ack of %s: the lock was lost; it may be delivered again: %s", what, e)
+        except MessageAlreadySettled:
+            pass
 
 
 class _Broker:
@@ -598,7 +657,8 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         self.hub_waiter: _Waiter | None = None  # in an event loop: this channel's wait (see on_tick)
         self._saw_all = False  # the last receive found the channel's only queue empty after it
         self._tick_thread: int | None = None  # the event loop's thread, once it ticked
-        self._acks: list[tuple[ServiceBusReceiver, ServiceBusReceivedMessage]] = []  # see basic_ack
+        self._acks: list[Entry] = []  # see basic_ack
+        self._acks_since = 0.0  # monotonic time of the oldest of them
 
     # -- names
     def _entity(self, queue: str) -> str:
@@ -845,43 +905,40 @@ class Channel(virtual.Channel):  # type: ignore[misc]
 
     # -- settle
     def basic_ack(self, delivery_tag: str, multiple: bool = False) -> None:
-        """Complete the message. In an event loop, an ack made in the loop's thread is completed
-        by the loop's next tick (it follows at once), together with the others made meanwhile
-        and before the receive that takes the freed slots: one script call for both children's
-        results of a prefork worker, say, instead of one each. A process that dies in between
-        has its message delivered again, as if it had died before the ack."""
+        """Complete the message. In an event loop, an ack made in the loop's thread waits: a tick
+        that delivers leaves it for a later one, so that the task it hands out goes to work
+        first (a prefork child runs it while the ack is completed), and the acks go together:
+        one script call for up to ACK_BATCH of them, made when a tick finds nothing to deliver,
+        or when ACK_BATCH acks or ACK_DELAY seconds have gathered. A worker at prefetch 1 then
+        makes one round trip per task rather than two. The slot under the prefetch limit frees
+        at once. A process that dies in between has its message delivered again, as if it had
+        died before the ack."""
         full = not self.qos.can_consume()
         entry = self._locked.pop(delivery_tag, None)
         if entry is not None:
             if self._tick_thread == threading.get_ident():
+                if not self._acks:
+                    self._acks_since = time.monotonic()
+                    self.connection.flush_later(ACK_DELAY)
                 self._acks.append(entry)
             else:
-                self._complete([entry])
+                _complete([entry])
         super().basic_ack(delivery_tag)
         if full:  # room under the prefetch limit again: a consumer waiting for it looks now
             self._sb.waiter.kick()
 
-    def _complete(self, entries: list[tuple[ServiceBusReceiver, ServiceBusReceivedMessage]]) -> None:
-        by_receiver: dict[int, tuple[ServiceBusReceiver, list[ServiceBusReceivedMessage]]] = {}
-        for receiver, m in entries:
-            by_receiver.setdefault(id(receiver), (receiver, []))[1].append(m)
-        for receiver, messages in by_receiver.values():
-            try:
-                if len(messages) == 1:
-                    receiver.complete_message(messages[0])
-                else:
-                    receiver.complete_messages(messages)
-            except MessageLockLostError as e:
-                what = repr(messages[0]) if len(messages) == 1 else f"{len(messages)} messages"
-                log.warning("ack of %s: the lock was lost; it may be delivered again: %s", what, e)
-            except MessageAlreadySettled:
-                pass
-
     def flush_acks(self) -> None:
-        """Complete the acks the event loop's thread made since its last tick."""
+        """Complete the acks the event loop's thread made and has not completed yet."""
         if self._acks:
             acks, self._acks = self._acks, []
-            self._complete(acks)
+            _complete(acks)
+
+    def acks_due(self, early: float = 0.0) -> bool:
+        """Whether the acks waiting in this channel go now rather than after the next delivery
+        (see basic_ack)."""
+        if len(self._acks) >= ACK_BATCH:
+            return True
+        return bool(self._acks) and time.monotonic() - self._acks_since >= ACK_DELAY - early
 
     def basic_reject(self, delivery_tag: str, requeue: bool = False) -> None:
         entry = self._locked.pop(delivery_tag, None)
@@ -938,9 +995,17 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         and at most `limit` messages, and return how many; when it found none, start an XREAD
         BLOCK on this channel's own connection and `watch` its socket. A channel at its
         prefetch limit waits for nothing: an ack comes first, and the next tick looks again;
-        the other channels (Celery's pidbox) keep their waits meanwhile."""
+        the other channels (Celery's pidbox) keep their waits meanwhile. Acks made in the loop
+        are completed when due or when the tick delivered nothing (see basic_ack)."""
         self._tick_thread = threading.get_ident()
-        self.flush_acks()
+        if self.acks_due():
+            self.flush_acks()
+        delivered = self._tick(deliver, watch, limit)
+        if not delivered and not (self._consumers and not self.qos.can_consume()):
+            self.flush_acks()  # (at the prefetch limit they wait for the next delivery, or ACK_DELAY)
+        return delivered
+
+    def _tick(self, deliver: Any, watch: Any, limit: int) -> int:
         waiter = self.hub_waiter
         if waiter is None:
             if self.closed or not self._consumers:
@@ -961,8 +1026,9 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         if delivered and not self._dry():  # the next tick (at once, see Transport.on_tick) looks again
             return delivered
         targets = self.waitable()
-        if not targets:
+        if not targets:  # at the prefetch limit: the acks wait for the next delivery (or ACK_DELAY)
             return delivered
+        self.flush_acks()  # before a wait (nothing else to do first)
         entities = [(entity, count) for _, _, entity, count in targets]
         left = waiter.reusable(entities)
         if left > 0.005:
@@ -1107,6 +1173,16 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         if delivered and self._nudge is not None:
             with contextlib.suppress(OSError):
                 self._nudge[1].send(b"\0")
+
+    def flush_later(self, seconds: float) -> None:
+        """Complete the acks that are due by then, even if the loop has nothing else to do."""
+        if self._loop is not None:
+            self._loop.call_later(seconds, self._flush_due)
+
+    def _flush_due(self) -> None:
+        for channel in list(self.channels):
+            if channel.acks_due(early=ACK_DELAY / 10):  # (a timer may fire a little early)
+                channel.flush_acks()
 
     def _on_nudge(self) -> None:
         if self._nudge is not None:

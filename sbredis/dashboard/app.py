@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import secrets
 import threading
 import time
@@ -43,6 +42,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from .. import ServiceBusClient
+from .._core.connection import is_loopback
 from .._core.redact import redact_text
 from .._sync._transport import Transport
 from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
@@ -70,15 +70,6 @@ FIXED = {"name", "enable_partitioning", "partition_count", "requires_session", "
 
 class SettingsError(ValueError):
     """Settings the dashboard refuses to start with."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@
           deferred one) becomes a scheduled message due in delay_ms (a retry with backoff: its
           delivery count is kept, and max_dc still dead-letters it first)
   Returns: {status_1, ..., status_n}   0 released, 1 lock lost
-  Errors:  NOTFOUND  DISABLED
+  Errors:  NOTFOUND  DISABLED  INVALID (n is not a count of the ARGV given)
 ]]
 --@include partition
 --@include messages
@@ -21,6 +21,7 @@ if bad then return bad end
 local G = group_of(ARGV[1])
 local now = now_ms()
 local seqs, recs, after = held_args(G, now)
+if not seqs then return fail('INVALID') end
 local undo = ARGV[after] == '1'
 local delay = tonumber(ARGV[after + 1] or '0') or 0
 local due = delay > 0 and now + delay or nil

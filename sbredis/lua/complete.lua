@@ -6,7 +6,7 @@
   ARGV[3] the lock nonce of all n messages, then n seqs; or '' then n pairs: seq, lock nonce
           (held_args, includes/messages.lua)
   Returns: {status_1, ..., status_n}   0 completed, 1 lock lost (unknown, elapsed or not ours)
-  Errors:  NOTFOUND  DISABLED
+  Errors:  NOTFOUND  DISABLED  INVALID (n is not a count of the ARGV given)
   One message under one nonce (complete_message in a loop) is settled before the general path's
   helpers are defined: Redis runs a script's whole body at every call, and each helper is a
   closure built per call. Anything else (several messages, a lock not held, a session message, a
@@ -45,6 +45,7 @@ if bad then return bad end
 local G = group_of(ARGV[1])
 local now = now_ms()
 local seqs, recs = held_args(G, now)
+if not seqs then return fail('INVALID') end
 complete_held(G, seqs, recs)
 local out = {}
 for i = 1, #seqs do

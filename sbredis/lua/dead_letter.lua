@@ -6,7 +6,7 @@
           (held_args, includes/messages.lua)
   then the reason and the error description
   Returns: {status_1, ..., status_n}   0 dead-lettered, 1 lock lost
-  Errors:  NOTFOUND  DISABLED  INVALID (group is not the main queue)
+  Errors:  NOTFOUND  DISABLED  INVALID (group is not the main queue, or n is not a count of the ARGV given)
 ]]
 --@include partition
 --@include messages
@@ -17,6 +17,7 @@ if bad then return bad end
 if ARGV[1] ~= 'm' then return fail('INVALID') end
 local now = now_ms()
 local seqs, recs, after = held_args(MAIN, now)
+if not seqs then return fail('INVALID') end
 local reason, description = ARGV[after], ARGV[after + 1]
 local out = {}
 for i = 1, #seqs do

@@ -5,7 +5,7 @@
   ARGV[3] the lock nonce of all n messages, then n seqs; or '' then n pairs: seq, lock nonce
           (held_args, includes/messages.lua)
   Returns: {status_1, ..., status_n}   0 deferred, 1 lock lost
-  Errors:  NOTFOUND  DISABLED
+  Errors:  NOTFOUND  DISABLED  INVALID (n is not a count of the ARGV given)
 ]]
 --@include partition
 --@include messages
@@ -16,6 +16,7 @@ if bad then return bad end
 local G = group_of(ARGV[1])
 local now = now_ms()
 local seqs, recs = held_args(G, now)
+if not seqs then return fail('INVALID') end
 local out = {}
 for i = 1, #seqs do
   if recs[i] then

@@ -101,17 +101,7 @@ end
 local out = {now, inc}
 -- at most ret_max entries and READ_BYTES of them (includes/messages.lua); the caller goes on
 -- while a reply is full by either
-local r, from, bytes, chunk = {}, '-', 0, read_chunk(cfg)
-while #r < ret_max and bytes < READ_BYTES do
-  local ask = math.min(ret_max - #r, chunk)
-  local page = redis.call('XRANGE', T.m.log, from, '+', 'COUNT', ask)
-  for i = 1, #page do
-    r[#r + 1] = page[i]
-    bytes = bytes + #page[i][2][2]
-  end
-  if #page < ask then break end
-  from = '(' .. page[#page][1]
-end
+local r = read_log(T.m, '-', ret_max, read_chunk(cfg))
 for i = 1, #r do
   local id = r[i][1]
   local f = r[i][2]

@@ -27,31 +27,15 @@ local sid = ARGV[4] or ''
 local PEEK_SCAN, PAGE, PEEK_US = 2000, 500, 5000
 local r
 local resume = 0
-local chunk, bytes = read_chunk(cfg), 0  -- READ_BYTES (includes/messages.lua)
+local chunk = read_chunk(cfg)
 if sid == '' or not G.main then
-  r = {}
-  local from = ARGV[2]
-  while #r < want do
-    if bytes >= READ_BYTES then
-      local id = string.sub(from, 2)  -- '(<seq>-0': the last entry read
-      resume = tonumber(string.sub(id, 1, #id - 2)) + 1
-      break
-    end
-    local ask = math.min(want - #r, chunk)
-    local page = redis.call('XRANGE', G.log, from, '+', 'COUNT', ask)
-    for i = 1, #page do
-      r[#r + 1] = page[i]
-      bytes = bytes + #page[i][2][2]
-    end
-    if #page < ask then break end
-    from = '(' .. page[#page][1]
-  end
+  r, resume = read_log(G, ARGV[2], want, chunk)  -- stops past READ_BYTES (includes/messages.lua)
 else
   r = {}
   local from = ARGV[2]
   local read = 0
   local start = clock_us()
-  local page_size = math.min(PAGE, chunk)
+  local page_size, bytes = math.min(PAGE, chunk), 0
   while #r < want do
     if read >= PEEK_SCAN or bytes >= READ_BYTES or (read > 0 and clock_us() - start >= PEEK_US) then
       local id = string.sub(from, 2)  -- '(<seq>-0': the last entry read

@@ -1,23 +1,45 @@
 --[[
   publish: fan a batch of messages out of one topic partition into the same partition of every
-  subscription whose rules match: every copy of every message is stored, or none (one script,
-  one hash tag: the subscriptions' keys live under the topic partition's tag).
-  KEYS: the topic partition's 24 keys, then 10 per subscription (the keys a fan-out writes,
-        includes/fansets.lua), in the order of the names in ARGV
-  ARGV[1] subv: the version of the subscription set the caller built KEYS for
+  subscription whose rules match (one hash tag: the subscriptions' keys live under the topic
+  partition's tag). A small fan-out is one atomic call, as every other script: every copy of every
+  message is stored, or none. A wide one (more subscriptions x messages than one call's BUDGET) is
+  split across calls (docs/topics.md, "Wide fan-outs"): 'check' calls refuse it before anything is
+  written, a 'start' call takes the messages (sequence numbers, duplicate detection) and records
+  them and the subscription set in the topic partition's fan-out journal (the client passes it no
+  subscription's keys: c = 0), and continuation calls write one chunk each.
+  KEYS: the topic partition's 24 keys, its fan-out journal (keys.journal_key), then 10 per
+        subscription (the keys a fan-out writes, includes/fansets.lua): of all the names in ARGV
+        (mode ''), of names a + 1 .. a + c ('start') or of the journal's next chunk; a 'check'
+        passes 2 per subscription (cfg and st: keys.CHECK_KEY_NAMES)
+  ARGV[1] subv: the version of the subscription set the caller built KEYS for ('+': a continuation,
+          whose only other arguments are the journal id and the cursor the caller expects)
   ARGV[2] k: the number of subscriptions, then their k names
   ARGV[3 + k] source: '' for a send, else the forwarding source ('<path>:<p>:<incarnation>')
   ARGV[4 + k] n, then 7 per message: message_id ('' when duplicate detection does not apply),
           ttl_ms (0: the default), scheduled_ms (0: now), hop count, expires_ms (0: from the ttl;
           else an upper bound, a forwarded message's expiry), outbox seq (0 unless forwarded),
           blob
+  ARGV[5 + k + 7n] mode: '' (or absent) all subscriptions in this call; 'check' a read-only check
+          of subscriptions a + 1 .. a + c (c: the sets in KEYS; the client names only those, a = 0);
+          'start' the first writing call of a split fan-out, for subscriptions 1 .. c (naming all
+          k, which the journal records; the client passes c = 0); then a: the offset of the
+          first set
   Returns: {now_ms, seq_1, ..., seq_n}: the topic's sequence numbers, 0 for a message dropped as
-           a duplicate (or, forwarded, at or below the source's high-water mark); when ARGV[1] is
-           not the current version: {-1, subv, name_1, forwards_1, name_2, forwards_2, ...}
+           a duplicate (or, forwarded, at or below the source's high-water mark); 'start' adds
+           the journal's state after them when it recorded one: jid, cursor, the next chunk's
+           names; 'check': {0};
+           when ARGV[1] is not the current version: {-1, subv, name_1, forwards_1, name_2, ...};
+           while a journal is pending (a mode that writes the topic, or a continuation naming
+           another state): {-2, jid, cursor, the names of its next chunk...} (help finish it,
+           then call again); a continuation that finished the journal, or found none: {0}
   Errors:  NOTFOUND  DISABLED (send)  SIZE (a message, or a sent batch, over max_msg)
+           INVALID (KEYS without the journal, or k or n not what ARGV holds)
            QUOTA (a subscription partition would exceed the topic's max_size)
            NOSESSION (a copy for a subscription that requires sessions has no session id; nothing
            is stored)
+           A continuation refuses nothing (the messages were accepted): quota is not checked
+           again, a session copy without a session id (its subscription was recreated requiring
+           sessions) is not stored, a deleted or disabled subscription is skipped.
   Per subscription: status Disabled receives nothing; every rule is evaluated (in name order);
   one copy for all matching rules without an action, one copy per matching rule with an action
   (the action applied to it; a copy for a session subscription goes to its session, see
@@ -28,140 +50,114 @@
   subscription's.
   Cost: a fixed part per subscription (its keys, one read of its cfg and one of its st, one write
   of its st) and one XADD per copy; a topic has at most 2,000 subscriptions (docs/topics.md).
+  A call's chunk is at most BUDGET units, 2 per subscription and 1 per subscription x message
+  (protocol/publish.py's chunk_size).
 ]]
 --@include partition
 --@include fansets
 --@include rules
 --@include sessions
-local cfg = load_cfg()
-if not cfg then return fail('NOTFOUND') end
-if cfg.status == 'Disabled' or cfg.status == 'SendDisabled' then return fail('DISABLED') end
-local subv = redis.call('HGET', K_CFG, 'subv') or '0'
-local k = tonumber(ARGV[2])
-if subv ~= ARGV[1] or fanset_count() ~= k then
-  local all = redis.call('HGETALL', K_CFG)
-  local out = {-1, subv}
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 4) == 'sub:' then
-      out[#out + 1] = string.sub(all[i], 5)
-      out[#out + 1] = all[i + 1]
-    end
-  end
+local BUDGET = 200  -- a call's work units: a few ms of server CPU (docs/topics.md, Wide fan-outs)
+local NONE = {}  -- a subscription's dead-letter copies until it has one (never changed)
+
+local function chunk_of(n)
+  local c = math.floor(BUDGET / (2 + n))
+  if c < 1 then c = 1 end
+  return c
+end
+
+-- the names of the journal's chunk at cursor cur (field 'n<cur>': each chunk's own, so a call
+-- decodes its chunk, not the whole set)
+local function chunk_names(cur)
+  return cjson.decode(redis.call('HGET', K_FJ, 'n' .. cur) or '[]')
+end
+
+-- the reply that names a pending journal: its id, cursor and the names of its next chunk
+local function pending(jid, cur)
+  local out = {-2, jid, cur}
+  local names = chunk_names(cur)
+  for i = 1, #names do out[#out + 1] = names[i] end
   return out
 end
-local source = ARGV[3 + k]
-local base = 4 + k
-local n = tonumber(ARGV[base])
-local total = 0
-for i = 1, n do
-  local size = #ARGV[base + 7 * i]
-  if size > cfg.max_msg then return fail('SIZE') end
-  total = total + size
-end
-if source == '' and total > cfg.max_msg then return fail('SIZE') end
 
-local now = now_ms()
--- scheduled messages that materialized no longer need their copy map (bounded cleanup)
-local done = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', now, 'LIMIT', 0, 100)
-if #done > 0 then
-  call_many('ZREM', K_SCHED, done)
-  call_many('HDEL', MAIN.lk, done)
-end
+local set_of = fanset  -- checkset in a check call (2 keys a subscription)
 
--- which messages are stored: forwarded ones above the source's mark, then duplicate detection
-local keep = {}
-local mark_field, mark, top = nil, 0, 0
-if source ~= '' then
-  mark_field = 'f:' .. source
-  mark = tonumber(redis.call('HGET', K_ST, mark_field) or '0')
-end
-for i = 1, n do
-  local fseq = tonumber(ARGV[base + 7 * i - 1])
-  keep[i] = fseq == 0 or fseq > mark
-  if fseq > top then top = fseq end
-end
-local marks = {}
-if cfg.dedup_ms > 0 then
-  redis.call('ZREMRANGEBYSCORE', K_DD, '-inf', now)
-  local seen = {}
-  for i = 1, n do
-    local mid = ARGV[base + 7 * i - 6]
-    if keep[i] and mid ~= '' then
-      if seen[mid] or redis.call('ZSCORE', K_DD, mid) then
-        keep[i] = false
-      else
-        seen[mid] = true
-        marks[#marks + 1] = now + cfg.dedup_ms
-        marks[#marks + 1] = mid
-      end
-    end
+-- the sets in KEYS must be those of names[a + 1 .. a + c]: a caller's wrong KEYS never writes
+-- another subscription's keys
+local function sets_match(names, a, c)
+  local prefix = string.sub(K_CFG, 1, -4) .. 's:'
+  for j = 1, c do
+    if set_of(j).cfg ~= prefix .. names[a + j] .. ':cfg' then return false end
   end
+  return true
 end
 
--- the subscriptions: settings and rules of this partition. Most subscriptions have only the
--- $Default rule: cfg 'nf' counts the fields the subscription's settings wrote (with itself), so
--- when HLEN is that, 'pre' (idle.lua) and rf:$Default, there is no other rule and one HMGET reads
--- all; else the rules are read off HGETALL's reply (at 2,000 subscriptions the reads of cfg are
--- most of a one-message publish).
-local subs = {}
-local decode_needed = false
-local default_only = {}  -- program -> the rule list {{'$Default', program}}, shared (never changed)
-local NONE = {}  -- a subscription's dead-letter copies until it has one (never changed)
-for j = 1, k do
-  local S = fanset(j)
-  local c = redis.call('HMGET', S.cfg, 'status', 'pre', 'ttl_ms', 'dlf', 'sess', 'nf', 'rf:$Default', 'ra:$Default')
-  local status, pre, ttl, dlf, sess = c[1], c[2], c[3], c[4], c[5]
-  local rules, actions = {}, nil
-  if c[6] and c[7] and not c[8] and redis.call('HLEN', S.cfg) == tonumber(c[6]) + (pre and 2 or 1) then
-    rules = default_only[c[7]]
-    if not rules then
-      rules = {{'$Default', c[7]}}
-      default_only[c[7]] = rules
-    end
-  else
-    local raw = redis.call('HGETALL', S.cfg)
-    for i = 1, #raw, 2 do
-      local f = raw[i]
-      if string.byte(f, 1) == 114 and string.byte(f, 3) == 58 then  -- 'r?:'
-        local kind = string.sub(f, 1, 3)
-        if kind == 'rf:' then
-          rules[#rules + 1] = {string.sub(f, 4), raw[i + 1]}
-        elseif kind == 'ra:' then
-          actions = actions or {}
-          actions[string.sub(f, 4)] = raw[i + 1]
+-- the subscriptions of the sets in KEYS (names[a + 1 .. a + c]): settings and rules. Most
+-- subscriptions have only the $Default rule: cfg 'nf' counts the fields the subscription's
+-- settings wrote (with itself), so when HLEN is that, 'pre' (idle.lua) and rf:$Default, there is
+-- no other rule and one HMGET reads all; else the rules are read off HGETALL's reply (at 2,000
+-- subscriptions the reads of cfg are most of a one-message publish).
+local function read_subs(names, a, c)
+  local subs = {}
+  local decode_needed = false
+  local default_only = {}  -- program -> the rule list {{'$Default', program}}, shared (never changed)
+  for j = 1, c do
+    local S = set_of(j)
+    local f = redis.call('HMGET', S.cfg, 'status', 'pre', 'ttl_ms', 'dlf', 'sess', 'nf', 'rf:$Default', 'ra:$Default')
+    local status, pre, ttl, dlf, sess = f[1], f[2], f[3], f[4], f[5]
+    local rules, actions = {}, nil
+    if f[6] and f[7] and not f[8] and redis.call('HLEN', S.cfg) == tonumber(f[6]) + (pre and 2 or 1) then
+      rules = default_only[f[7]]
+      if not rules then
+        rules = {{'$Default', f[7]}}
+        default_only[f[7]] = rules
+      end
+    elseif status or pre then
+      local raw = redis.call('HGETALL', S.cfg)
+      for i = 1, #raw, 2 do
+        local fld = raw[i]
+        if string.byte(fld, 1) == 114 and string.byte(fld, 3) == 58 then  -- 'r?:'
+          local kind = string.sub(fld, 1, 3)
+          if kind == 'rf:' then
+            rules[#rules + 1] = {string.sub(fld, 4), raw[i + 1]}
+          elseif kind == 'ra:' then
+            actions = actions or {}
+            actions[string.sub(fld, 4)] = raw[i + 1]
+          end
         end
       end
     end
+    for r = 1, #rules do
+      local rule = rules[r]
+      if actions then rule[3] = actions[rule[1]] end
+      if rule[3] or (rule[2] ~= '[1,true]' and rule[2] ~= '[1,false]') then decode_needed = true end
+    end
+    if #rules > 1 then table.sort(rules, function(x, y) return x[1] < y[1] end) end
+    -- while auto-delete-on-idle retires a subscription (cfg 'pre': its status before), it still
+    -- gets copies: deleted with it, or kept if it is put back (idle.lua); a deleted one (no cfg)
+    -- gets none
+    status = pre or status
+    subs[j] = {S = S, name = names[a + j], on = status ~= nil and status ~= 'Disabled',
+               ttl = tonumber(ttl or '0'), dlf = dlf == '1', rules = rules, sess = sess == '1',
+               copies = {}, dead = NONE, added = 0}
   end
-  for r = 1, #rules do
-    local rule = rules[r]
-    if actions then rule[3] = actions[rule[1]] end
-    if rule[3] or (rule[2] ~= '[1,true]' and rule[2] ~= '[1,false]') then decode_needed = true end
-  end
-  if #rules > 1 then table.sort(rules, function(a, b) return a[1] < b[1] end) end
-  -- while auto-delete-on-idle retires a subscription (cfg 'pre': its status before), it still
-  -- gets copies: deleted with it, or kept if it is put back (idle.lua)
-  status = pre or status
-  subs[j] = {S = S, name = ARGV[2 + j], on = status ~= nil and status ~= 'Disabled',
-             ttl = tonumber(ttl or '0'), dlf = dlf == '1', rules = rules, sess = sess == '1',
-             copies = {}, dead = NONE, added = 0}
+  return subs, decode_needed
 end
 
--- evaluation: nothing is written until every copy is known and fits
--- rule evaluation's work: a base, and more per message and per byte of the batch (docs/rules.md,
--- Limits): ordinary rules use a few thousand units a message
-rules_limits(cfg.max_msg, 2097152 + 32768 * n + 4 * total)
-local seq0 = tonumber(redis.call('HGET', K_ST, 'seq') or '0')
-local tseqs = {}
-local fresh = 0
-for i = 1, n do
-  if keep[i] then
-    fresh = fresh + 1
-    local tseq = seq0 + fresh
-    tseqs[i] = tseq
-    local blob = ARGV[base + 7 * i]
-    local ttl = tonumber(ARGV[base + 7 * i - 5])
-    local at = tonumber(ARGV[base + 7 * i - 4])
+-- evaluation: every copy of msgs ({tseq, blob, ttl, at, hop, xabs} each) for subs, and the bytes
+-- each subscription would gain; nothing is written. strict: a copy refused (NOSESSION) or a
+-- subscription over its quota is the error code returned; else such a copy is dropped and
+-- quota is not checked (a continuation: the messages were accepted).
+local function evaluate(cfg, subs, decode_needed, msgs, now, strict)
+  local total = 0
+  for i = 1, #msgs do total = total + #msgs[i][2] end
+  -- rule evaluation's work: a base, and more per message and per byte of the batch (docs/rules.md,
+  -- Limits): ordinary rules use a few thousand units a message
+  rules_limits(cfg.max_msg, 2097152 + 32768 * #msgs + 4 * total)
+  local k = #subs
+  for i = 1, #msgs do
+    local msg = msgs[i]
+    local tseq, blob, ttl, at = msg[1], msg[2], msg[3], msg[4]
     local hdr, ap, body, brk, htext
     if decode_needed then
       local b1, b2, b3, b4 = string.byte(blob, 2, 5)
@@ -265,110 +261,314 @@ for i = 1, n do
             sub.added = sub.added + #c[1]
           end
           if sub.sess then
-            for c = first, #sub.copies do
+            local c = first
+            while c <= #sub.copies do
               local copy = sub.copies[c]
               copy[5] = blob_sid(copy[1])
-              if not copy[5] then return fail('NOSESSION') end
+              if copy[5] then
+                c = c + 1
+              elseif strict then
+                return 'NOSESSION'
+              else
+                sub.added = sub.added - #copy[1]
+                table.remove(sub.copies, c)
+              end
             end
           end
         end
       end
     end
   end
+  -- one read of each receiving subscription's st serves the size check and the writes
+  for j = 1, k do
+    local sub = subs[j]
+    if sub.added > 0 then
+      local S = sub.S
+      local st = redis.call('HMGET', S.st, 'size', 'seq', 'cur')
+      sub.size = tonumber(st[1] or '0')
+      if strict and sub.size + sub.added > cfg.max_size then return 'QUOTA' end
+      sub.seq = tonumber(st[2] or '0')
+      sub.cur = st[3]
+    end
+  end
+  return nil
 end
--- one read of each receiving subscription's st serves the size check and the writes
-for j = 1, k do
-  local sub = subs[j]
-  if sub.added > 0 then
+
+-- the writes of subs' copies. scheduled: tseq -> {enq, name, seq, size, ...}, the copy maps this
+-- call adds to (filled here, written by the caller)
+local function write_subs(cfg, subs, msgs, now, scheduled, order)
+  for j = 1, #subs do
+    local sub = subs[j]
     local S = sub.S
-    local st = redis.call('HMGET', S.st, 'size', 'seq', 'cur')
-    sub.size = tonumber(st[1] or '0')
-    if sub.size + sub.added > cfg.max_size then return fail('QUOTA') end
-    sub.seq = tonumber(st[2] or '0')
-    sub.cur = st[3]
+    local nc = #sub.copies
+    if nc > 0 then
+      local seq = sub.seq
+      if not sub.sess and not sub.cur then  -- partition.lua's cursor_init
+        redis.call('HSET', S.st, 'cur', seq, 'seq', seq + nc, 'size', sub.size + sub.added)
+      else  -- available copies go past the subscription's cursor, unindexed
+        redis.call('HSET', S.st, 'seq', seq + nc, 'size', sub.size + sub.added)
+      end
+      local sched, exp = nil, nil  -- zset pairs, made when a copy needs one
+      for c = 1, nc do
+        local copy = sub.copies[c]
+        local msg = msgs[copy[4]]
+        seq = seq + 1
+        local ttl = copy[2]
+        if ttl == 0 or (cfg.ttl_ms > 0 and ttl > cfg.ttl_ms) then ttl = cfg.ttl_ms end
+        if sub.ttl > 0 and (ttl == 0 or ttl > sub.ttl) then ttl = sub.ttl end
+        local enq = now
+        if copy[3] > now then enq = copy[3] end
+        local x = 0
+        if ttl > 0 then x = enq + ttl end
+        local xabs = msg[6]
+        if xabs > 0 and (x == 0 or xabs < x) then x = xabs end
+        local hop = msg[5]
+        if copy[5] then
+          redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x, 'h', hop, 's', copy[5])
+        elseif hop == '0' then
+          redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x)
+        else
+          redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x, 'h', hop)
+        end
+        if enq > now then
+          sched = sched or {}
+          sched[#sched + 1] = enq
+          sched[#sched + 1] = seq
+          local tseq = msg[1]
+          local m = scheduled[tseq]
+          if not m then
+            m = {enq}
+            scheduled[tseq] = m
+            order[#order + 1] = tseq
+          end
+          m[#m + 1] = sub.name
+          m[#m + 1] = seq
+          m[#m + 1] = #copy[1]  -- its size: a cancel need not read the copy back
+        elseif copy[5] then  -- (a session subscription's copy has one: else NOSESSION above)
+          sess_ready(S.ses, copy[5], seq)
+        end
+        if x > 0 then
+          exp = exp or {}
+          exp[#exp + 1] = x
+          exp[#exp + 1] = seq
+        end
+      end
+      if sched then call_many('ZADD', S.sched, sched) end
+      if exp then call_many('ZADD', S.exp, exp) end
+    end
+    for d = 1, #sub.dead do
+      local dseq = redis.call('HINCRBY', S.st, 'dseq', 1)
+      redis.call('XADD', S.d.log, dseq .. '-0', 'b', sub.dead[d][1], 'e', now, 'x', '0', 'r', sub.dead[d][3],
+                 'rd', sub.dead[d][2], 'os', '0')
+      redis.call('ZADD', S.d.ready, dseq, dseq)
+    end
+    if nc == 0 and sub.added > 0 then redis.call('HSET', S.st, 'size', sub.size + sub.added) end
   end
 end
+
+if not K_FJ then return fail('INVALID') end  -- publish's KEYS always have the journal
+local cfg = load_cfg()
+
+-- a continuation: one chunk of the pending journal, if the caller names its id and cursor
+if ARGV[1] == '+' then
+  if not cfg then
+    if CFG_STALE then return fail('NOTFOUND') end
+    redis.call('DEL', K_FJ)  -- the topic is gone: nothing left to fan out to
+    return {0}
+  end
+  local j = redis.call('HMGET', K_FJ, 'id', 'cur', 'k', 'meta', 'now')
+  if not j[1] then return {0} end
+  local cur = tonumber(j[2])
+  local c = fanset_count()
+  if j[1] ~= ARGV[2] or j[2] ~= ARGV[3] or c == 0 then return pending(j[1], cur) end
+  local names = chunk_names(cur)
+  if c ~= #names or not sets_match(names, 0, c) then return pending(j[1], cur) end
+  local meta = cjson.decode(j[4])
+  local now = tonumber(j[5])
+  -- the stored form of each message; a scheduled one that was cancelled meanwhile
+  -- (cancel_topic_scheduled removed its entry) gets no more copies
+  local msgs = {}
+  for i = 1, #meta do
+    local m = meta[i]
+    if m[3] <= now or redis.call('ZSCORE', K_SCHED, m[1]) then
+      msgs[#msgs + 1] = {m[1], redis.call('HGET', K_FJ, 'b' .. i), m[2], m[3], m[4], m[5]}
+    end
+  end
+  local subs, decode_needed = read_subs(names, 0, c)
+  evaluate(cfg, subs, decode_needed, msgs, now, false)
+  local scheduled, order = {}, {}
+  write_subs(cfg, subs, msgs, now, scheduled, order)
+  for o = 1, #order do
+    local tseq = order[o]
+    local m = scheduled[tseq]
+    local map = cjson.decode(redis.call('HGET', MAIN.lk, tseq) or '[]')
+    for x = 2, #m do map[#map + 1] = m[x] end
+    redis.call('HSET', MAIN.lk, tseq, cjson.encode(map))
+  end
+  redis.call('HDEL', K_FJ, 'n' .. cur)
+  cur = cur + c
+  if cur >= tonumber(j[3]) then
+    redis.call('DEL', K_FJ)
+    return {0}
+  end
+  redis.call('HSET', K_FJ, 'cur', cur)
+  return pending(j[1], cur)
+end
+
+if not cfg then return fail('NOTFOUND') end
+if cfg.status == 'Disabled' or cfg.status == 'SendDisabled' then return fail('DISABLED') end
+-- k and n bound every loop below: ARGV must hold what they count (the client never sends else)
+local k = tonumber(ARGV[2])
+if not k or k < 0 or k % 1 ~= 0 or 4 + k > #ARGV then return fail('INVALID') end
+local source = ARGV[3 + k]
+local base = 4 + k
+local n = tonumber(ARGV[base])
+if not n or n < 0 or n % 1 ~= 0 or base + 7 * n > #ARGV then return fail('INVALID') end
+local mode = ARGV[base + 7 * n + 1] or ''
+local a = tonumber(ARGV[base + 7 * n + 2] or '0')
+local writes = mode ~= 'check'
+if not writes then set_of = checkset end
+local c = writes and fanset_count() or checkset_count()
+-- while a journal is pending, nothing else is fanned out here: the caller finishes it first,
+-- so no subscription sees a later message before an earlier one
+if writes then
+  local j = redis.call('HMGET', K_FJ, 'id', 'cur')
+  if j[1] then return pending(j[1], j[2]) end
+end
+local subv = redis.call('HGET', K_CFG, 'subv') or '0'
+local names = {}
+for i = 1, k do names[i] = ARGV[2 + i] end
+if subv ~= ARGV[1] or (mode == '' and c ~= k) or (mode == 'start' and a ~= 0) or a + c > k
+   or (mode ~= '' and not sets_match(names, a, c)) then
+  local all = redis.call('HGETALL', K_CFG)
+  local out = {-1, subv}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 4) == 'sub:' then
+      out[#out + 1] = string.sub(all[i], 5)
+      out[#out + 1] = all[i + 1]
+    end
+  end
+  return out
+end
+local total = 0
+for i = 1, n do
+  local size = #ARGV[base + 7 * i]
+  if size > cfg.max_msg then return fail('SIZE') end
+  total = total + size
+end
+if source == '' and total > cfg.max_msg then return fail('SIZE') end
+
+local now = now_ms()
+if writes then
+  -- scheduled messages that materialized no longer need their copy map (bounded cleanup)
+  local done = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', now, 'LIMIT', 0, 100)
+  if #done > 0 then
+    call_many('ZREM', K_SCHED, done)
+    call_many('HDEL', MAIN.lk, done)
+  end
+end
+
+-- which messages are stored: forwarded ones above the source's mark, then duplicate detection
+local keep = {}
+local mark_field, mark, top = nil, 0, 0
+if source ~= '' then
+  mark_field = 'f:' .. source
+  mark = tonumber(redis.call('HGET', K_ST, mark_field) or '0')
+end
+for i = 1, n do
+  local fseq = tonumber(ARGV[base + 7 * i - 1])
+  keep[i] = fseq == 0 or fseq > mark
+  if fseq > top then top = fseq end
+end
+local marks = {}
+if cfg.dedup_ms > 0 then
+  if writes then redis.call('ZREMRANGEBYSCORE', K_DD, '-inf', now) end
+  local seen = {}
+  for i = 1, n do
+    local mid = ARGV[base + 7 * i - 6]
+    if keep[i] and mid ~= '' then
+      local until_ms = seen[mid] or redis.call('ZSCORE', K_DD, mid)
+      if until_ms and (until_ms == true or tonumber(until_ms) > now) then
+        keep[i] = false
+      else
+        seen[mid] = true
+        marks[#marks + 1] = now + cfg.dedup_ms
+        marks[#marks + 1] = mid
+      end
+    end
+  end
+end
+
+-- the kept messages ({tseq, blob, ttl, at, hop, xabs}), numbered after the topic's last one
+local seq0 = tonumber(redis.call('HGET', K_ST, 'seq') or '0')
+local msgs = {}
+local tseqs = {}
+for i = 1, n do
+  if keep[i] then
+    local tseq = seq0 + #msgs + 1
+    tseqs[i] = tseq
+    msgs[#msgs + 1] = {tseq, ARGV[base + 7 * i], tonumber(ARGV[base + 7 * i - 5]), tonumber(ARGV[base + 7 * i - 4]),
+                       ARGV[base + 7 * i - 3], tonumber(ARGV[base + 7 * i - 2])}
+  end
+end
+
+-- evaluation: nothing is written until every copy of this call is known and fits
+local subs, decode_needed = read_subs(names, a, c)
+local bad = evaluate(cfg, subs, decode_needed, msgs, now, true)
+if bad then return fail(bad) end
+if not writes then return {0} end
 
 -- writes
 if #marks > 0 then call_many('ZADD', K_DD, marks) end
 if mark_field and top > mark then redis.call('HSET', K_ST, mark_field, top) end
 local out = {now}
 for i = 1, n do out[i + 1] = tseqs[i] or 0 end
-if fresh > 0 then redis.call('HINCRBY', K_ST, 'seq', fresh) end
-local scheduled, order = {}, {}  -- tseq -> {enq, name, seq, size, ...}: a scheduled message's copies
-for j = 1, k do
-  local sub = subs[j]
-  local S = sub.S
-  local nc = #sub.copies
-  if nc > 0 then
-    local seq = sub.seq
-    if not sub.sess and not sub.cur then  -- partition.lua's cursor_init
-      redis.call('HSET', S.st, 'cur', seq, 'seq', seq + nc, 'size', sub.size + sub.added)
-    else  -- available copies go past the subscription's cursor, unindexed
-      redis.call('HSET', S.st, 'seq', seq + nc, 'size', sub.size + sub.added)
+if #msgs > 0 then redis.call('HINCRBY', K_ST, 'seq', #msgs) end
+local split = mode == 'start' and #msgs > 0 and c < k
+local scheduled, order = {}, {}
+if split then
+  -- every scheduled message gets its copy map now (empty until a chunk adds copies): a cancel
+  -- meanwhile removes it, and the chunks after that store no more copies of it
+  for i = 1, #msgs do
+    local m = msgs[i]
+    if m[4] > now then
+      scheduled[m[1]] = {m[4]}
+      order[#order + 1] = m[1]
     end
-    local sched, exp = nil, nil  -- zset pairs, made when a copy needs one
-    for c = 1, nc do
-      local copy = sub.copies[c]
-      local i = copy[4]
-      seq = seq + 1
-      local ttl = copy[2]
-      if ttl == 0 or (cfg.ttl_ms > 0 and ttl > cfg.ttl_ms) then ttl = cfg.ttl_ms end
-      if sub.ttl > 0 and (ttl == 0 or ttl > sub.ttl) then ttl = sub.ttl end
-      local enq = now
-      if copy[3] > now then enq = copy[3] end
-      local x = 0
-      if ttl > 0 then x = enq + ttl end
-      local xabs = tonumber(ARGV[base + 7 * i - 2])
-      if xabs > 0 and (x == 0 or xabs < x) then x = xabs end
-      local hop = ARGV[base + 7 * i - 3]
-      if copy[5] then
-        redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x, 'h', hop, 's', copy[5])
-      elseif hop == '0' then
-        redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x)
-      else
-        redis.call('XADD', S.m.log, seq .. '-0', 'b', copy[1], 'e', enq, 'x', x, 'h', hop)
-      end
-      if enq > now then
-        sched = sched or {}
-        sched[#sched + 1] = enq
-        sched[#sched + 1] = seq
-        local tseq = tseqs[i]
-        local m = scheduled[tseq]
-        if not m then
-          m = {enq}
-          scheduled[tseq] = m
-          order[#order + 1] = tseq
-        end
-        m[#m + 1] = sub.name
-        m[#m + 1] = seq
-        m[#m + 1] = #copy[1]  -- its size: a cancel need not read the copy back
-      elseif copy[5] then  -- (a session subscription's copy has one: else NOSESSION above)
-        sess_ready(S.ses, copy[5], seq)
-      end
-      if x > 0 then
-        exp = exp or {}
-        exp[#exp + 1] = x
-        exp[#exp + 1] = seq
-      end
-    end
-    if sched then call_many('ZADD', S.sched, sched) end
-    if exp then call_many('ZADD', S.exp, exp) end
   end
-  for d = 1, #sub.dead do
-    local dseq = redis.call('HINCRBY', S.st, 'dseq', 1)
-    redis.call('XADD', S.d.log, dseq .. '-0', 'b', sub.dead[d][1], 'e', now, 'x', '0', 'r', sub.dead[d][3],
-               'rd', sub.dead[d][2], 'os', '0')
-    redis.call('ZADD', S.d.ready, dseq, dseq)
-  end
-  if nc == 0 and sub.added > 0 then redis.call('HSET', S.st, 'size', sub.size + sub.added) end
 end
+write_subs(cfg, subs, msgs, now, scheduled, order)
 for o = 1, #order do
   local tseq = order[o]
   local m = scheduled[tseq]
   redis.call('ZADD', K_SCHED, m[1], tseq)
   table.remove(m, 1)
   redis.call('HSET', MAIN.lk, tseq, cjson.encode(m))
+end
+if split then
+  -- the journal: the stored form of each message, the set of subscriptions and the cursor
+  local jid = redis.call('HINCRBY', K_ST, 'jid', 1)
+  local meta = {}
+  local fields = {'id', jid, 'cur', c, 'k', k, 'subv', subv, 'now', now}
+  for i = 1, #msgs do
+    local m = msgs[i]
+    meta[i] = {m[1], m[3], m[4], m[5], m[6]}
+    fields[#fields + 1] = 'b' .. i
+    fields[#fields + 1] = m[2]
+  end
+  fields[#fields + 1] = 'meta'
+  fields[#fields + 1] = cjson.encode(meta)
+  -- the rest of the set, chunk by chunk ('n<cursor>': the names of the chunk starting there)
+  local size = chunk_of(#msgs)
+  for from = c, k - 1, size do
+    local chunk = {}
+    for i = from + 1, math.min(k, from + size) do chunk[#chunk + 1] = names[i] end
+    fields[#fields + 1] = 'n' .. from
+    fields[#fields + 1] = cjson.encode(chunk)
+  end
+  call_many('HSET', K_FJ, fields)
+  local p = pending(tostring(jid), c)
+  for x = 2, #p do out[#out + 1] = p[x] end
 end
 touch(now)
 return out

@@ -5,7 +5,9 @@
   handed out.
   A dead-letter receive sweeps the main queue first, so messages whose TTL or last delivery has
   passed are in the dead-letter group when it looks (no main-queue receive is needed).
-  KEYS: the first of the partition's 24 keys (cfg) alone: includes/partition.lua names the others
+  KEYS: the first of the partition's 24 keys (cfg) alone: includes/partition.lua names the others;
+        a subscription's receive passes its topic partition's fan-out journal (keys.journal_key)
+        after it
   ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete
   ARGV[3] count   ARGV[4] lock nonce   ARGV[5] sweep limit
   Returns: {now_ms, locked_until_ms, more, then per message: seq, delivery_count, blob,
@@ -13,7 +15,9 @@
            (delivery_count and expires_ms as integer replies)
            more: 1 when the sweep stopped on its expiry budget with expired messages left (call
            again at once: a live message may wait behind them), or the read stopped on its time
-           budget (includes/messages.lua's READ_US: call again for the rest), else 0
+           budget (includes/messages.lua's READ_US: call again for the rest), else 0;
+           {0, 0, 2} and nothing else: a fan-out to the subscriptions is unfinished (publish.lua's
+           journal): the caller finishes it, then calls again
   Errors:  NOTFOUND  DISABLED (receive)  SESSIONREQ (the entity requires sessions: session_receive)
   One message under a lock from the main queue of a non-session entity (a receive with
   prefetch_count 0 or a count of 1) is handed out before the general path's helpers are built
@@ -25,6 +29,9 @@
   everything again.
 ]]
 --@include partition
+-- a publish split across calls left its journal (the publisher died, or is still at it): the
+-- caller finishes it first, so a topic nobody publishes to again still delivers every copy
+if K_FJ and redis.call('EXISTS', K_FJ) == 1 then return {0, 0, 2} end
 if ARGV[1] == 'm' and ARGV[2] == 'L' and ARGV[3] == '1' then
   local c = redis.call('HMGET', K_CFG, 'status', 'lock_ms', 'sess', 'gen')
   local status, gen = c[1], c[4]

@@ -5,7 +5,7 @@
   ARGV[3] the lock nonce of all n messages, then n seqs; or '' then n pairs: seq, lock nonce
           (held_args, includes/messages.lua)
   Returns: {now_ms, locked_until_ms_1, ..., locked_until_ms_n}   0: lock lost
-  Errors:  NOTFOUND  DISABLED
+  Errors:  NOTFOUND  DISABLED  INVALID (n is not a count of the ARGV given)
 ]]
 --@include partition
 --@include messages
@@ -17,6 +17,7 @@ local G = group_of(ARGV[1])
 local now = now_ms()
 local untl = now + cfg.lock_ms
 local seqs, recs = held_args(G, now)
+if not seqs then return fail('INVALID') end
 renew_held(G, seqs, recs, untl)
 local out = {now}
 for i = 1, #seqs do

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._core import protocol
 from .._core.fanout import TopicMeta
 from .._core.ops import EntityMeta
 from .._core.redact import redact
@@ -94,6 +95,14 @@ class _BacklogReceiver(ServiceBusReceiver):
 
     def receive_batch(self, max_count: int) -> list[ServiceBusReceivedMessage]:
         return self._receive_once(max_count)
+
+    def _run_many(
+        self, calls: list[protocol.Call], unreachable: dict[int, ServiceBusError] | None = None
+    ) -> list[Any]:
+        # A backlog queue that cannot be reached raises rather than being skipped and logged: the
+        # syphon logs an unreachable secondary once per outage (PairedNamespace._syphon_failed),
+        # not once per partition on every pass.
+        return super()._run_many(calls, None)
 
 
 class _Secondary(ServiceBusClient):
@@ -172,6 +181,8 @@ class PairedNamespace:
         self._receivers: dict[int, _BacklogReceiver] = {}
         self._primary_senders: dict[str, tuple[ServiceBusSender, Store]] = {}
         self._lone_since: float | None = None
+        # the syphon's passes that could not reach the secondary, since the first (None: it can)
+        self._unreached: int | None = None
 
     # -- what a user sees
     @property
@@ -354,6 +365,8 @@ class PairedNamespace:
             if not wait_for_secondary:
                 raise
             log.warning("the backlog queues could not be set up yet: %s", e)
+            if fails_over(e):
+                self._unreached = 0  # said just now: the syphon's passes need not say it again
         self._start_syphon()
 
     def _start_syphon(self) -> None:
@@ -369,18 +382,39 @@ class PairedNamespace:
             try:
                 self.create_backlog_queues()
             except ServiceBusError as e:
-                self._note_error(e, self.secondary.transport)
-                log.warning("the syphon could not set up the backlog queues: %s", e)
+                self._syphon_passed(self._syphon_failed(e, "could not set up the backlog queues"))
                 return poll
-        busy = False
+        busy = unreached = False
         for i in range(self.options.backlog_queue_count):
             try:
                 busy = self._syphon_queue(i) or busy
             except ServiceBusError as e:
-                self._note_error(e, self.secondary.transport)
                 self._leases.pop(i, None)
-                log.warning("the syphon could not work on %s: %s", backlog_name(i), e)
+                unreached = self._syphon_failed(e, f"could not work on {backlog_name(i)}") or unreached
+        self._syphon_passed(unreached)
         return 0.0 if busy else poll
+
+    def _syphon_failed(self, e: ServiceBusError, what: str) -> bool:
+        """Log a failed syphon call to the secondary, unless it could not reach the secondary
+        (fails_over) while that is known already; returns whether it could not."""
+        self._note_error(e, self.secondary.transport)
+        if not fails_over(e):
+            log.warning("the syphon %s: %s", what, e)
+            return False
+        if self._unreached is None:
+            log.warning("the syphon %s: %s; it cannot reach the secondary and keeps trying", what, e)
+            self._unreached = 0
+        return True
+
+    def _syphon_passed(self, unreached: bool) -> None:
+        """Count the syphon's passes that could not reach the secondary: an outage is logged once
+        when it starts (_syphon_failed) and once when a pass reaches the secondary again, not on
+        every pass in between."""
+        if unreached and self._unreached is not None:
+            self._unreached += 1
+        elif self._unreached is not None:
+            log.warning("the syphon reaches the secondary again, after %d failed passes", self._unreached)
+            self._unreached = None
 
     def _hold_lease(self, index: int) -> bool:
         """Take or keep the lease of a backlog queue (renewed at half its length)."""

@@ -18,6 +18,7 @@ from .._core.meta import EntityMeta
 from .._enums import ServiceBusReceiveMode, ServiceBusSubQueue
 from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusReceivedMessage
 from .._sync._client import ServiceBusClient
+from .._sync._forwarder import finish_journal
 from .._sync._receiver import ServiceBusReceiver
 from ..exceptions import ServiceBusError
 from ._options import UnsupportedEntityError
@@ -170,6 +171,9 @@ def receive(
     nonce = settlement.new_nonce()
     c = protocol.receive.call(entity, partition, group, protocol.mode_of(mode), count, nonce)
     reply = retrying(lambda: _run(client, [c], entity)[0])
+    if protocol.receive.journal_pending(reply):  # a fan-out to this subscription is unfinished
+        finish_journal(client.handler_context.transport, entity.partition(SUBSCRIPTIONS)[0], partition)
+        reply = retrying(lambda: _run(client, [c], entity)[0])
     return protocol.receive.parse(reply, entity, partition, group, nonce, mode)
 
 

@@ -5,10 +5,10 @@
     def handle(message):          # a ServiceBusReceivedMessage; may also be `async def`
         print(str(message))       # return: completed; raise: abandoned (or dead-lettered)
 
-    Worker("redis://127.0.0.1:6379/0", handle, entity="orders", concurrency=8, prefetch=16).run()
+    Worker("redis://127.0.0.1:6379/0", handle, entity="orders", concurrency=8).run()
 
 The same from the command line: ``sbredis worker myapp.handlers:handle --entity orders
---concurrency 8 --prefetch 16`` (``sbredis worker --help`` lists the options and exit codes).
+--concurrency 8`` (``sbredis worker --help`` lists the options and exit codes).
 ``subscription=`` (``--subscription``) processes a topic subscription; ``session=True``
 (``--session``) processes an entity that requires sessions: up to ``concurrency`` sessions at
 once, each one message at a time in order.

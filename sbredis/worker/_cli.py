@@ -57,7 +57,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--url", default=os.environ.get("SBREDIS_URL"), help="redis://, rediss:// or unix:// ($SBREDIS_URL)")
     p.add_argument("--concurrency", type=int, default=8, help="handlers running at once (default 8)")
-    p.add_argument("--prefetch", type=int, default=16, help="messages fetched ahead (default 16)")
+    p.add_argument(
+        "--prefetch",
+        type=int,
+        help="messages fetched ahead (default: sized to the handlers' pace, about a second of their work, "
+        "at most 256; 16 for sessions)",
+    )
     p.add_argument(
         "--dead-letter-on",
         action="append",

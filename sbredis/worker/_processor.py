@@ -16,7 +16,9 @@ runs on meanwhile, so the settlements of many handlers go to Redis together (one
 partition; up to SETTLE_BACKLOG + concurrency messages are in flight, handlers and settlements).
 ``prefetch`` messages are fetched ahead of what the free handlers ask for; they are handed to a
 handler only while their lock holds, and released without counting a delivery when the worker
-stops. Keep ``prefetch`` below what the worker gets through in one lock duration.
+stops. Keep ``prefetch`` below what the worker gets through in one lock duration. By default
+(``prefetch=None``) the worker sizes it to its handlers' pace (_pace.py): about a second of
+their work, at most 256 messages and the work of a quarter of a lock.
 
 Stopping (``stop()``, SIGTERM, or a first SIGINT under ``run()``) drains: no more receives, the
 handlers in flight get ``grace_period`` seconds to finish and their messages are settled as usual;
@@ -37,6 +39,7 @@ import logging
 import queue
 import signal
 import threading
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from enum import IntEnum
@@ -52,6 +55,7 @@ from sbredis.aio.management import ServiceBusAdministrationClient
 from sbredis.exceptions import InvalidArgumentError, MessageAlreadySettled, MessageLockLostError, ServiceBusError
 
 from ._middleware import Middleware
+from ._pace import Pace
 from ._retry import Retry, RetryAfter
 from ._sessions import SessionSlots
 
@@ -239,7 +243,7 @@ class Worker:
         subscription: str | None = None,
         session: bool = False,
         concurrency: int = 8,
-        prefetch: int = 16,
+        prefetch: int | None = None,
         dead_letter_on: type[BaseException] | Iterable[type[BaseException]] = (),
         grace_period: float = 30.0,
         max_lock_renewal_duration: float = 300.0,
@@ -256,7 +260,7 @@ class Worker:
         check_name(entity, "topic" if subscription is not None else "queue")
         if subscription is not None:
             check_subscription_name(subscription)
-        for name, value, low in (("concurrency", concurrency, 1), ("prefetch", prefetch, 0)):
+        for name, value, low in (("concurrency", concurrency, 1), ("prefetch", 0 if prefetch is None else prefetch, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 10_000:
                 raise InvalidArgumentError(f"{name} must be an int between {low} and 10000")
         for name, seconds in (
@@ -304,6 +308,7 @@ class Worker:
         self._running = 0  # handlers running (the in-flight tasks not yet settling)
         self._completions: dict[ServiceBusReceiver, _Completions] = {}
         self._released: set[int] = set()
+        self._pace = Pace(concurrency)  # sizes the prefetch when it is None
 
     # -- control
     def stop(self, force: bool = False) -> None:
@@ -384,11 +389,11 @@ class Worker:
             max_lock_renewal_duration=self.max_lock_renewal_duration, on_lock_renew_failure=self._renew_failed
         )
         log.info(
-            "worker on %r: %sconcurrency %d, prefetch %d, %s handler",
+            "worker on %r: %sconcurrency %d, prefetch %s, %s handler",
             self.path,
             "sessions, " if self.session else "",
             self.concurrency,
-            self.prefetch,
+            "adaptive" if self.prefetch is None else self.prefetch,
             "async" if self._is_async else "thread",
         )
         code = ExitCode.OK
@@ -409,7 +414,8 @@ class Worker:
                 if self.session:
                     await sessions.run()
                 else:
-                    receiver = self._receiver(client, prefetch_count=self.prefetch, auto_lock_renewer=renewer)
+                    prefetch = self._pace.ahead if self.prefetch is None else self.prefetch
+                    receiver = self._receiver(client, prefetch_count=prefetch, auto_lock_renewer=renewer)
                     await self._receive_loop(receiver)
             except ServiceBusError as e:
                 log.error("worker on %r stops: %s", self.path, e.message)
@@ -447,6 +453,8 @@ class Worker:
                 await self._room.wait()
                 continue
             await self._hook("before_receive", free)
+            if self.prefetch is None:
+                receiver.prefetch_count = self._pace.prefetch()
             try:
                 poll = self.poll_interval
                 messages = await receiver.receive_messages(
@@ -456,6 +464,9 @@ class Worker:
                 pause = await self._back_off(e, pause, "receive from")
                 continue
             pause = 0.0
+            if messages and self.prefetch is None and messages[0].locked_until_ms:
+                now_ms = time.time() * 1000 + receiver.clock_offset_ms
+                self._pace.saw_lock((messages[0].locked_until_ms - now_ms) / 1000)
             await self._hook("after_receive", messages)
             self.stats["received"] += len(messages)
             for m in messages:
@@ -544,6 +555,7 @@ class Worker:
     def _handler_done(self) -> None:
         """A handler ended: its slot is free while its settlement runs."""
         self._running -= 1
+        self._pace.handled()
         if self._room is not None:
             self._room.set()
 

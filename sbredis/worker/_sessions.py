@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sbredis.worker")
 
 KEEP_ON = ("complete", "dead_letter")  # settlements after which the session's next message is handled
+SESSION_PREFETCH = 16  # messages fetched ahead under a session's lock (renewed with it) when prefetch is None
 
 
 class SessionSlots:
@@ -90,7 +91,7 @@ class SessionSlots:
                 self.client,
                 session_id=NEXT_AVAILABLE_SESSION,
                 max_wait_time=w.poll_interval,
-                prefetch_count=w.prefetch,
+                prefetch_count=SESSION_PREFETCH if w.prefetch is None else w.prefetch,
             )
             try:
                 await receiver.__aenter__()  # locks the next available session

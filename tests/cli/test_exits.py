@@ -51,8 +51,11 @@ def test_demo_without_the_embedded_redis_says_what_to_install() -> None:
     assert len(r.err.strip().splitlines()) == 1
 
 
-def test_memory_url_without_fakeredis_is_a_usage_error() -> None:
-    r = run_without("fakeredis", "entities", "list", "--url", "memory://x")
+@pytest.mark.parametrize("missing", ["fakeredis", "lupa"])
+@pytest.mark.parametrize("command", [["entities", "list"], ["peek", "q"], ["demo"]], ids=" ".join)
+def test_memory_url_without_fakeredis_is_a_usage_error(missing: str, command: list[str]) -> None:
+    """Without the memory extra (or with fakeredis but not its Lua), before anything runs."""
+    r = run_without(missing, *command, "--url", "memory://x")
     assert r.code == 2, r
     assert r.err.strip() == f"sbredis: {MEMORY_HINT}"
 

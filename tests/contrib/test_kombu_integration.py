@@ -6,12 +6,11 @@ kombu version, downloaded and cached at test time (tests/peers.py; the cache fol
 with pip's message and kombu's classes do not run.
 
 Run: BasicFunctionality, BaseExchangeTypes (direct, routing keys, fanout, topic), BaseMessage,
-BaseTimeToLive and BaseFailover (a dead first URL, then a live one). Not run:
+BaseTimeToLive, BaseFailover (a dead first URL, then a live one) and BaseEventLoop (kombu's Hub
+drives the connection, as Celery's worker does; acks made in the loop's thread are completed in
+batches). Not run:
 
 * BasePriority: sbredis has no message priorities (delivery is by sequence number).
-* BaseEventLoop: it drives the connection from kombu's Hub, which only asynchronous transports
-  (a socket to watch: py-amqp, Redis with BRPOP) support; this transport polls (as kombu's
-  SQS-less virtual transports do), and Celery runs it with its synchronous consumer loop.
 """
 
 from __future__ import annotations
@@ -93,4 +92,7 @@ if kombu_tests is not None:
         pass
 
     class TestFailover(kombu_tests.BaseFailover):
+        pass
+
+    class TestEventLoop(kombu_tests.BaseEventLoop):
         pass

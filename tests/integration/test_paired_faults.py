@@ -7,8 +7,10 @@ away, wrong credentials for it, and backlog messages the syphon can never delive
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,16 +77,37 @@ def test_a_syphon_waits_for_a_secondary_that_is_down_and_outlives_one_that_goes_
             paired.start_syphon()
         paired.start_syphon(wait_for_secondary=True)
         assert logged(caplog, "the backlog queues could not be set up yet")
-        eventually(lambda: logged(caplog, "the syphon could not set up the backlog queues"), timeout=10)
         pair.secondary.start()
         eventually(lambda: paired.metrics.lease_calls >= 1, timeout=10)  # set up, and working
+        eventually(lambda: logged(caplog, "the syphon reaches the secondary again"), timeout=10)
         with ServiceBusClient(pair.secondary.url) as sc:
             assert [q.name for q in sc.get_queue_receiver("x-servicebus-transfer/0").peek_messages(1)] == []
         pair.secondary.kill()
-        tried = paired.metrics.backlog_receives
-        eventually(lambda: paired.metrics.backlog_receives >= tried + 3, timeout=10)  # it goes on trying
+        eventually(lambda: logged(caplog, "it cannot reach the secondary and keeps trying"), timeout=10)
         assert paired.syphon_running
     # the client closed although its lease could not be given up (it runs out by itself)
+
+
+def test_a_secondary_that_goes_away_is_logged_when_it_goes_and_when_it_is_back(
+    sb_api: Any, pair: Pair, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not once per syphon pass (every 0.05 s here) and backlog queue while it is away."""
+    caplog.set_level(logging.INFO, "sbredis")
+    with paired_client(sb_api, pair) as c:  # two backlog queues
+        paired = c.paired_namespace
+        paired.start_syphon()
+        eventually(lambda: paired.metrics.lease_calls >= 2, timeout=10)  # both queues are worked on
+        pair.secondary.kill()
+        eventually(lambda: logged(caplog, "cannot reach the secondary"), timeout=10)
+        time.sleep(0.5)  # the syphon's passes go on meanwhile
+        pair.secondary.start()
+        eventually(lambda: logged(caplog, "reaches the secondary again"), timeout=10)
+        records = [r for r in caplog.records if r.name == "sbredis"]
+    gone = next(i for i, r in enumerate(records) if "cannot reach the secondary" in r.getMessage())
+    back = next(i for i, r in enumerate(records) if "reaches the secondary again" in r.getMessage())
+    assert back == gone + 1  # nothing in between
+    assert records[gone].levelno == records[back].levelno == logging.WARNING
+    assert re.search(r"after \d+ failed passes$", records[back].getMessage())
 
 
 @pytest.mark.parametrize("retry_total", [0, 2])

@@ -153,20 +153,76 @@ def test_dead_letters_locked_elsewhere_are_left_alone(sb_api: Any, client: Any, 
     assert counts(admin, q) == (2, 0)
 
 
+def sleep_after_batch(k: int, calls: list[int]) -> Any:
+    """An on_progress (noting each count in `calls`) that outlasts a 1 s lock after batch `k`:
+    the dead letters held then (received, not moved) can be received again."""
+
+    def progress(n: int) -> None:
+        calls.append(n)
+        if len(calls) == k:
+            time.sleep(1.2)
+
+    return progress
+
+
 def test_a_held_dead_letter_whose_lock_elapsed_is_given_back_anyway(
     sb_api: Any, client: Any, admin: Any, make_queue: Any
 ) -> None:
     q = make_queue(lock_duration=timedelta(seconds=1))
     dl = dead_letter(client, q, ["k1", "k2", "k3"])
 
-    calls: list[int] = []
-
-    def slow(n: int) -> None:
-        calls.append(n)
-        if len(calls) == 3:
-            time.sleep(1.2)  # after the last batch: past the 1 s locks of the two held dead letters
-
+    # after the last batch: past the 1 s locks of the two held dead letters
+    slow = sleep_after_batch(3, [])
     out = resubmit(sb_api, client, admin, q, sequence_numbers=[dl["k3"]], batch_size=1, on_progress=slow)
     assert out.resubmitted == 1 and out.not_found == []
     with client.get_queue_receiver(q, sub_queue=DLQ) as r:
         assert sorted(map(str, r.receive_messages(10, max_wait_time=1))) == ["k1", "k2"]
+
+
+def test_a_held_dead_letter_that_comes_back_counts_once_against_the_limit(
+    sb_api: Any, client: Any, admin: Any, make_queue: Any, queue_name: str
+) -> None:
+    q = make_queue(lock_duration=timedelta(seconds=1))
+    target = "d-" + queue_name
+    admin.create_queue(target, requires_duplicate_detection=True)
+    try:
+        dead_letter(client, q, ["e1", "e2", "e3", "e4"])
+        with client.get_queue_sender(target) as s:
+            s.send_messages(ServiceBusMessage("earlier", message_id="e1"))  # e1's copy is dropped: e1 is held
+        calls: list[int] = []
+        out = resubmit(
+            sb_api,
+            client,
+            admin,
+            q,
+            target,
+            max_message_count=3,
+            batch_size=1,
+            on_progress=sleep_after_batch(1, calls),
+        )
+        # three dead letters handled, as asked: e1 (kept, received twice), e2 and e3
+        assert (out.resubmitted, out.kept_as_duplicates, out.lock_lost) == (2, 1, 0)
+        assert sum(calls) == 3
+        with client.get_queue_receiver(q, sub_queue=DLQ) as r:
+            assert sorted(map(str, r.receive_messages(10, max_wait_time=1))) == ["e1", "e4"]
+    finally:
+        admin.delete_queue(target)
+
+
+def test_a_dead_letter_not_selected_that_comes_back_does_not_hide_a_selected_one(
+    sb_api: Any, client: Any, admin: Any, make_queue: Any
+) -> None:
+    q = make_queue(lock_duration=timedelta(seconds=1))
+    dl = dead_letter(client, q, ["s1", "s2", "s3"])
+    calls: list[int] = []
+    out = resubmit(
+        sb_api,
+        client,
+        admin,
+        q,
+        sequence_numbers=[dl["s2"], dl["s3"]],
+        batch_size=1,
+        on_progress=sleep_after_batch(1, calls),
+    )
+    assert (out.resubmitted, out.not_found) == (2, [])
+    assert counts(admin, q) == (2, 1)

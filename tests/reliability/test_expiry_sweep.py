@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -27,9 +26,11 @@ from sbredis import (
     ServiceBusReceiveMode,
     ServiceBusSubQueue,
 )
-from sbredis.management import ServiceBusAdministrationClient
-from tests.redis_server import RedisServer
+from tests.reliability import solo
 from tests.reliability.conftest import SLOW_SCRIPT_US, scaled
+
+# this module's own redis-server and clients (tests/reliability/solo.py)
+admin, client, raw, server = solo.admin, solo.client, solo.raw, solo.server
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.standalone]
 
@@ -38,35 +39,6 @@ TTL = timedelta(seconds=1)
 BATCH = 2_500  # messages a send carries (under the 256 KiB batch limit at this size)
 EXPIRED = scaled(20_000, 100_000)
 SESSION_EXPIRED = scaled(20_000, 50_000)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    srv = RedisServer().start()
-    raw = redis.Redis.from_url(srv.url)
-    raw.config_set("slowlog-max-len", 1024)
-    raw.close()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def raw(server: RedisServer) -> Iterator[redis.Redis]:
-    r = redis.Redis.from_url(server.url)
-    yield r
-    r.close()
-
-
-@pytest.fixture(scope="module")
-def admin(server: RedisServer) -> Iterator[ServiceBusAdministrationClient]:
-    with ServiceBusAdministrationClient.from_connection_string(server.url) as a:
-        yield a
-
-
-@pytest.fixture(scope="module")
-def client(server: RedisServer) -> Iterator[ServiceBusClient]:
-    with ServiceBusClient.from_connection_string(server.url) as c:
-        yield c
 
 
 def server_ms(raw: redis.Redis) -> int:
@@ -84,6 +56,10 @@ def load_expired(client: ServiceBusClient, raw: redis.Redis, queue: str, n: int,
     while server_ms(raw) <= gone:
         assert time.monotonic() < deadline, "the server clock did not pass the TTL"
         time.sleep(0.05)
+
+
+def deferred(props: Any) -> int:
+    return sum(p.deferred_message_count for p in props.partitions)
 
 
 def start_slowlog(raw: redis.Redis) -> None:
@@ -288,4 +264,79 @@ def test_the_session_sweep_leaves_a_session_whose_id_extends_another_alone(
     with client.get_queue_receiver(q, session_id="s", max_wait_time=0.5) as r:
         assert r.receive_messages(max_wait_time=0.5) == []
         assert r.peek_messages(10) == []  # the deferred one expired with the rest
+    admin.delete_queue(q)
+
+
+@pytest.mark.parametrize("dead_lettering", [False, True])
+def test_a_locked_message_near_the_head_of_the_log_outlives_the_sweep_around_it(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis, dead_lettering: bool
+) -> None:
+    """The second-oldest message is locked when its TTL passes, between an abandoned one and a
+    deferred one that expire, with several calls' worth of expired messages behind them: the sweep
+    expires all those and leaves the locked one to its lock (it can still be completed). Counts are
+    right as soon as the live message is received, the size in bytes once all is gone, and a
+    dead-lettered message keeps its delivery count."""
+    n = scaled(3_000, 20_000)
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, dead_lettering_on_message_expiration=dead_lettering)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(b, time_to_live=TTL) for b in ("abandoned", "held", "deferred")])
+    with client.get_queue_receiver(q, max_wait_time=1) as held:
+        first = held.receive_messages(3, max_wait_time=1)
+        assert [str(m) for m in first] == ["abandoned", "held", "deferred"]
+        held.abandon_message(first[0])
+        held.defer_message(first[2])
+        load_expired(client, raw, q, n)
+        with client.get_queue_sender(q) as s:
+            s.send_messages(ServiceBusMessage("live"))
+        start_slowlog(raw)
+        with client.get_queue_receiver(q, max_wait_time=1) as r:
+            got = r.receive_messages(max_wait_time=1)
+            assert [str(m) for m in got] == ["live"]
+            props = admin.get_queue_runtime_properties(q)
+            # the held one and the live one (locked by r) are active; the deferred one expired
+            assert (props.active_message_count, deferred(props)) == (2, 0)
+            assert props.dead_letter_message_count == (n + 2 if dead_lettering else 0)
+            r.complete_messages(got)
+        held.complete_message(first[1])  # its lock still holds: the sweep left it alone
+    assert slow_scripts(raw) == []
+    props = admin.get_queue_runtime_properties(q)
+    assert (props.active_message_count, deferred(props)) == (0, 0)
+    if dead_lettering:
+        with client.get_queue_receiver(
+            q, sub_queue=ServiceBusSubQueue.DEAD_LETTER, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        ) as d:
+            dead: list[Any] = []
+            while batch := d.receive_messages(max_message_count=1000, max_wait_time=0.5):
+                dead += batch
+        assert sorted(str(m) for m in dead) == ["abandoned", "deferred"] + ["e" * 16] * n
+        assert {m.dead_letter_reason for m in dead} == {"TTLExpiredException"}
+        counts = {str(m): m.delivery_count for m in dead}
+        assert counts["abandoned"] == counts["deferred"] == counts["e" * 16] + 1  # delivered once before
+    # every expired message's bytes were taken off the queue's size, once
+    assert admin.get_queue_runtime_properties(q).size_in_bytes == 0
+    admin.delete_queue(q)
+
+
+def test_a_message_still_live_at_the_head_of_the_log_is_not_swept_with_the_expired_ones_behind_it(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis
+) -> None:
+    """The sweep starts at the oldest end of the log: a message there whose TTL has not passed
+    stays, whatever has expired behind it, and the live ones come back in order."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("first", time_to_live=timedelta(minutes=5)))
+    load_expired(client, raw, q, 1_000)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("last"))
+    with client.get_queue_receiver(q, max_wait_time=1) as r:
+        got: list[Any] = []
+        deadline = time.monotonic() + 10
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += r.receive_messages(max_message_count=2, max_wait_time=1)
+        assert [str(m) for m in got] == ["first", "last"]
+        r.complete_messages(got)
+    props = admin.get_queue_runtime_properties(q)
+    assert (props.active_message_count, props.size_in_bytes) == (0, 0)
     admin.delete_queue(q)

@@ -29,6 +29,10 @@ from sbredis.exceptions import (
 )
 from sbredis.management import ServiceBusAdministrationClient
 from tests.redis_server import RedisServer
+from tests.reliability import solo
+
+# this module's own redis-server and clients (tests/reliability/solo.py)
+client, server = solo.client, solo.server
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 
@@ -57,24 +61,16 @@ def dump_outside(raw: redis.Redis, prefix: str) -> dict[bytes, bytes | None]:
     return {k: raw.dump(k) for k in raw.scan_iter(count=1000) if not k.startswith(prefix.encode())}
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    srv = RedisServer().start()
-    with ServiceBusAdministrationClient.from_connection_string(srv.url) as admin:
+@pytest.fixture(scope="module", autouse=True)
+def entities(server: RedisServer) -> None:
+    """The target queue, and a bystander queue with messages and locks that must stay as they are."""
+    with ServiceBusAdministrationClient.from_connection_string(server.url) as admin:
         admin.create_queue(TARGET, max_message_size_in_kilobytes=64, requires_duplicate_detection=True)
         admin.create_queue(BYSTANDER, enable_partitioning=True, partition_count=2)
-    with ServiceBusClient.from_connection_string(srv.url) as c:
+    with ServiceBusClient.from_connection_string(server.url) as c:
         c.get_queue_sender(BYSTANDER).send_messages([ServiceBusMessage(f"b{i}") for i in range(10)])
         with c.get_queue_receiver(BYSTANDER) as r:
             r.receive_messages(3, max_wait_time=2)  # some bystander locks to keep
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def client(server: RedisServer) -> Iterator[ServiceBusClient]:
-    with ServiceBusClient.from_connection_string(server.url) as c:
-        yield c
 
 
 @pytest.fixture()
@@ -195,6 +191,32 @@ def test_fuzzed_script_arguments_touch_nothing_outside_the_partition(
     except redis.exceptions.RedisError as e:
         assert isinstance(map_error(e, TARGET), ServiceBusError)
     assert guard.ping()
+
+
+@pytest.mark.parametrize("name", ["complete", "abandon", "defer", "dead_letter", "renew"])
+@pytest.mark.parametrize(
+    "args",
+    [["m", "inf", "n"], ["m", "1e308", ""], ["m", "-1", "n"], ["m", "1.5", "n", "1"], ["m", "1000000", "", "1", "n"]],
+    ids=["inf", "huge-pairs", "negative", "fraction", "more-than-given"],
+)
+def test_a_settlement_count_that_is_not_a_count_is_refused_at_once(
+    server: RedisServer, guard: redis.Redis, name: str, args: list[str]
+) -> None:
+    """A settlement script loops over the n messages ARGV[2] names: an n of 'inf', or more than
+    ARGV holds, looped until Redis answered BUSY to every other client. It is now refused before
+    anything is read (a socket timeout turns a hang into a failure here)."""
+    script = scripts.load(name)
+    keys = partition_keys(TARGET, 0)
+    quick = redis.Redis.from_url(server.url, socket_timeout=10)
+    quick.script_load(script.source)
+    try:
+        with pytest.raises(redis.exceptions.ResponseError) as caught:
+            quick.evalsha(script.sha, len(keys), *keys, *args, "")
+    except redis.exceptions.TimeoutError:
+        guard.script_kill()
+        raise
+    assert "SBERR INVALID" in str(caught.value)
+    assert isinstance(map_error(caught.value, TARGET), ServiceBusError)
 
 
 @pytest.mark.parametrize("planted", ["ready", "log", "lk", "st", "cfg"])

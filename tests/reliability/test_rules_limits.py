@@ -17,45 +17,26 @@ import redis
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from sbredis import ServiceBusClient, ServiceBusMessage, ServiceBusReceiveMode, ServiceBusSubQueue
+from sbredis import ServiceBusMessage, ServiceBusReceiveMode, ServiceBusSubQueue
 from sbredis._core.rules import MAX_ACTION_STATEMENTS, MAX_NESTING, SqlRuleAction, SqlRuleFilter, TrueRuleFilter
 from sbredis.exceptions import MessageSizeExceededError
-from sbredis.management import ServiceBusAdministrationClient
 from tests.redis_server import RedisServer
+from tests.reliability import solo
 from tests.reliability.conftest import SLOW_SCRIPT_US
+
+# this module's own redis-server and clients (tests/reliability/solo.py)
+admin, client, server = solo.admin, solo.client, solo.server
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.standalone]
 
 SLOW_US = SLOW_SCRIPT_US  # a script call slower than this is a failure (50 ms; more under xdist)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    srv = RedisServer().start()
-    raw = redis.Redis.from_url(srv.url)
-    raw.config_set("slowlog-log-slower-than", SLOW_US)
-    raw.config_set("slowlog-max-len", 1024)
-    raw.close()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def admin(server: RedisServer) -> Iterator[ServiceBusAdministrationClient]:
-    with ServiceBusAdministrationClient.from_connection_string(server.url) as a:
-        yield a
-
-
-@pytest.fixture(scope="module")
-def client(server: RedisServer) -> Iterator[ServiceBusClient]:
-    with ServiceBusClient.from_connection_string(server.url) as c:
-        yield c
-
-
 @pytest.fixture()
 def slowlog(server: RedisServer) -> Iterator[redis.Redis]:
     """The test's script calls must each take less than SLOW_US (the server's own measure)."""
     raw = redis.Redis.from_url(server.url)
+    raw.config_set("slowlog-log-slower-than", SLOW_US)
     raw.slowlog_reset()
     yield raw
     slow = [

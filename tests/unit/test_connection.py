@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from sbredis._core.connection import resolve
+from sbredis._core.connection import is_loopback, resolve
 from sbredis._core.redact import redact_text
 from sbredis.exceptions import InvalidArgumentError
 
@@ -132,7 +132,7 @@ def test_shared_access_keys_are_redacted_in_text() -> None:
 
 WITHOUT_FAKEREDIS = """
 import asyncio, sys
-sys.modules["fakeredis"] = None  # as when the memory extra is not installed
+sys.modules["{missing}"] = None  # as when the memory extra is not installed (or fakeredis without [lua])
 import {api} as api
 from sbredis.exceptions import InvalidArgumentError
 
@@ -148,13 +148,34 @@ else:
 """
 
 
+@pytest.mark.parametrize("missing", ["fakeredis", "lupa"])
 @pytest.mark.parametrize("api", ["sbredis", "sbredis.aio"])
-def test_memory_url_without_fakeredis_is_a_typed_error(api: str) -> None:
-    """A user without the memory extra gets the library's typed error naming the extra, not an ImportError."""
+def test_memory_url_without_fakeredis_is_a_typed_error(api: str, missing: str) -> None:
+    """A user without the memory extra gets the library's typed error naming the extra, not an
+    ImportError, nor (fakeredis without its Lua) "unknown command 'evalsha'" at the first send."""
     root = Path(__file__).resolve().parents[2]
-    code = textwrap.dedent(WITHOUT_FAKEREDIS).format(api=api)
+    code = textwrap.dedent(WITHOUT_FAKEREDIS).format(api=api, missing=missing)
     proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.strip()
     assert out.startswith("InvalidArgumentError: ") and "memory://nofake" in out
     assert "pip install 'sbredis[memory]'" in out
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("localhost", True),
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("example.com", False),
+        ("10.0.0.1", False),
+        ("[fe80::1]", False),
+        ("", False),
+    ],
+)
+def test_is_loopback(host: str, expected: bool) -> None:
+    """One answer for the connection string's TLS default and the dashboard's credential check."""
+    assert is_loopback(host) is expected

@@ -347,7 +347,10 @@ def test_load_of_unknown_script_fails() -> None:
 
 
 def test_partition_lua_binds_all_keys_in_keys_py_order() -> None:
-    bindings = partition_bindings()
+    bindings = dict(partition_bindings())
+    # the one key past the 24, which only publish and a subscription's receive pass
+    assert bindings.pop("K_FJ") == keys.NUM_PARTITION_KEYS + 1
+    assert keys.journal_key("t", 3).startswith(keys.partition_tag("t", 3))
     by_index = sorted(bindings.values())
     assert by_index == list(range(1, keys.NUM_PARTITION_KEYS + 1)), "each KEYS[i] bound exactly once"
     for var, idx in bindings.items():
@@ -394,7 +397,10 @@ def test_keys_is_used_only_in_partition_lua_and_only_with_literal_indices() -> N
 def test_partition_lua_names_what_keys_py_names(lua51: Any, path: str, partition: int) -> None:
     """Given the cfg key alone, includes/partition.lua names the same 24 keys keys.py does (run in
     Lua 5.1, as Redis embeds); given all 24, it binds them as they come."""
-    bound = sorted(partition_bindings(), key=partition_bindings().__getitem__)
+    bound = sorted(
+        (v for v, i in partition_bindings().items() if i <= keys.NUM_PARTITION_KEYS),
+        key=partition_bindings().__getitem__,
+    )
     src = (INCLUDES / "partition.lua").read_text() + f"\nreturn {{{', '.join(bound)}}}\n"
     full = keys.entity_keys(path, partition)
     for given in (keys.cfg_key(path, partition), full):
@@ -416,6 +422,12 @@ def test_keysets_lua_binds_each_further_set_in_keys_py_order() -> None:
 
 def test_fansets_lua_binds_each_set_in_keys_py_order() -> None:
     code = code_only((INCLUDES / "fansets.lua").read_text())
+    fan, check = code.split("function checkset", 1)
+    assert re.findall(r"(\w+) = KEYS \[ b \+ (\d+) \]", check) == [
+        (n, str(i + 1)) for i, n in enumerate(keys.CHECK_KEY_NAMES)
+    ]
+    assert keys.PARTITION_KEY_NAMES[: len(keys.CHECK_KEY_NAMES)] == keys.CHECK_KEY_NAMES
+    code = fan
     pairs = re.findall(r"(\w+) = KEYS \[ b \+ (\d+) \]", code)
     assert sorted(int(o) for _, o in pairs) == list(range(1, len(keys.FAN_KEY_NAMES) + 1))
     in_d = {o for body in re.findall(r"\bd = \{([^{}]*)\}", code) for o in re.findall(r"KEYS \[ b \+ (\d+) \]", body)}
@@ -429,9 +441,10 @@ def test_fansets_lua_binds_each_set_in_keys_py_order() -> None:
 def test_publish_passes_the_fan_keys_of_each_subscription() -> None:
     c = fanout.publish_call("t", 5, fanout.TopicSubs("3", ("a", "b.c"), ("a",)), "", [])
     n, f = keys.NUM_PARTITION_KEYS, len(keys.FAN_KEY_NAMES)
-    assert len(c.keys) == n + 2 * f and len(set(c.keys)) == len(c.keys)
+    assert len(c.keys) == n + 1 + 2 * f and len(set(c.keys)) == len(c.keys)
     assert c.keys[:n] == keys.partition_keys("t", 5)
-    assert c.keys[n:] == keys.subscription_fan_keys("t", "a", 5) + keys.subscription_fan_keys("t", "b.c", 5)
+    assert c.keys[n] == keys.journal_key("t", 5)
+    assert c.keys[n + 1 :] == keys.subscription_fan_keys("t", "a", 5) + keys.subscription_fan_keys("t", "b.c", 5)
     assert len({key_slot(k.encode()) for k in c.keys}) == 1
 
 

@@ -73,6 +73,33 @@ def test_subscription_defaults_and_validation() -> None:
     assert s.requires_session and s.forward_to == "q"
 
 
+BUILDERS = {
+    "queue": lambda **kw: build_queue("e", **kw),
+    "topic": lambda **kw: topic_entity.build_topic("e", **kw),
+    "subscription": lambda **kw: topic_entity.build_subscription("t", "e", **kw),
+}
+
+
+@pytest.mark.parametrize("what", sorted(BUILDERS))
+def test_queues_topics_and_subscriptions_refuse_alike(what: str) -> None:
+    build = BUILDERS[what]
+    with pytest.raises(InvalidArgumentError, match=rf"^unknown {what} properties: bogus, zap"):
+        build(zap=1, bogus=2)
+    with pytest.raises(InvalidArgumentError, match=r"^enable_batched_operations must be a bool, not int"):
+        build(enable_batched_operations=1)
+    with pytest.raises(InvalidArgumentError, match=r"^unknown status 'Sleeping'"):
+        build(status="Sleeping")
+    assert build(status="Disabled").status == "Disabled"
+    if what == "subscription":
+        return  # a subscription is partitioned as its topic
+    assert build(enable_partitioning=True, partition_count=None).partition_count == 16
+    assert build(enable_partitioning=True, partition_count=3).partition_count == 3
+    with pytest.raises(InvalidOperationError, match=r"^partition_count needs enable_partitioning=True"):
+        build(partition_count=2)
+    with pytest.raises(InvalidArgumentError, match=r"^partition_count must be"):
+        build(enable_partitioning=True, partition_count=10_000)
+
+
 def test_auto_delete_minimum_and_the_test_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(MIN_IDLE_ENV, raising=False)
     assert min_auto_delete_on_idle() == timedelta(minutes=5)
@@ -124,7 +151,7 @@ def test_plan_publish_groups_by_partition_with_the_cached_subscription_set() -> 
     assert sorted({c.partition for c in calls}) == sorted(set(where))
     for c in calls:
         k = int(c.args[1])
-        assert len(c.keys) == keys.NUM_PARTITION_KEYS + len(keys.FAN_KEY_NAMES) * k
+        assert len(c.keys) == keys.NUM_PARTITION_KEYS + 1 + len(keys.FAN_KEY_NAMES) * k  # + the journal
         if c.partition == 1:
             assert c.args[:4] == ("7", 2, "a", "b")
         else:
@@ -141,7 +168,7 @@ def test_stale_reply_rebuilds_the_call() -> None:
     assert subs == fanout.TopicSubs("3", ("a", "b"), ("a",))
     again = fanout.rebuild(call, "t", subs)
     assert again.args[:4] == ("3", 2, "a", "b") and again.args[4:] == call.args[2:]
-    n, f = keys.NUM_PARTITION_KEYS, len(keys.FAN_KEY_NAMES)
+    n, f = keys.NUM_PARTITION_KEYS + 1, len(keys.FAN_KEY_NAMES)  # the partition's keys and its journal
     assert again.keys[n : n + f] == keys.subscription_fan_keys("t", "a", 2)
     assert fanout.stale_subs([1234, 5]) is None
 

@@ -256,7 +256,7 @@ def test_a_subscription_worker_processes_its_copies_only(start: Any, admin: Any,
         assert (a.active_message_count, a.dead_letter_message_count) == (0, 1)
         b = admin.get_subscription_runtime_properties(topic, "b")
         assert b.active_message_count == 3  # the other subscription's copies are untouched
-        assert repr(w.worker) == f"Worker(entity='{topic}/Subscriptions/a', concurrency=8, prefetch=16)"
+        assert repr(w.worker) == f"Worker(entity='{topic}/Subscriptions/a', concurrency=8, prefetch=None)"
     finally:
         admin.delete_topic(topic)
 
@@ -301,3 +301,41 @@ def test_completions_batch_but_each_message_gets_its_own_outcome(start: Any, mak
     assert (b"slow", 1, "MessageLockLostError") in outcomes and (b"slow", 2, None) in outcomes
     assert sorted(o[0] for o in outcomes if o[2] is None) == [b"a", b"b", b"c", b"slow"]
     assert w.worker.stats["failed_settlements"] == 1 and w.worker.stats["completed"] == 4
+
+
+def test_by_default_slow_handlers_leave_the_rest_of_the_queue_to_other_workers(
+    start: Any, make_queue: Any, client: Any
+) -> None:
+    """Without a prefetch the worker keeps about a second of its handlers' work ahead: with
+    handlers that take 0.3 s each, two at a time, most of a backlog stays for other receivers
+    (a fixed prefetch of 64 would lock all of it ahead)."""
+    q = make_queue(lock_duration=4)
+    started = threading.Event()
+
+    def handle(m: Any) -> None:
+        started.set()
+        time.sleep(0.3)
+
+    send(client, q, *[str(i) for i in range(40)])
+    w = start(handle, q, concurrency=2)
+    assert started.wait(10)
+    time.sleep(0.8)  # a few of the worker's receives, each sized to the pace measured so far
+    with client.get_queue_receiver(q) as other:
+        taken = other.receive_messages(max_message_count=40, wait=False)
+        other.complete_messages(taken)
+    w.stop()
+    assert len(taken) >= 25
+    assert w.worker.stats["completed"] + len(taken) <= 40
+
+
+def test_by_default_a_fast_handler_gets_many_messages_ahead(start: Any, make_queue: Any, client: Any, admin: Any):
+    """The same worker with a no-op handler keeps up to 256 messages ahead, so that it goes to
+    Redis once per many messages; every message is completed once."""
+    q = make_queue()
+    send(client, q, *[str(i) for i in range(600)])
+    seen: list[str] = []
+    w = start(lambda m: seen.append(m.body_bytes.decode()), q, concurrency=4)
+    eventually(lambda: w.worker.stats["completed"] == 600, timeout=30)
+    assert w.stop() == ExitCode.OK
+    assert sorted(seen) == sorted(str(i) for i in range(600))
+    assert counts(admin, q) == (0, 0)

@@ -6,14 +6,28 @@ from typing import Any
 
 from ..._enums import ServiceBusMessageState, ServiceBusReceiveMode
 from ..._message import LockRef, ServiceBusReceivedMessage
+from ..keys import SUBSCRIPTIONS, TRANSFER, journal_key
 from .base import SWEEP_LIMIT, Call, Group, Mode, cfg_call, text_or_none
 
 NAME = "receive"
 ARGV = ("group", "mode", "count", "lock nonce", "sweep limit")
 
 
+JOURNAL = 2  # reply[2] of a receive that found its topic partition's fan-out journal pending
+
+
 def call(entity: str, partition: int, group: Group, mode: Mode, count: int, nonce: str) -> Call:
-    return cfg_call(NAME, entity, partition, (group, mode, count, nonce, SWEEP_LIMIT))
+    c = cfg_call(NAME, entity, partition, (group, mode, count, nonce, SWEEP_LIMIT))
+    topic, sep, _ = entity.partition(SUBSCRIPTIONS)
+    if sep and not entity.endswith(TRANSFER):  # a subscription: its topic partition's journal too
+        return Call(c.script, (*c.keys, journal_key(topic, partition)), c.args, partition)
+    return c
+
+
+def journal_pending(reply: list[Any]) -> bool:
+    """A subscription's receive found a fan-out unfinished and took nothing: finish it
+    (finish_journal), then receive again."""
+    return int(reply[2]) == JOURNAL
 
 
 def more(reply: list[Any]) -> bool:

@@ -180,36 +180,49 @@ end
 
 -- The per-call expiry budget: a call expires (dead-letters or drops, as expire() does one) at
 -- most EXPIRE_BUDGET messages, EXPIRE_CHUNK at a time, and starts no further chunk once it has run
--- EXPIRE_US microseconds. That keeps a call that meets a large expired backlog well under 50 ms of
--- server time even on a busy server; the caller reports that it stopped with expired messages
+-- EXPIRE_US microseconds of wall time: a loaded server gets through fewer messages in it, and the
+-- call stays short all the same (a chunk takes 1 to 2 ms of server CPU, so a call stays well
+-- under 50 ms even on a busy server). The caller reports that it stopped with expired messages
 -- left and the client calls again at once (docs/keyspace.md, "Per-call caps").
 -- (EXPIRE_CHUNK stays under call_many's slice of 4000: a chunk is unpacked into one call.)
-local EXPIRE_BUDGET, EXPIRE_CHUNK, EXPIRE_US = 5000, 250, 5000
+local EXPIRE_BUDGET, EXPIRE_CHUNK, EXPIRE_US = 5000, 500, 8000
 
 local function clock_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- Expire the messages `old`, the first members of the expiry index (K_EXP, read by score: their
--- TTL has passed) that are available or deferred (a locked one has no index entry: its lock's
--- end expires it). Their per-message writes are batched: a few calls for the chunk rather than a
--- few per message.
-local function expire_chunk(cfg, old)
-  local k = #old
-  redis.call('ZREMRANGEBYRANK', K_EXP, 0, k - 1)
-  -- The index orders messages that expire in the same ms (a whole send batch) by the seq as a
-  -- string: '1', '10', '100', '1000', '1001', ..., so a chunk is a few runs of consecutive seqs,
-  -- each read with one XRANGE (a read per entry seeks and scans its stream node every time).
-  local nums = {}
-  for i = 1, k do nums[i] = tonumber(old[i]) end
-  table.sort(nums)
-  local seqs, fs = {}, {}
-  local lo = 1
-  for i = 1, k do
-    seqs[i] = string.format('%d', nums[i])
-    if i == k or nums[i + 1] > nums[i] + 8 then  -- a run ends (a short gap is read over)
-      local r = redis.call('XRANGE', MAIN.log, nums[lo], nums[i])
+-- Remove the log entries of the ascending seqs nums[a..b] (strings seqs[a..b]). The run of
+-- consecutive seqs they start with goes with one XTRIM MINID when nothing older is left in the
+-- log: a backlog expired in seq order is always the log's oldest part, and an XDEL seeks and
+-- rewrites its stream node for each id (about 15 times the work of a trim per entry).
+local function remove_run(G, nums, seqs, a, b)
+  local p = a
+  while p < b and nums[p + 1] == nums[p] + 1 do p = p + 1 end
+  if #redis.call('XRANGE', G.log, '-', '(' .. seqs[a] .. '-0', 'COUNT', 1) == 0 then
+    redis.call('XTRIM', G.log, 'MINID', nums[p] + 1)
+    a = p + 1
+  end
+  if a > b then return end
+  local rest = {}
+  for i = a, b do rest[i - a + 1] = seqs[i] end
+  call_many('XDEL', G.log, rest)
+end
+
+-- Expire the messages nums[a..b] (ascending seqs; seqs[a..b] the same as strings), members of
+-- the expiry index (K_EXP) whose TTL has passed, that are available or deferred (a locked one has
+-- no index entry: its lock's end expires it; it is passed over). Their per-message writes are
+-- batched: a few calls for the chunk rather than a few per message. The caller removes them from
+-- the index. Returns the seqs it expired and their count.
+local function expire_chunk(cfg, nums, seqs, a, b, fs_head)
+  -- Ascending seqs are a few runs of consecutive ones, each read with one XRANGE (a read per
+  -- entry seeks and scans its stream node every time). `fs_head`: their entries, when they were
+  -- read already as the log's oldest ones.
+  local lo = fs_head and b + 1 or a
+  local fs = fs_head or {}
+  for i = lo, b do
+    if i == b or nums[i + 1] > nums[i] + 8 then  -- a run ends (a short gap is read over)
+      local r = redis.call('XRANGE', MAIN.log, seqs[lo], seqs[i])
       for j = 1, #r do
         local id = r[j][1]
         fs[string.sub(id, 1, #id - 2)] = r[j][2]
@@ -224,32 +237,32 @@ local function expire_chunk(cfg, old)
     -- ZREMRANGEBYLEX: its members are adjacent there ('<sid> NUL <seq>'). The range is read first:
     -- it holds the whole run when it has that many members of the run's length (a longer one is of
     -- a session '<sid> NUL ...', which must stay).
-    for i = 1, k do
+    for i = a, b do
       local f = fs[seqs[i]]
       sids[i] = f and sess_of(f)
     end
-    local i = 1
-    while i <= k do
+    local i = a
+    while i <= b do
       local j, sid = i, sids[i]
-      while sid and j < k and sids[j + 1] == sid and nums[j + 1] == nums[j] + 1 do j = j + 1 end
+      while sid and j < b and sids[j + 1] == sid and nums[j + 1] == nums[j] + 1 do j = j + 1 end
       if sid and j > i then
-        local a, b = '[' .. skey(sid, nums[i]), '[' .. skey(sid, nums[j])
-        local got = redis.call('ZRANGEBYLEX', SES.sr, a, b, 'LIMIT', 0, j - i + 2)
+        local x, y = '[' .. skey(sid, nums[i]), '[' .. skey(sid, nums[j])
+        local got = redis.call('ZRANGEBYLEX', SES.sr, x, y, 'LIMIT', 0, j - i + 2)
         local whole = #got == j - i + 1
         local len = #sid + 14
         for m = 1, #got do
           if #got[m] ~= len then whole = false end
         end
         if whole then
-          redis.call('ZREMRANGEBYLEX', SES.sr, a, b)
+          redis.call('ZREMRANGEBYLEX', SES.sr, x, y)
           for m = i, j do in_sr[m] = true end
         end
       end
       i = j + 1
     end
   end
-  local gone, dfs, n, size = {}, {}, 0, 0
-  for i = 1, k do
+  local gone, gnums, dfs, n, size = {}, {}, {}, 0, 0
+  for i = a, b do
     local seq = seqs[i]
     local f = fs[seq]
     local available = false
@@ -265,11 +278,11 @@ local function expire_chunk(cfg, old)
     end
     if available then
       n = n + 1
-      gone[n], dfs[n] = seq, f
+      gone[n], gnums[n], dfs[n] = seq, nums[i], f
       size = size + #f[2]
     end
   end
-  if n == 0 then return end
+  if n == 0 then return gone, 0 end
   local counted = redis.call('HLEN', MAIN.dc) > 0
   if cfg.dl_exp then  -- dead_letter() of each
     local dcs = counted and redis.call('HMGET', MAIN.dc, unpack(gone)) or {}
@@ -292,21 +305,72 @@ local function expire_chunk(cfg, old)
   else  -- drop() of each
     redis.call('HINCRBY', K_ST, 'size', -size)
   end
-  remove_entries(MAIN, gone, n)
+  if fs_head and n == b - a + 1 then  -- all of the log's oldest entries: no older one to look for
+    redis.call('XTRIM', MAIN.log, 'MINID', gnums[n] + 1)
+  else
+    remove_run(MAIN, gnums, gone, 1, n)
+  end
   if counted then call_many('HDEL', MAIN.dc, gone) end
+  return gone, n
 end
 
--- Expire the messages whose TTL passed by `now`, within the per-call expiry budget. Returns true
+-- Expire the messages at the head of the main log (its oldest entries) while they have expired:
+-- a backlog that expired is usually the log's oldest part, read here in seq order with one XRANGE
+-- a chunk and removed with one XTRIM (includes no sort of the index, whose same-ms members are in
+-- string order). Stops at the first entry that has not expired, or at a chunk holding one that is
+-- not available (locked: its lock's end expires it). Returns whether the budget ran out, and how
+-- many it expired.
+local function sweep_head(cfg, now, start)
+  local now_s = tostring(now)
+  local chunk, done = 1, 0
+  while true do
+    local r = redis.call('XRANGE', MAIN.log, '-', '+', 'COUNT', chunk)
+    local nums, seqs, fs, k = {}, {}, {}, 0
+    for i = 1, #r do
+      local f = r[i][2]
+      local x = f[6]  -- decimal ms (no sign, exponent or leading zeros): longer is later
+      if x == '0' or #x > #now_s or (#x == #now_s and x > now_s) then break end
+      local id = r[i][1]
+      local seq = string.sub(id, 1, #id - 2)
+      k = k + 1
+      nums[k], seqs[k], fs[seq] = tonumber(seq), seq, f
+    end
+    if k == 0 then return false, done end
+    local gone, n = expire_chunk(cfg, nums, seqs, 1, k, fs)
+    if n > 0 then call_many('ZREM', K_EXP, gone) end
+    if n < k or k < #r then return false, done + n end
+    done = done + n
+    if done >= EXPIRE_BUDGET or clock_us() - start >= EXPIRE_US then return true, done end
+    -- (the first read only looked whether the head has expired)
+    chunk = math.min(EXPIRE_CHUNK, EXPIRE_BUDGET - done)
+  end
+end
+
+-- Expire the messages whose TTL passed by `now`, within the per-call expiry budget: the log's head
+-- (sweep_head), then the rest from the expiry index, EXPIRE_CHUNK members at a time. Returns true
 -- when it stopped on the budget with expired messages left in the index.
 local function sweep_expired(cfg, now)
+  if #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) == 0 then return false end
   local start = clock_us()
-  local done = 0
+  local over, done = sweep_head(cfg, now, start)
+  if over then return true end
   while true do
     local c = math.min(EXPIRE_CHUNK, EXPIRE_BUDGET - done)
     local old = redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, c + 1)
-    local left = #old > c  -- one more than the chunk is read to know whether any are left
-    if left then old[c + 1] = nil end
-    if #old > 0 then expire_chunk(cfg, old) end
+    local k = #old
+    local left = k > c  -- one more than the chunk is read to know whether any are left
+    if left then
+      old[k] = nil
+      k = c
+    end
+    if k > 0 then
+      redis.call('ZREMRANGEBYRANK', K_EXP, 0, k - 1)
+      local nums, seqs = {}, {}
+      for i = 1, k do nums[i] = tonumber(old[i]) end
+      table.sort(nums)
+      for i = 1, k do seqs[i] = string.format('%d', nums[i]) end
+      expire_chunk(cfg, nums, seqs, 1, k)
+    end
     if not left then return false end
     done = done + c
     if done >= EXPIRE_BUDGET or clock_us() - start >= EXPIRE_US then return true end
@@ -368,6 +432,30 @@ local READ_BYTES = 8388608
 local READ_US, READ_CHUNK = 6000, 256
 local function read_chunk(cfg)
   return math.max(1, math.min(READ_CHUNK, math.floor(READ_BYTES / cfg.max_msg)))
+end
+
+-- Up to `want` log entries of group G from `from` on (an XRANGE start: '-', '<seq>' or
+-- '(<id>'), oldest first, read in chunks of `chunk` (read_chunk(cfg)), no further chunk past
+-- READ_BYTES (peek, forward_out). Returns the entries, and the seq after the last one when
+-- READ_BYTES stopped the read with fewer than `want` (where a next call goes on), else 0.
+local function read_log(G, from, want, chunk)
+  local r, n, bytes = {}, 0, 0
+  while n < want do
+    if bytes >= READ_BYTES then
+      local id = r[n][1]
+      return r, tonumber(string.sub(id, 1, #id - 2)) + 1
+    end
+    local ask = math.min(want - n, chunk)
+    local page = redis.call('XRANGE', G.log, from, '+', 'COUNT', ask)
+    for i = 1, #page do
+      n = n + 1
+      r[n] = page[i]
+      bytes = bytes + #page[i][2][2]
+    end
+    if #page < ask then break end
+    from = '(' .. page[#page][1]
+  end
+  return r, 0
 end
 
 -- Up to `want` available messages of G, oldest first: ready, then the main log past the cursor
@@ -498,11 +586,13 @@ end
 
 -- held() for the messages a settlement script names from ARGV[2] on: n, then the lock nonce they
 -- all share followed by n seqs, or '' followed by n pairs (seq, nonce). Returns the seqs, their
--- lock records and the index of the first ARGV after them.
+-- lock records and the index of the first ARGV after them; nil when n is not a count of what
+-- ARGV holds (the caller fails INVALID: a hostile n such as 'inf' would loop until BUSY).
 local function held_args(G, now)
-  -- no more messages than arguments: a count past them (a caller's bug) must not loop for ever
-  local n = math.min(tonumber(ARGV[2]) or 0, #ARGV)
+  local n = tonumber(ARGV[2])
   local nonce = ARGV[3]
+  local per = (nonce == '' or nonce == nil) and 2 or 1
+  if not n or n < 0 or n ~= math.floor(n) or nonce == nil or 3 + per * n > #ARGV then return nil end
   local seqs = {}
   if nonce ~= '' then
     for i = 1, n do seqs[i] = ARGV[3 + i] end

@@ -32,12 +32,12 @@
   empty generation (admin tools, entities created before generations) is not checked.
 ]]
 local PK = KEYS
-if #KEYS == 1 then
+if #KEYS <= 2 then  -- the cfg key alone, or with a topic partition's fan-out journal after it
   local p = string.sub(KEYS[1], 1, -4)  -- '<tag>:' of '<tag>:cfg' (keys.PARTITION_KEY_NAMES, in order)
   PK = {KEYS[1], p .. 'st', p .. 'log', p .. 'ready', p .. 'locked', p .. 'lk', p .. 'dc', p .. 'deferred',
         p .. 'sched', p .. 'exp', p .. 'dd', p .. 'd:log', p .. 'd:ready', p .. 'd:locked', p .. 'd:lk',
         p .. 'd:dc', p .. 'd:deferred', p .. 'sr', p .. 'sa', p .. 'sl', p .. 'sx', p .. 'sk', p .. 'ss',
-        p .. 'su'}
+        p .. 'su', KEYS[2]}
 end
 local K_CFG, K_ST = PK[1], PK[2]
 local K_SCHED, K_EXP, K_DD = PK[9], PK[10], PK[11]
@@ -47,6 +47,11 @@ local DLQ = {log = PK[12], ready = PK[13], locked = PK[14], lk = PK[15], dc = PK
              deferred = PK[17], main = false}
 local SES = {sr = PK[18], sa = PK[19], sl = PK[20], sx = PK[21], sk = PK[22], ss = PK[23],
              su = PK[24]}
+-- after the 24 (or after the cfg key alone): a topic partition's fan-out journal
+-- (keys.journal_key) in publish.lua and in a subscription's receive.lua, the only scripts that
+-- read it (a queue's receive passes none: nil; in a call of several key sets, KEYS[25] starts the
+-- next set)
+local K_FJ = PK[25]
 local CALLER_GEN = table.remove(ARGV) or ''
 local CFG_STALE = false  -- load_cfg() found the partition under another generation than the caller's
 

@@ -1,0 +1,214 @@
+"""Wide fan-outs split across script calls (docs/topics.md, "Wide fan-outs"; issue 23): every copy
+arrives, in order per subscription; a refusal comes before anything is written; a publisher killed
+between calls leaves a journal that the next publish, or a receive on any subscription of the
+topic partition, finishes; subscriptions created or deleted meanwhile; forwarding and
+transactions into a wide topic.
+
+A call's budget is 200 units, 2 per subscription and 1 per subscription x message
+(protocol/publish.py's chunk_size): 50 messages make chunks of 3 subscriptions, so 12
+subscriptions take four checks, a start call and four continuations, which keeps these tests small.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from typing import Any
+
+import pytest
+
+from sbredis import ServiceBusMessage, ServiceBusReceiveMode
+from sbredis._core import keys
+from sbredis._core.protocol import publish
+from sbredis._core.rules import SqlRuleFilter
+from sbredis.aio._forwarder import KILL_AFTER_CHUNKS
+from sbredis.exceptions import InvalidOperationError, MessagingEntityNotFoundError, ServiceBusQuotaExceededError
+
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
+killing = pytest.mark.standalone  # a publisher killed in another process: a server both reach
+
+N = 50  # messages per publish: chunks of 3 subscriptions
+SUBS = [f"s{i:02d}" for i in range(12)]
+
+
+def batch(tag: str, n: int = N, **kw: Any) -> list[ServiceBusMessage]:
+    return [ServiceBusMessage(f"{tag}{i}", **kw) for i in range(n)]
+
+
+def bodies(*tags: str) -> list[str]:
+    return [f"{tag}{i}" for tag in tags for i in range(N)]
+
+
+def wide_topic(admin: Any, subs: list[str] = SUBS, **kw: Any) -> str:
+    topic = "t-" + uuid.uuid4().hex[:10]
+    admin.create_topic(topic, **kw)
+    for s in subs:
+        admin.create_subscription(topic, s)
+    return topic
+
+
+def drain(client: Any, topic: str, sub: str) -> list[str]:
+    with client.get_subscription_receiver(
+        topic, sub, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, max_wait_time=0.2
+    ) as r:
+        out: list[str] = []
+        while got := r.receive_messages(250, max_wait_time=0.2):
+            out += [str(m) for m in got]
+        return out
+
+
+def killed_publish(url: str, topic: str, api: str, chunks: int, tag: str = "a", scheduled: bool = False) -> None:
+    """Publish batch(tag) from another process that kills itself (SIGKILL, the test-only hook)
+    after `chunks` continuation calls: its journal stays half done. Message ids are the bodies."""
+    code = f"""
+import asyncio, datetime
+from sbredis import ServiceBusClient, ServiceBusMessage
+msgs = [ServiceBusMessage("{tag}%d" % i, message_id="{tag}%d" % i) for i in range({N})]
+at = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
+if "{api}" == "sync":
+    with ServiceBusClient.from_connection_string("{url}") as c, c.get_topic_sender("{topic}") as s:
+        s.schedule_messages(msgs, at) if {scheduled} else s.send_messages(msgs)
+else:
+    from sbredis.aio import ServiceBusClient as A
+    async def main():
+        async with A.from_connection_string("{url}") as c, c.get_topic_sender("{topic}") as s:
+            await (s.schedule_messages(msgs, at) if {scheduled} else s.send_messages(msgs))
+    asyncio.run(main())
+"""
+    env = {**os.environ, KILL_AFTER_CHUNKS: str(chunks)}
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=60)
+    assert p.returncode == -signal.SIGKILL, p.stderr.decode()
+
+
+def journal(raw_redis: Any, topic: str) -> dict[bytes, bytes]:
+    j: dict[bytes, bytes] = raw_redis.hgetall(keys.journal_key(topic, 0))
+    return j
+
+
+def test_chunks_are_what_the_docs_say() -> None:
+    assert publish.chunk_size(1) == 66 and publish.chunk_size(10) == 16 and publish.chunk_size(N) == 3
+
+
+def test_a_wide_publish_stores_every_copy_in_order(admin: Any, client: Any, raw_redis: Any) -> None:
+    topic = wide_topic(admin)
+    with client.get_topic_sender(topic) as sender:
+        sender.send_messages(batch("a"))
+        sender.send_messages(batch("b"))
+    for s in SUBS:
+        assert drain(client, topic, s) == bodies("a", "b"), s
+    assert not journal(raw_redis, topic)
+
+
+def test_a_refusal_in_any_chunk_stores_nothing(admin: Any, client: Any) -> None:
+    """QUOTA in the last chunk and NOSESSION in the last chunk: the error, and no copy anywhere."""
+    topic = wide_topic(admin, SUBS[:-1], max_size_in_megabytes=1)
+    admin.create_subscription(topic, "s11")  # the last chunk: its own filter so it alone fills up
+    for s in SUBS[:-1]:
+        admin.delete_rule(topic, s, "$Default")
+        admin.create_rule(topic, s, "x", filter=SqlRuleFilter("sys.label = 'x'"))
+    with client.get_topic_sender(topic) as sender:
+        for size in (200_000, 20_000, 1_000):  # fill s11 to within 1 kB (narrow publishes: one call each)
+            with pytest.raises(ServiceBusQuotaExceededError):
+                for _ in range(20):
+                    sender.send_messages(ServiceBusMessage("f" * size))
+        with pytest.raises(ServiceBusQuotaExceededError):
+            sender.send_messages(batch("q", subject="x"))
+    assert all(drain(client, topic, s) == [] for s in SUBS[:-1])
+
+    topic = wide_topic(admin, SUBS[:-1])
+    admin.create_subscription(topic, "s11", requires_session=True)
+    with client.get_topic_sender(topic) as sender, pytest.raises(InvalidOperationError):
+        sender.send_messages(batch("n"))
+    assert all(drain(client, topic, s) == [] for s in SUBS[:-1])
+
+
+@killing
+def test_a_killed_publisher_is_finished_by_the_next_publish_in_order(
+    admin: Any, client: Any, raw_redis: Any, url: str, api: str
+) -> None:
+    topic = wide_topic(admin)
+    killed_publish(url, topic, api, chunks=0)
+    assert int(journal(raw_redis, topic)[b"cur"]) == 0  # the start call writes no chunk
+    with client.get_topic_sender(topic) as sender:
+        sender.send_messages(batch("b"))
+    assert not journal(raw_redis, topic)
+    for s in SUBS:
+        assert drain(client, topic, s) == bodies("a", "b"), s
+
+
+@killing
+def test_a_killed_publisher_is_finished_by_a_receive(
+    admin: Any, client: Any, raw_redis: Any, url: str, api: str
+) -> None:
+    """Nobody publishes again: a receive on a subscription the journal had not reached finishes it,
+    for every subscription. A subscription deleted meanwhile is skipped (and not brought back), one
+    created meanwhile gets nothing of the earlier publish."""
+    topic = wide_topic(admin)
+    killed_publish(url, topic, api, chunks=1)
+    assert int(journal(raw_redis, topic)[b"cur"]) == 3
+    admin.delete_subscription(topic, "s07")
+    admin.create_subscription(topic, "late")
+    assert drain(client, topic, "s11") == bodies("a")
+    assert not journal(raw_redis, topic)
+    for s in SUBS:
+        if s not in ("s07", "s11"):  # deleted; drained above
+            assert drain(client, topic, s) == bodies("a"), s
+    assert drain(client, topic, "late") == []
+    with pytest.raises(MessagingEntityNotFoundError):
+        admin.get_subscription(topic, "s07")
+    assert not raw_redis.exists(*keys.subscription_fan_keys(topic, "s07", 0))
+
+
+@killing
+def test_a_scheduled_wide_publish_is_cancelled_everywhere(
+    admin: Any, client: Any, raw_redis: Any, url: str, api: str
+) -> None:
+    """Cancelled while its journal is half done: the chunks after the cancel store no copy."""
+    from datetime import UTC, datetime, timedelta
+
+    topic = wide_topic(admin)
+    with client.get_topic_sender(topic) as sender:
+        seqs = sender.schedule_messages(batch("s"), datetime.now(UTC) + timedelta(hours=1))
+        sender.cancel_scheduled_messages(seqs)
+    killed_publish(url, topic, api, chunks=0, tag="k", scheduled=True)
+    seqs = [(0 << 48) | int(s) for s in range(N + 1, 2 * N + 1)]  # the killed publish's numbers
+    with client.get_topic_sender(topic) as sender:
+        sender.cancel_scheduled_messages(seqs)
+        sender.send_messages(ServiceBusMessage("after"))  # finishes the journal first
+    for s in SUBS:
+        with client.get_subscription_receiver(topic, s) as r:
+            assert [str(m) for m in r.peek_messages(300)] == ["after"], s
+
+
+def test_forwarding_and_a_transaction_into_a_wide_topic(admin: Any, client: Any) -> None:
+    topic = wide_topic(admin)
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, forward_to=topic)
+    with client.get_queue_sender(q) as sender:
+        sender.send_messages(batch("f"))
+    ts = client.get_topic_sender(topic)
+    with client.transaction() as tx:
+        ts.send_messages(batch("t", partition_key="k"), transaction=tx)
+    for s in SUBS:
+        assert drain(client, topic, s) == bodies("f", "t"), s
+
+
+@killing
+def test_a_resend_of_a_killed_publish_is_a_duplicate(
+    admin: Any, client: Any, raw_redis: Any, url: str, api: str
+) -> None:
+    """Duplicate detection knew the ids from the start call: the resend finishes the journal,
+    then is dropped, so every subscription has each message once."""
+    topic = "t-" + uuid.uuid4().hex[:10]
+    admin.create_topic(topic, requires_duplicate_detection=True)
+    for s in SUBS:
+        admin.create_subscription(topic, s)
+    killed_publish(url, topic, api, chunks=1)
+    with client.get_topic_sender(topic) as sender:
+        sender.send_messages([ServiceBusMessage(b, message_id=b) for b in bodies("a")])
+    assert not journal(raw_redis, topic)
+    for s in SUBS:
+        assert drain(client, topic, s) == bodies("a"), s
