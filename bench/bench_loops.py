@@ -327,9 +327,12 @@ class Bench:
 
     def profile(self) -> dict[str, dict[str, float]]:
         """Client CPU µs per single operation split in two: sbredis's Python above redis-py (the
-        transport's script call replaced by the reply a real call gave), and redis-py's packing,
-        socket calls and parsing for a call of the same keys and arguments (a script returning 1)."""
+        transport's script call replaced by the reply a real call gave), and the transport's script
+        call itself (redis-py's connection: packing, socket calls, parsing) for a call of the same
+        keys and arguments (a script returning 1)."""
         from sbredis import ServiceBusMessage
+        from sbredis._core.protocol import Call
+        from sbredis._core.scripts import Script
 
         k = self.latency_ops
         q = self.queue(k + 1)
@@ -366,8 +369,9 @@ class Bench:
             for name in ops:
                 c = calls[{"send": "send", "receive": "receive", "complete": "complete"}[name]]
                 t0 = time.process_time()
+                raw_call = Call(Script("raw", RAW_SCRIPT, self.sha), c.keys, c.args, c.partition, c.gen)
                 for _ in range(k):
-                    transport.redis.evalsha(self.sha, len(c.keys), *c.keys, *c.argv)
+                    transport._evalsha(transport.redis, raw_call)
                 out[name]["redis_py_us"] = (time.process_time() - t0) / k * 1e6
             for m in got:  # settle what the stubbed calls left locked
                 if not m.settled:

@@ -9,6 +9,8 @@
   wait for room. The sync variant runs each call at once as its own batch.
 * gather: run awaitables concurrently; the sync variant gets results already computed in order.
 * log_failure: a done-callback for work nobody awaits (pre-settled sends): log its error.
+* send_command: send a command on a pooled connection (the asyncio variant skips redis-py's
+  per-command write task).
 * AutoLockRenewer: renews registered message locks, from one background task (asyncio) or one
   daemon thread (sync); a renewal that fails unexpectedly (a bug, not a Redis error) is logged and
   reported to ``on_lock_renew_failure`` in both.
@@ -41,6 +43,7 @@ UNASYNC = {
     "async_log_failure": "sync_log_failure",
     "AsyncAutoLockRenewer": "SyncAutoLockRenewer",
     "async_items": "sync_items",
+    "async_send_command": "sync_send_command",
 }
 
 # run(key, entries) -> one outcome per entry: a result, or an exception to raise in its submitter
@@ -183,6 +186,24 @@ async def async_gather(calls: list[Awaitable[Any]]) -> list[Any]:
     return list(await asyncio.gather(*calls))
 
 
+async def async_send_command(conn: Any, *args: Any) -> None:
+    """``conn.send_command(*args)`` on a redis.asyncio connection, without the task redis-py starts
+    for every command it sends under a socket timeout (``asyncio.wait_for`` of the write: a task
+    and an event-loop turn, 10 to 20 µs CPU, docs/benchmarks.md "Loops against raw round trips").
+    The command goes to the stream's writer, which hands it to the socket at once; only what the
+    socket did not take is waited for, under the timeout (TimeoutError past it, OSError from the
+    socket: the caller drops the connection). A connection without the writer this expects
+    (another redis-py) sends as redis-py does."""
+    writer: Any = getattr(conn, "_writer", None)
+    transport = getattr(writer, "transport", None)
+    if transport is None or not conn.is_connected or transport.is_closing():
+        await conn.send_command(*args)
+        return
+    writer.writelines(conn.pack_command(*args))
+    if transport.get_write_buffer_size():
+        await asyncio.wait_for(writer.drain(), conn.socket_timeout)
+
+
 SyncRunner = Callable[[Any, list[list[Any]]], list[Any]]
 
 
@@ -239,6 +260,11 @@ def sync_log_failure(what: str) -> Callable[[Done], None]:
 def sync_gather(calls: list[Any]) -> list[Any]:
     """The calls' results: in the sync shell they already ran, one after another, in the list."""
     return calls
+
+
+def sync_send_command(conn: Any, *args: Any) -> None:
+    """async_send_command's twin: the sync connection sends at once, with no task to skip."""
+    conn.send_command(*args)
 
 
 # -------------------------------------------------------------------------- lock renewal

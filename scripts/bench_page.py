@@ -548,6 +548,13 @@ def _cpu(x: Json) -> str:
     return f"{x['client']:.0f} / {x['server']:.0f}"
 
 
+def _cpu_ratio(loop: Json, raw: Json) -> str:
+    """loop / raw by CPU: the raw op's client + server CPU over the loop's, per message (what the
+    rate ratio would be if the two processes had the cores to themselves)."""
+    a, b = loop.get("cpu_us_per_msg"), raw.get("cpu_us_per_op")
+    return ratio((b["client"] + b["server"]) / (a["client"] + a["server"])) if a and b else ""
+
+
 def loops(d: Json) -> Iterator[str]:
     before = d.get("before") or {}
     was = f" ({before['label']})" if before else ""
@@ -558,8 +565,9 @@ def loops(d: Json) -> Iterator[str]:
         f"a loop (prefilled, 100 B), next to its raw redis-py counterpart in the same run; medians of "
         f"{d['rounds']} rounds, loops alternating. A raw EVALSHA runs a script that returns 1. CPU µs "
         "per message: the client process's (user + system) / redis-server's (INFO cpu); on this "
-        "shared machine they move far less from run to run than the rates do."
-        + (f" Before: the same benchmark on {before['label']}, run just before on the same machine." if before else "")
+        "shared machine they move far less from run to run than the rates do, so the table also "
+        "gives the ratio they imply (the raw op's client + server CPU over the loop's)."
+        + (f" Before: the same benchmark on {before['label']}, run right after on the same machine." if before else "")
     )
     yield ""
     rows = []
@@ -577,15 +585,27 @@ def loops(d: Json) -> Iterator[str]:
                     rate(r["median_per_s"]),
                     _cpu(r["cpu_us_per_op"]) if "cpu_us_per_op" in r else "",
                     ratio(r["ratio"]),
+                    _cpu_ratio(lp, r),
                     ratio(old["raw"][raw]["ratio"]) if raw in old.get("raw", {}) else "",
+                    _cpu_ratio(old, old["raw"][raw]) if raw in old.get("raw", {}) else "",
                     _cpu(old["cpu_us_per_msg"]) if first and "cpu_us_per_msg" in old else "",
                 ]
             )
-    header = ["loop", "msgs/s", "spread", "CPU µs/msg", "raw counterpart", "raw /s", "raw CPU µs/op", "loop / raw"]
+    header = [
+        "loop",
+        "msgs/s",
+        "spread",
+        "CPU µs/msg",
+        "raw counterpart",
+        "raw /s",
+        "raw CPU µs/op",
+        "loop / raw",
+        "loop / raw by CPU",
+    ]
     if before:
-        header += ["loop / raw before", "CPU µs/msg before"]
+        header += ["loop / raw before", "by CPU before", "CPU µs/msg before"]
     else:
-        rows = [r[:8] for r in rows]
+        rows = [r[:9] for r in rows]
     yield from table(header, rows)
     yield (
         f"Single operations, sync, one message at a time ({d['latency_ops']} of each a round, interleaved "
@@ -652,7 +672,7 @@ def loops(d: Json) -> Iterator[str]:
             [
                 "operation",
                 "sbredis Python (client CPU)",
-                "redis-py: pack, socket calls, parse (client CPU)",
+                "the script call: pack, socket calls, parse (client CPU)",
                 "script in Redis",
                 "the rest: round trip, server I/O, scheduling",
                 "p50",
@@ -668,34 +688,54 @@ def loops(d: Json) -> Iterator[str]:
 LOOP_FINDINGS = [
     "On this machine a single operation's wall time is about its client CPU plus its server CPU "
     "(client and redis-server take turns on 2 loaded cores), so its ratio to a raw command is "
-    "roughly the ratio of CPU per operation. Parts, and what was done:",
+    "roughly the ratio of CPU per operation. Where it went (client CPU measured with "
+    "`time.thread_time` around each layer of the real loop, server CPU with INFO cpu; micro "
+    "benchmarks of 20,000 calls, redis-server 7.0.15), and what was done:",
     "",
-    "- **Script execution.** Redis runs a script's whole body at every EVALSHA, so every helper "
-    "function an include brings is a closure built on every call, used or not (complete.lua "
-    "carried 44). Composed scripts now keep only the functions they reach "
-    "(`sbredis/_core/scripts.py`), and complete.lua (one message under one lock) and send.lua "
-    "(blobs alone, no sessions) finish before the general path's helpers are built. Script µs per "
-    "call, main's scripts against this branch's in one redis-server 6.2.14, blocks of 200 "
-    "alternating (12 blocks, two runs): complete 41-46 to 26-28, send 32-35 to 26-31; receive "
-    "unchanged at 56-64. Receive's one-message path, timed step by step inside the script (TIME "
-    "between steps, p50 µs): building the helpers and reading the settings 16, the sweep 10, "
-    "take 15, lock records 8, the rest 4.",
-    "- **sbredis's Python** above redis-py: 8-14 µs CPU per operation (the table's first column; "
-    "the transport's script call replaced by a recorded reply, so caches stay warm). In the real "
-    "loop the same complete costs 20-30 µs more client CPU than its EVALSHA replayed through "
-    "redis-py alone, more than that warm figure.",
-    "- **redis-py** for a call of 24 keys and its arguments: 34-38 µs CPU, against 29-32 for a raw "
-    "XACK. redis.asyncio packed every command in Python, argument by argument (20-45 µs for a "
-    "settlement's 30 arguments): sbredis's asyncio connections now pack with hiredis (about 5 µs), "
-    "as its sync client already did.",
-    "- **Task hops (async).** Each awaited send or settlement went through the coalescer: a future, "
-    "a flush task and an extra event-loop turn. With nothing of its kind in flight it now runs in "
-    "the caller's task; concurrent calls still coalesce behind it.",
+    "- **redis-py's per-command layers (client).** A script call went through `Redis.evalsha`: "
+    "the client's retry wrapper, observability hooks, response callbacks and the pool's "
+    "get/release (a lock, a pid check, a socket poll and metrics at every call). For a script "
+    "returning 1: 29-41 µs CPU through `evalsha`, 11-14 µs sending and reading on the "
+    "connection itself; the pool's get and release alone 7.2 µs. The transport now sends each "
+    "single script call on a connection of the pool that it keeps between calls, after the "
+    "check the pool makes (connected, nothing unread: 1.9 µs), and drops it after any error "
+    "but an error reply (`Transport._evalsha`). In the real sync loop a complete's client CPU "
+    "(thread CPU) was 57-64 µs with the pool's get and release at each call, 48-51 µs with a "
+    "kept connection; the sync loop's client CPU per message went from 69-71 µs to 43-50 µs "
+    "(two pairs of runs).",
+    "- **redis.asyncio's write task (async).** Under a socket timeout redis.asyncio sends every "
+    "command through `asyncio.wait_for`, a task and an event-loop turn per command. The async "
+    "transport writes to the connection's stream, which hands the bytes to the socket at once, "
+    "and waits (under the timeout) only for what the socket did not take "
+    "(`_concurrency.async_send_command`): an awaited complete went from 81-95 to 66 µs client "
+    "CPU.",
+    "- **24 keys per call.** Through redis-py a call with 24 keys cost 5-8 µs more client CPU than "
+    "with one (39-40 against 31-36 µs); on the connection 0.5-1.5 µs (12.5-14.0 against "
+    "11.9-12.5), and 1.5 µs of server CPU (12.8 against 11.3-12.4 for a script returning "
+    "nothing), about what naming the 23 others in Lua costs back (12.4-13.6). Complete, receive "
+    "and send now take the cfg key alone ([Keyspace](keyspace.md#keys-a-script-names-itself)); "
+    "the gain is the client's packing and the bytes sent.",
+    "- **Script execution (server).** Receive now hands one message out before the general "
+    "path's helpers are built, when nothing is due for the sweep (receive.lua's header), and "
+    "send's fast path reads and writes the partition's `st` hash once instead of five calls. "
+    "Script µs per call in the single-operation runs (INFO commandstats, two pairs of runs): "
+    "receive 66-73 to 40-45, send 34-36 to 25-27, complete 26-39 to 23-24. What is left is "
+    "mostly the commands themselves: a script "
+    "returning at once costs 3 µs, partition.lua's opening lines 3.5 µs more, and complete's nine "
+    "commands on real keys (status, clock, lock record, lock expiry; log entry, lock record and "
+    "lock expiry removed; size; last use) about 2 µs each; an EVALSHA's own server cost (parse, "
+    "reply, socket) is a raw command's, 12-13 µs.",
+    "- **sbredis's Python** above the script call: 8-14 µs CPU per operation (the table's first "
+    "column; with the call replaced by a recorded reply), about the same in the real loop (8-10 "
+    "µs sync, 9.5 µs async).",
     "",
     "Not reached: an iterating loop at 0.8x the raw round-trip rate and single operations at 1.3x "
-    "the comparable raw command need the script, sbredis's Python and redis-py together to cost "
-    "about one raw command's CPU plus a quarter; a settlement script alone still costs about a raw "
-    "command's whole round trip of server time, and receive's path was not changed here.",
+    "the comparable raw command. By CPU the sync loop costs about twice a raw EVALSHA per "
+    "message, split about evenly between client (its script call now costs about what a raw "
+    "redis-py call does, plus sbredis's 8-10 µs) and server (a complete's nine commands against "
+    "one). Getting closer needs fewer commands per settlement, e.g. the lock's expiry in its lock "
+    "record (one read instead of two) or a settlement that leaves the size and last-use "
+    "bookkeeping to a later call, which changes what other scripts read.",
     "",
 ]
 

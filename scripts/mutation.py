@@ -516,9 +516,9 @@ LUA = [
     lua(
         "sf-seq",
         "send.lua",
-        "local seq = redis.call('HINCRBY', K_ST, 'seq', n) - n",
-        "local seq = redis.call('HINCRBY', K_ST, 'seq', n) - n + 1",
-        "send fast path: sequence numbers start one later (the first reused by the next send)",
+        "redis.call('HSET', K_ST, 'seq', seq + n,",
+        "redis.call('HSET', K_ST, 'seq', seq + n - 1,",
+        "send fast path: the last seq recorded one short (the next send reuses it)",
     ),
     lua(
         "sf-enq",
@@ -534,11 +534,47 @@ LUA = [
         "",
         "send fast path: the expiry index left out (expiry only when a receive reads the message)",
     ),
+    # receive.lua's fast path (one message under a lock, nothing due for the sweep)
+    lua(
+        "rf-guard",
+        "receive.lua",
+        "if ARGV[1] == 'm' and ARGV[2] == 'L' and ARGV[3] == '1' then",
+        "if ARGV[1] == 'm' and ARGV[2] == 'L' then",
+        "receive fast path: taken for a count of several (one message handed out)",
+    ),
+    lua(
+        "rf-locked",
+        "receive.lua",
+        "        and #redis.call('ZRANGEBYSCORE', MAIN.locked, '-inf', '(' .. now, 'LIMIT', 0, 1) == 0\n",
+        "",
+        "receive fast path: taken with an elapsed lock to release (the message waits behind newer ones)",
+    ),
+    lua(
+        "rf-dc",
+        "receive.lua",
+        "dc = (tonumber(dc) or 0) + 1",
+        "dc = 1",
+        "receive fast path: a redelivered message's count starts again",
+    ),
+    lua(
+        "rf-cursor",
+        "receive.lua",
+        "redis.call('HSET', K_ST, 'cur', seq, 'acc', now)",
+        "redis.call('HSET', K_ST, 'acc', now)",
+        "receive fast path: the cursor does not move on (the message is handed out again)",
+    ),
+    lua(
+        "rf-ready",
+        "receive.lua",
+        "          redis.call('ZREM', MAIN.ready, seq)\n",
+        "",
+        "receive fast path: a message taken from ready stays there (handed out twice)",
+    ),
     lua(
         "sf-size",
         "send.lua",
-        "  redis.call('HINCRBY', K_ST, 'size', total)\n",
-        "",
+        "'size', size + total, 'acc', now)",
+        "'size', size, 'acc', now)",
         "send fast path: the stored size not counted",
     ),
     # take()'s stop on READ_US of wall time, and receive.lua's report of it

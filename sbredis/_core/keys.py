@@ -2,7 +2,8 @@
 
 Every partition of an entity owns 24 keys under one Redis Cluster hash tag, ``{sb:<entity>:<p>}``,
 so one script call touches one slot and partitions spread over the shards of a cluster. The
-scripts receive all 24 in this order (``lua/includes/partition.lua`` names them):
+scripts receive all 24 in this order (``lua/includes/partition.lua`` names them), or the first
+alone (complete, receive, send: ``cfg_key``), from which partition.lua names the others this way:
 
 ``cfg`` (hash)
     The entity's settings copied into the partition (status, lock_ms, max_dc, ttl_ms, dl_exp,
@@ -162,6 +163,16 @@ def partition_keys(entity: str, partition: int) -> tuple[str, ...]:
     """All keys of one partition, in the order every script receives them."""
     tag = partition_tag(entity, partition)
     return tuple(f"{tag}:{name}" for name in PARTITION_KEY_NAMES)
+
+
+@lru_cache(maxsize=8192)
+def cfg_key(path: str, partition: int) -> tuple[str]:
+    """The one key complete, receive and send are called with: the partition's ``cfg``, from which
+    ``lua/includes/partition.lua`` names the other 23 (its prefix followed by each name of
+    PARTITION_KEY_NAMES, as partition_keys() does; tests/unit/test_lua_contract.py runs the Lua
+    side against this module). One key to pack and send instead of 24, at every call of a
+    one-message loop; the derived keys share its hash tag, so they are in its cluster slot."""
+    return (entity_keys(path, partition)[0],)
 
 
 def journal_key(topic: str, partition: int) -> str:

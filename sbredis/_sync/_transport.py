@@ -21,6 +21,7 @@ either no visible entity or one a later create cleans up.
 
 from __future__ import annotations
 
+import os
 import ssl
 import uuid
 from typing import Any
@@ -28,10 +29,12 @@ from typing import Any
 from redis import Redis
 from redis.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError, WatchError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, ResponseError, WatchError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from tenacity import Retrying
 
-from .._concurrency import sync_gather
+from .._concurrency import sync_gather, sync_send_command
 from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_url
 from .._core.connection import namespace_of
 from .._core.connection import resolve as resolve_connection
@@ -56,6 +59,20 @@ def _memory_client(url: str) -> Any:
     import fakeredis
 
     return fakeredis.FakeRedis(server=server, decode_responses=False)
+
+
+def _ready(conn: Any) -> None:
+    """The checks redis-py's pool makes before it hands out a connection: connected, and nothing
+    waiting to be read (a connection the server closed while it was idle reads as end of file)."""
+    if not conn.is_connected:
+        conn.connect()
+    try:
+        stale = conn.can_read()
+    except (RedisConnectionError, RedisTimeoutError, OSError):
+        stale = True
+    if stale:
+        conn.disconnect()
+        conn.connect()
 
 
 def _in_doubt(e: ServiceBusError) -> bool:
@@ -121,6 +138,12 @@ class Transport:
             # caller turned certificate checks off, which host name checks cannot go without)
             self._options["ssl_check_hostname"] = options.get("ssl_cert_reqs") not in ("none", ssl.CERT_NONE)
         self.cluster: ClusterUrl | None = None
+        # single script calls go straight to a pooled connection (_evalsha), except on the
+        # in-process server and with a credential provider (redis-py's per-command layers
+        # re-authenticate a streaming one)
+        self._direct = scheme != "memory" and self._options.get("credential_provider") is None
+        self._kept: dict[Any, list[Any]] = {}  # pool -> its connections _evalsha holds between calls
+        self._pid = os.getpid()
         self.closed = False
         self.faulted: ServiceBusError | None = None  # set by fault(): every call raises it (paired namespaces)
         self._nodes: dict[str, Redis] = {}
@@ -245,12 +268,53 @@ class Transport:
         try:
             node, r = self._client_for(c.keys[0])
             try:
-                return r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.argv)
+                return self._evalsha(r, c)
             except NoScriptError:
                 r.script_load(c.script.source)
-                return r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.argv)
+                return self._evalsha(r, c)
         except Exception as e:
             raise self._failed(e, entity, c, node) from e
+
+    def _evalsha(self, r: Redis, c: Call) -> Any:
+        """EVALSHA of `c` on a connection of `r`'s pool, below redis-py's per-command layers: its
+        retry wrapper, observability hooks and response callbacks, and the pool's lock and
+        bookkeeping at every call (the connection goes back to self._kept, not to the pool).
+        Together about 20 µs CPU a call, as much as the rest of a round trip (docs/benchmarks.md
+        "Loops against raw round trips"). sbredis retries by its own policy and EVALSHA has no
+        response callback, so what is skipped does nothing here; a kept connection gets the checks
+        the pool makes before it hands one out (_ready). Errors are redis-py's; after any but an
+        error reply the connection is dropped, as redis-py drops it."""
+        if not self._direct:
+            return r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.argv)
+        pool = r.connection_pool
+        if self._pid != os.getpid():  # a forked child: the kept connections are the parent's
+            self._kept, self._pid = {}, os.getpid()
+        kept = self._kept.get(pool)
+        if kept:
+            conn = kept.pop()
+            try:
+                _ready(conn)
+            except BaseException:
+                pool.release(conn)
+                raise
+        else:
+            conn = pool.get_connection()
+        try:
+            sync_send_command(conn, "EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.argv)
+            reply = conn.read_response()
+        except ResponseError:
+            self._kept.setdefault(pool, []).append(conn)  # an error reply: the connection is fine
+            raise
+        except TimeoutError:  # sync_send_command's write past the socket timeout, as redis-py says it
+            conn.disconnect()
+            pool.release(conn)
+            raise RedisTimeoutError("Timeout writing to socket") from None
+        except BaseException:
+            conn.disconnect()
+            pool.release(conn)
+            raise
+        self._kept.setdefault(pool, []).append(conn)
+        return reply
 
     def run_many(self, calls: list[Call], entity: str = "", *, retry: str = "each") -> list[Any]:
         """Script calls in one round trip per node; each result is a reply or a ServiceBusError.
@@ -488,6 +552,10 @@ class Transport:
 
     def close(self) -> None:
         self.closed = True
+        kept, self._kept = self._kept, {}
+        for pool, conns in kept.items():
+            for conn in conns:
+                pool.release(conn)
         if self.cluster is None:
             self.redis.close()
         for client in self._nodes.values():

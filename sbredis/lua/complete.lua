@@ -1,7 +1,7 @@
 --[[
   complete: remove messages whose locks the caller holds. Messages whose lock is lost are left as
   they are and reported.
-  KEYS: the partition's 24 keys (includes/partition.lua)
+  KEYS: the first of the partition's 24 keys (cfg) alone: includes/partition.lua names the others
   ARGV[1] group 'm' | 'd'   ARGV[2] n
   ARGV[3] the lock nonce of all n messages, then n seqs; or '' then n pairs: seq, lock nonce
           (held_args, includes/messages.lua)

@@ -5,8 +5,9 @@
   handed out.
   A dead-letter receive sweeps the main queue first, so messages whose TTL or last delivery has
   passed are in the dead-letter group when it looks (no main-queue receive is needed).
-  KEYS: the partition's 24 keys (includes/partition.lua); a subscription's receive passes its topic
-        partition's fan-out journal (keys.journal_key) as KEYS[25]
+  KEYS: the first of the partition's 24 keys (cfg) alone: includes/partition.lua names the others;
+        a subscription's receive passes its topic partition's fan-out journal (keys.journal_key)
+        after it
   ARGV[1] group 'm' | 'd'   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete
   ARGV[3] count   ARGV[4] lock nonce   ARGV[5] sweep limit
   Returns: {now_ms, locked_until_ms, more, then per message: seq, delivery_count, blob,
@@ -18,12 +19,65 @@
            {0, 0, 2} and nothing else: a fan-out to the subscriptions is unfinished (publish.lua's
            journal): the caller finishes it, then calls again
   Errors:  NOTFOUND  DISABLED (receive)  SESSIONREQ (the entity requires sessions: session_receive)
+  One message under a lock from the main queue of a non-session entity (a receive with
+  prefetch_count 0 or a count of 1) is handed out before the general path's helpers are built
+  (Redis runs a script's whole body at every call) when nothing is due for the sweep: no due
+  schedule, no elapsed lock, no expired message. It takes the first of ready, else the first
+  entry past the cursor, and writes its one lock record. Anything else (a sweep to do, a message
+  that is expired or a pending schedule, an entry gone from the log, several messages, another
+  group or mode, a session, stale or missing entity) takes the general path, which reads
+  everything again.
 ]]
 --@include partition
---@include messages
 -- a publish split across calls left its journal (the publisher died, or is still at it): the
 -- caller finishes it first, so a topic nobody publishes to again still delivers every copy
 if K_FJ and redis.call('EXISTS', K_FJ) == 1 then return {0, 0, 2} end
+if ARGV[1] == 'm' and ARGV[2] == 'L' and ARGV[3] == '1' then
+  local c = redis.call('HMGET', K_CFG, 'status', 'lock_ms', 'sess', 'gen')
+  local status, gen = c[1], c[4]
+  if status and status ~= 'Disabled' and status ~= 'ReceiveDisabled' and c[3] ~= '1'
+      and (CALLER_GEN == '' or not gen or gen == '' or gen == CALLER_GEN) then
+    local now = now_ms()
+    local untl = now + tonumber(c[2])
+    -- nothing for sweep() to do: a due schedule, an elapsed lock, an expiry
+    if #redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', now, 'LIMIT', 0, 1) == 0
+        and #redis.call('ZRANGEBYSCORE', MAIN.locked, '-inf', '(' .. now, 'LIMIT', 0, 1) == 0
+        and #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) == 0 then
+      local seq, f, dc, cur
+      local first = redis.call('ZRANGE', MAIN.ready, 0, 0)[1]
+      if first then
+        local e = redis.call('XRANGE', MAIN.log, first, first)[1]
+        if e then seq, f, dc = first, e[2], redis.call('HGET', MAIN.dc, first) end
+      else
+        local st = redis.call('HMGET', K_ST, 'cur', 'seq')
+        local e = redis.call('XRANGE', MAIN.log, tonumber(st[1] or st[2] or '0') + 1, '+', 'COUNT', 1)[1]
+        if not e then  -- nothing available
+          touch(now)
+          return {now, untl, 0}
+        end
+        seq, f, cur = string.sub(e[1], 1, #e[1] - 2), e[2], true
+      end
+      -- take()'s checks: an expired message is expired, a pending schedule past the cursor
+      -- (enqueue time ahead: decimal ms strings, longer is later) is passed over
+      local x, enq, now_s = f and f[6], f and f[4], tostring(now)
+      if f and (x == '0' or tonumber(x) > now) and (#enq < #now_s or (#enq == #now_s and enq <= now_s)) then
+        if cur then
+          redis.call('HSET', K_ST, 'cur', seq, 'acc', now)  -- and touch(now)
+        else
+          redis.call('ZREM', MAIN.ready, seq)
+          touch(now)
+        end
+        if x ~= '0' then redis.call('ZREM', K_EXP, seq) end
+        dc = (tonumber(dc) or 0) + 1
+        -- includes/messages.lua's lock_record(nonce, 'r', x, size, dc)
+        redis.call('HSET', MAIN.lk, seq, ARGV[4] .. '|r|' .. x .. '|' .. #f[2] .. '|' .. dc)
+        redis.call('ZADD', MAIN.locked, untl, seq)
+        return {now, untl, 0, seq, dc, f[2], enq, tonumber(x)}
+      end
+    end
+  end
+end
+--@include messages
 local cfg = load_cfg()
 local bad = check_receive(cfg)
 if bad then return bad end

@@ -1,6 +1,6 @@
 --[[
   send: store a batch of messages in one partition's main queue, all or none.
-  KEYS: the partition's 24 keys (includes/partition.lua)
+  KEYS: the first of the partition's 24 keys (cfg) alone: includes/partition.lua names the others
   ARGV[1] n   ARGV[2] w: 4 or 1 arguments per message, then the messages (includes/store.lua):
           w = 4: message_id ('' when duplicate detection does not apply), ttl_ms (0: the entity
           default), scheduled_ms (0: now), blob;  w = 1: blob (all three defaults)
@@ -30,10 +30,12 @@ if w == 1 and not cfg.sess and n > 0 then
     total = total + size
   end
   if total > cfg.max_msg then return fail('SIZE') end
-  if tonumber(redis.call('HGET', K_ST, 'size') or '0') + total > cfg.max_size then return fail('QUOTA') end
+  -- st is read once and written once (HINCRBYs and touch() would be a call each)
+  local st = redis.call('HMGET', K_ST, 'seq', 'size', 'cur')
+  local seq, size = tonumber(st[1] or '0'), tonumber(st[2] or '0')
+  if size + total > cfg.max_size then return fail('QUOTA') end
   local now = now_ms()
-  cursor_init()
-  local seq = redis.call('HINCRBY', K_ST, 'seq', n) - n
+  if not st[3] then redis.call('HSET', K_ST, 'cur', seq) end  -- cursor_init(), at the last seq
   local now_s, xs = tostring(now), '0'
   local exp = nil
   if cfg.ttl_ms > 0 then exp, xs = {}, tostring(now + cfg.ttl_ms) end
@@ -42,8 +44,7 @@ if w == 1 and not cfg.sess and n > 0 then
     if exp then exp[2 * i - 1], exp[2 * i] = xs, seq + i end
   end
   if exp then call_many('ZADD', K_EXP, exp) end
-  redis.call('HINCRBY', K_ST, 'size', total)
-  touch(now)
+  redis.call('HSET', K_ST, 'seq', seq + n, 'size', size + total, 'acc', now)
   return {now, seq + 1}
 end
 --@include store

@@ -4,6 +4,7 @@ complete.lua settles one message under one lock on a short path of its own (see 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -86,3 +87,29 @@ def test_deferred_messages_completed_one_at_a_time_leave_no_delivery_count(
     assert admin.get_queue_runtime_properties(q).total_message_count == 0
     names = dict(zip(PARTITION_KEY_NAMES, partition_keys(q, 0), strict=True))
     assert raw_redis.exists(*(names[k] for k in ("lk", "locked", "dc", "deferred"))) == 0
+
+
+def test_receiving_one_at_a_time_sees_what_a_batch_receive_sees(client: Any, make_queue: Any) -> None:
+    """receive.lua hands out one message on a short path of its own (see its header): order,
+    delivery counts and locks as a batch receive gives them; a pending schedule and an expired
+    message are not handed out."""
+    q = make_queue(lock_duration=timedelta(seconds=30))
+    with client.get_queue_sender(q) as s:
+        s.schedule_messages(ServiceBusMessage("later"), datetime.now(UTC) + timedelta(hours=1))
+        s.send_messages([ServiceBusMessage(f"m{i}") for i in range(2)])
+        s.send_messages(ServiceBusMessage("short", time_to_live=timedelta(milliseconds=1)))
+        s.send_messages(ServiceBusMessage("m2"))
+    with client.get_queue_receiver(q, max_wait_time=1) as r:
+        first = r.receive_messages(1, max_wait_time=1)
+        r.abandon_message(first[0])  # back at the front, delivered again with delivery_count 1
+        got = []
+        for _ in range(3):
+            got += r.receive_messages(1, max_wait_time=1)
+        assert [str(m) for m in got] == ["m0", "m1", "m2"]
+        assert [m.delivery_count for m in got] == [1, 0, 0]
+        for m in got:
+            assert m.locked_until_utc is not None
+            assert m.locked_until_utc > datetime.now(UTC) + timedelta(seconds=20)
+            r.complete_message(m)
+        assert r.receive_messages(1, max_wait_time=0.05) == []
+        assert [str(m) for m in r.peek_messages(5)] == ["later"]

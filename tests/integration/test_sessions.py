@@ -17,6 +17,7 @@ from sbredis import (
     ServiceBusReceiveMode,
     ServiceBusSubQueue,
 )
+from sbredis._core.keys import partition_keys
 from sbredis.exceptions import (
     InvalidArgumentError,
     InvalidOperationError,
@@ -63,7 +64,7 @@ def test_send_to_a_session_queue_bypassing_the_client_check_is_refused_by_the_sc
     (c,), _ = ops.plan_send([ServiceBusMessage("x")], meta, 0)
     with pytest.raises(InvalidOperationError, match="session_id"):
         client._transport.run(c, q)
-    assert raw_redis.xlen(c.keys[2]) == 0
+    assert raw_redis.xlen(partition_keys(q, 0)[2]) == 0
 
 
 # ------------------------------------------------------------------------------ receivers

@@ -5,7 +5,8 @@ What is checked, per composed script (``sbredis._core.scripts.load``):
 * the header comment names KEYS and ARGV, and documents every literal ``ARGV[n]`` and every
   ``fail('CODE')`` the script uses; every code maps to an exception in ``_core.errors``;
 * file names and ``SCRIPT_NAMES`` agree, includes resolve, nothing is left unresolved;
-* every script Python calls gets the 24 keys of one partition (one cluster slot), or for the
+* every script Python calls gets the 24 keys of one partition (one cluster slot; complete, receive
+  and send the first of them alone, from which partition.lua names the others), or for the
   scripts that include ``keysets`` (forwarding, idle) 24 more per further partition-shaped
   key set under the same hash tag, or publish (``fansets``) the 10 of ``keys.FAN_KEY_NAMES`` per
   subscription; ``includes/partition.lua`` binds ``KEYS[1..24]`` in the order of
@@ -188,16 +189,17 @@ def own_body(path: Path) -> str:
 
 @cache
 def partition_bindings() -> dict[str, int]:
-    """Key variable (K_CFG, MAIN.log, DLQ.ready, ...) -> KEYS index, from includes/partition.lua."""
+    """Key variable (K_CFG, MAIN.log, DLQ.ready, ...) -> KEYS index, from includes/partition.lua
+    (which binds them through PK: KEYS, or the names it builds from KEYS[1] alone)."""
     code = code_only((INCLUDES / "partition.lua").read_text())
     found: dict[str, int] = {}
-    for names, values in re.findall(r"local ((?:\w+ , )*\w+) = ((?:KEYS \[ \d+ \] , )*KEYS \[ \d+ \])", code):
+    for names, values in re.findall(r"local ((?:\w+ , )*\w+) = ((?:PK \[ \d+ \] , )*PK \[ \d+ \])", code):
         ns = [n.strip() for n in names.split(",")]
-        vs = [int(v) for v in re.findall(r"KEYS \[ (\d+) \]", values)]
+        vs = [int(v) for v in re.findall(r"PK \[ (\d+) \]", values)]
         assert len(ns) == len(vs), (names, values)
         found.update(zip(ns, vs, strict=True))
     for table, body in re.findall(r"local (\w+) = \{(.*?)\}", code):
-        for field, idx in re.findall(r"(\w+) = KEYS \[ (\d+) \]", body):
+        for field, idx in re.findall(r"(\w+) = PK \[ (\d+) \]", body):
             found[f"{table}.{field}"] = int(idx)
     return found
 
@@ -225,6 +227,8 @@ PAIRED_SCRIPTS = set(scripts.SCRIPT_NAMES) & {"siphon_lease", "syphon_lease"}
 
 
 SINGLE_KEYSET = set(protocol.MODULES) - KEYSET_SCRIPTS - OWN_LAYOUT_SCRIPTS - {"publish"}  # one partition's 24 keys
+# ... or the first of them (cfg) alone, from which includes/partition.lua names the others
+CFG_KEY_SCRIPTS = {"complete", "receive", "send"}
 
 
 def python_called_scripts() -> set[str]:
@@ -380,9 +384,30 @@ def test_keys_is_used_only_in_partition_lua_and_only_with_literal_indices() -> N
                 )
                 continue
             assert path.name == "partition.lua", f"{path.name} uses KEYS directly; use the names of partition.lua"
+            if toks[i - 1] == ("op", "#") or toks[i - 2 : i] == [("name", "PK"), ("op", "=")]:
+                continue  # one key or 24; PK = KEYS (test_partition_lua_names_what_keys_py_names)
             assert toks[i + 1][1] == "[" and toks[i + 2][0] == "num" and toks[i + 3][1] == "]", (
                 f"KEYS indexed by something other than an integer literal in {path.name}"
             )
+
+
+@pytest.mark.parametrize(
+    ("path", "partition"), [("orders", 0), ("a.b-c_d/e", 15), ("t/Subscriptions/s", 3), ("q/$Transfer", 1)]
+)
+def test_partition_lua_names_what_keys_py_names(lua51: Any, path: str, partition: int) -> None:
+    """Given the cfg key alone, includes/partition.lua names the same 24 keys keys.py does (run in
+    Lua 5.1, as Redis embeds); given all 24, it binds them as they come."""
+    bound = sorted(
+        (v for v, i in partition_bindings().items() if i <= keys.NUM_PARTITION_KEYS),
+        key=partition_bindings().__getitem__,
+    )
+    src = (INCLUDES / "partition.lua").read_text() + f"\nreturn {{{', '.join(bound)}}}\n"
+    full = keys.entity_keys(path, partition)
+    for given in (keys.cfg_key(path, partition), full):
+        g = lua51.globals()
+        g.KEYS, g.ARGV = lua51.table(*(k.encode() for k in given)), lua51.table(b"")
+        named = lua51.execute(src.encode())
+        assert [named[i].decode() for i in range(1, len(bound) + 1)] == list(full)
 
 
 def test_keysets_lua_binds_each_further_set_in_keys_py_order() -> None:
@@ -483,6 +508,9 @@ def test_called_scripts_get_the_partition_keys_in_one_slot(name: str, entity: st
     c = ops.call(name, entity, partition) if name in PAIRED_SCRIPTS else _sample(name, entity, partition)
     assert c.script is scripts.load(name)
     assert c.partition == partition
+    if name in CFG_KEY_SCRIPTS:
+        assert c.keys == keys.cfg_key(entity, partition) == keys.partition_keys(entity, partition)[:1]
+        return
     assert len(c.keys) == keys.NUM_PARTITION_KEYS == 24
     assert c.keys == keys.partition_keys(entity, partition)
     assert len(set(c.keys)) == len(c.keys)
@@ -839,8 +867,12 @@ def test_protocol_builder_passes_keys_and_argv_as_the_header_says(name: str) -> 
     assert c.script is scripts.load(name)
     sets, per_subscription = header_keysets(LUA / f"{name}.lua")
     assert further == 0 or per_subscription, f"{name}: only a per-subscription KEYS layout takes further key sets"
-    assert len(c.keys) == (sets + further) * keys.NUM_PARTITION_KEYS
-    assert c.keys[: keys.NUM_PARTITION_KEYS] == keys.partition_keys("q", 2)
+    if name in CFG_KEY_SCRIPTS:
+        assert "(cfg) alone" in header_of(LUA / f"{name}.lua"), f"{name}: the KEYS line should say cfg alone"
+        assert c.keys == keys.partition_keys("q", 2)[:1]
+    else:
+        assert len(c.keys) == (sets + further) * keys.NUM_PARTITION_KEYS
+        assert c.keys[: keys.NUM_PARTITION_KEYS] == keys.partition_keys("q", 2)
     assert len({key_slot(k.encode()) for k in c.keys}) == 1
     assert set(fixed) == set(module.ARGV), f"{name}: the sample names {sorted(fixed)}"
     assert c.args[: len(module.ARGV)] == tuple(fixed[a] for a in module.ARGV), f"{name}: fixed ARGV out of order"

@@ -84,5 +84,5 @@ def test_plan_send_into_a_subscription_only_when_asked() -> None:
     with pytest.raises(InvalidOperationError, match="is a queue"):
         send_plan.plan_send([ServiceBusMessage("x")], queue, 0, into_subscription=True)
     calls, where = send_plan.plan_send([ServiceBusMessage("x")], sub, 1, into_subscription=True)
-    assert where == [1] and calls[0].keys == keys.subscription_keys("events", "audit", 1)
+    assert where == [1] and calls[0].keys == keys.subscription_keys("events", "audit", 1)[:1]
     assert calls[0].script.name == "send"

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..._enums import ServiceBusReceiveMode
 from .. import scripts
-from ..keys import entity_keys
+from ..keys import cfg_key, entity_keys
 
 SWEEP_LIMIT = 100  # due schedules, elapsed locks and expiries a receive-side script sweeps per call
 
@@ -74,6 +74,12 @@ def partition_call(name: str, entity: str, partition: int, args: tuple[Any, ...]
     """Script `name` on partition `partition` of `entity` (its 24 keys): a queue or topic name, a
     subscription path ``topic/Subscriptions/name``, or either followed by ``/$Transfer``."""
     return Call(scripts.load(name), entity_keys(entity, partition), args, partition)
+
+
+def cfg_call(name: str, entity: str, partition: int, args: tuple[Any, ...]) -> Call:
+    """partition_call() for a script that takes the partition's cfg key alone and names the others
+    itself (includes/partition.lua): complete, receive and send."""
+    return Call(scripts.load(name), cfg_key(entity, partition), args, partition)
 
 
 def text(v: Any) -> str:

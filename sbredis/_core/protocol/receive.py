@@ -7,7 +7,7 @@ from typing import Any
 from ..._enums import ServiceBusMessageState, ServiceBusReceiveMode
 from ..._message import LockRef, ServiceBusReceivedMessage
 from ..keys import SUBSCRIPTIONS, TRANSFER, journal_key
-from .base import SWEEP_LIMIT, Call, Group, Mode, partition_call, text_or_none
+from .base import SWEEP_LIMIT, Call, Group, Mode, cfg_call, text_or_none
 from .peek import Fields
 
 NAME = "receive"
@@ -18,7 +18,7 @@ JOURNAL = 2  # reply[2] of a receive that found its topic partition's fan-out jo
 
 
 def call(entity: str, partition: int, group: Group, mode: Mode, count: int, nonce: str) -> Call:
-    c = partition_call(NAME, entity, partition, (group, mode, count, nonce, SWEEP_LIMIT))
+    c = cfg_call(NAME, entity, partition, (group, mode, count, nonce, SWEEP_LIMIT))
     topic, sep, _ = entity.partition(SUBSCRIPTIONS)
     if sep and not entity.endswith(TRANSFER):  # a subscription: its topic partition's journal too
         return Call(c.script, (*c.keys, journal_key(topic, partition)), c.args, partition)

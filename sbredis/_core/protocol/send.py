@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..._message import PARTITION_SHIFT
-from .base import Call, partition_call
+from .base import Call, cfg_call
 
 NAME = "send"
 ARGV = ("n", "w")
@@ -15,7 +15,7 @@ FULL, BLOB_ONLY = 4, 1  # w: arguments per message (message_id, ttl_ms, schedule
 
 def call(entity: str, partition: int, n: int, w: int, fields: Sequence[Any]) -> Call:
     """`fields`: `w` per message (w = 4: message_id or '', ttl_ms or 0, scheduled_ms or 0, blob)."""
-    return partition_call(NAME, entity, partition, (n, w, *fields))
+    return cfg_call(NAME, entity, partition, (n, w, *fields))
 
 
 def parse(c: Call, reply: list[Any]) -> list[int]:

@@ -2,7 +2,11 @@
   partition: names for the 24 keys every script receives, the server clock, config and error replies.
 
   Every sbredis script is called with the same KEYS list: all keys of one partition, all under one
-  hash tag (see sbredis/_core/keys.py for the keyspace table):
+  hash tag (see sbredis/_core/keys.py for the keyspace table), or with the first of them (cfg) alone
+  (complete, receive and send, the calls of a one-message loop: 23 fewer arguments to pack, send
+  and parse at every call); then the others are named here from it, as keys.py names them: the
+  cfg key's prefix followed by each name of keys.PARTITION_KEY_NAMES. All share the hash tag, so
+  they are in the declared key's cluster slot (docs/keyspace.md, "Keys a script names itself").
     KEYS[1] cfg    hash    entity settings copied into the partition
     KEYS[2] st     hash    seq, dseq (last sequence numbers), size (bytes stored), acc (last use, ms),
                            cur (the main queue's cursor: includes/messages.lua's cursor_of)
@@ -27,18 +31,27 @@
   caller read its metadata before the entity was deleted and created again, and reloads it. An
   empty generation (admin tools, entities created before generations) is not checked.
 ]]
-local K_CFG, K_ST = KEYS[1], KEYS[2]
-local K_SCHED, K_EXP, K_DD = KEYS[9], KEYS[10], KEYS[11]
-local MAIN = {log = KEYS[3], ready = KEYS[4], locked = KEYS[5], lk = KEYS[6], dc = KEYS[7],
-              deferred = KEYS[8], main = true}
-local DLQ = {log = KEYS[12], ready = KEYS[13], locked = KEYS[14], lk = KEYS[15], dc = KEYS[16],
-             deferred = KEYS[17], main = false}
-local SES = {sr = KEYS[18], sa = KEYS[19], sl = KEYS[20], sx = KEYS[21], sk = KEYS[22], ss = KEYS[23],
-             su = KEYS[24]}
--- after the 24: a topic partition's fan-out journal (keys.journal_key) in publish.lua and in a
--- subscription's receive.lua, the only scripts that read it (a queue's receive passes 24 keys:
--- nil; in a call of several key sets, KEYS[25] starts the next set)
-local K_FJ = KEYS[25]
+local PK = KEYS
+if #KEYS <= 2 then  -- the cfg key alone, or with a topic partition's fan-out journal after it
+  local p = string.sub(KEYS[1], 1, -4)  -- '<tag>:' of '<tag>:cfg' (keys.PARTITION_KEY_NAMES, in order)
+  PK = {KEYS[1], p .. 'st', p .. 'log', p .. 'ready', p .. 'locked', p .. 'lk', p .. 'dc', p .. 'deferred',
+        p .. 'sched', p .. 'exp', p .. 'dd', p .. 'd:log', p .. 'd:ready', p .. 'd:locked', p .. 'd:lk',
+        p .. 'd:dc', p .. 'd:deferred', p .. 'sr', p .. 'sa', p .. 'sl', p .. 'sx', p .. 'sk', p .. 'ss',
+        p .. 'su', KEYS[2]}
+end
+local K_CFG, K_ST = PK[1], PK[2]
+local K_SCHED, K_EXP, K_DD = PK[9], PK[10], PK[11]
+local MAIN = {log = PK[3], ready = PK[4], locked = PK[5], lk = PK[6], dc = PK[7],
+              deferred = PK[8], main = true}
+local DLQ = {log = PK[12], ready = PK[13], locked = PK[14], lk = PK[15], dc = PK[16],
+             deferred = PK[17], main = false}
+local SES = {sr = PK[18], sa = PK[19], sl = PK[20], sx = PK[21], sk = PK[22], ss = PK[23],
+             su = PK[24]}
+-- after the 24 (or after the cfg key alone): a topic partition's fan-out journal
+-- (keys.journal_key) in publish.lua and in a subscription's receive.lua, the only scripts that
+-- read it (a queue's receive passes none: nil; in a call of several key sets, KEYS[25] starts the
+-- next set)
+local K_FJ = PK[25]
 local CALLER_GEN = table.remove(ARGV) or ''
 local CFG_STALE = false  -- load_cfg() found the partition under another generation than the caller's
 
