@@ -202,7 +202,7 @@ class ServiceBusReceiver:
         quotas = quota.split_quota(n, order)
         unreachable: dict[int, ServiceBusError] = {}
         got, full = await self._take(meta, quotas, nonce, unreachable)
-        if len(got) >= n or count == 1:
+        if len(got) >= n or (count == 1 and not unreachable):
             return got
         # Fewer than asked: ask the partitions not asked yet (or that may have more) how many they
         # could give, then take only that many; no message is locked beyond the request. A probe
