@@ -232,6 +232,10 @@ class ServiceBusReceiver:
         assert s is not None
         s.ensure_locked()
         reply = s.call(session_receive.call(self.entity_name, s.partition, s.key, self._mode, n, s.nonce))
+        if session_receive.journal_pending(reply):  # a fan-out to this subscription is unfinished
+            finish_journal(self._context.transport, self.entity_name.partition(SUBSCRIPTIONS)[0], s.partition)
+            self._expired_left = True  # receive again at once: the copies are stored now
+            return []
         now, msgs = session_receive.parse(reply, self.entity_name, s.partition, self._group, s.nonce, self.receive_mode)
         self.saw_server_time(now)
         self._expired_left = session_receive.more(reply)

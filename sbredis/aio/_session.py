@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core import codec, protocol, settlement, validation
 from .._core import session as sess
+from .._core.keys import SUBSCRIPTIONS
 from .._core.meta import EntityMeta
 from .._core.protocol import session_lock, session_release, session_renew, session_state
 from .._enums import ServiceBusSessionFilter
@@ -26,6 +27,7 @@ from ..exceptions import (
     ServiceBusError,
     SessionLockLostError,
 )
+from ._forwarder import finish_journal
 
 if TYPE_CHECKING:
     from ._handler import HandlerContext
@@ -151,6 +153,9 @@ class ServiceBusSession:
                 c = replace(session_lock.call(entity, p, "", nonce), gen=meta.generation)
                 while True:  # again while the partition's search stops on its budget, within the wait
                     reply = await self._context.transport.run(c, entity)
+                    if session_lock.journal_pending(reply):  # a fan-out to this subscription is unfinished
+                        await finish_journal(self._context.transport, entity.partition(SUBSCRIPTIONS)[0], p)
+                        continue
                     if self._locked(p, nonce, reply, meta.generation):
                         self._cursor = p + 1
                         return

@@ -2,16 +2,20 @@
   session_lock: lock one session of this partition for a receiver: a named one, or the first
   session with available messages that no one holds (NEXT_AVAILABLE_SESSION). Elapsed session
   locks are freed first; due scheduled messages become available in their sessions.
-  KEYS: the partition's 24 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua); a subscription's passes its topic
+        partition's fan-out journal (keys.journal_key) after them
   ARGV[1] session id ('' for the next available)   ARGV[2] lock nonce   ARGV[3] sweep limit
   Returns: {now_ms, locked_until_ms, session id}; {now_ms, 0, ''} when ARGV[1] is '' and no
            session is available here; {now_ms, 0, '', 1} when this call's budget ran out first
            (`limit` sessions without messages dropped, or the next session's first message expired
-           with expired messages left to sweep): call again at once
+           with expired messages left to sweep): call again at once; {0, 0, '', 2} when ARGV[1]
+           is '' and a fan-out to the subscriptions is unfinished (publish.lua's journal): the
+           caller finishes it, then calls again (a session it delivers may be the one to offer)
   Errors:  NOTFOUND  DISABLED  NOTSESSIONFUL (the entity does not require sessions)
            HELD (another receiver holds the named session)
 ]]
 --@include partition
+if ARGV[1] == '' and K_FJ and redis.call('EXISTS', K_FJ) == 1 then return {0, 0, '', 2} end
 --@include messages
 --@include session_locks
 local cfg = load_cfg()

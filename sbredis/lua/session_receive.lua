@@ -2,7 +2,8 @@
   session_receive: hand out up to `count` available messages of a session the caller holds,
   oldest first (send order), after a bounded sweep (due schedules, elapsed locks, expiries).
   Their locks are the session lock: same nonce, same locked-until (includes/sessions.lua).
-  KEYS: the partition's 24 keys (includes/partition.lua)
+  KEYS: the partition's 24 keys (includes/partition.lua); a subscription's session receive passes
+        its topic partition's fan-out journal (keys.journal_key) after them
   ARGV[1] session id   ARGV[2] mode 'L' peek-lock | 'D' receive-and-delete   ARGV[3] count
   ARGV[4] the session lock's nonce   ARGV[5] sweep limit
   Returns: {now_ms, locked_until_ms, more, then per message: seq, delivery_count, blob,
@@ -14,8 +15,11 @@
            LOST (the caller does not hold the session lock: elapsed, or taken by another)
            UNSETTLED (peek-lock: the session holds SESS_HELD_MAX locked messages already; with
            fewer, `count` is cut to what is left)
+  {0, 0, 2} and nothing else: a fan-out to the subscriptions is unfinished (publish.lua's
+  journal): the caller finishes it, then calls again (as receive.lua)
 ]]
 --@include partition
+if K_FJ and redis.call('EXISTS', K_FJ) == 1 then return {0, 0, 2} end
 --@include messages
 --@include session_locks
 local cfg = load_cfg()

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from sbredis import ServiceBusMessage, ServiceBusReceiveMode
+from sbredis import NEXT_AVAILABLE_SESSION, ServiceBusMessage, ServiceBusReceiveMode
 from sbredis._core import keys
 from sbredis._core.protocol import publish
 from sbredis._core.rules import SqlRuleFilter
@@ -60,13 +60,16 @@ def drain(client: Any, topic: str, sub: str) -> list[str]:
         return out
 
 
-def killed_publish(url: str, topic: str, api: str, chunks: int, tag: str = "a", scheduled: bool = False) -> None:
+def killed_publish(
+    url: str, topic: str, api: str, chunks: int, tag: str = "a", scheduled: bool = False, session: str | None = None
+) -> None:
     """Publish batch(tag) from another process that kills itself (SIGKILL, the test-only hook)
-    after `chunks` continuation calls: its journal stays half done. Message ids are the bodies."""
+    after `chunks` continuation calls: its journal stays half done. Message ids are the bodies;
+    with `session`, every message is of that session."""
     code = f"""
 import asyncio, datetime
 from sbredis import ServiceBusClient, ServiceBusMessage
-msgs = [ServiceBusMessage("{tag}%d" % i, message_id="{tag}%d" % i) for i in range({N})]
+msgs = [ServiceBusMessage("{tag}%d" % i, message_id="{tag}%d" % i, session_id={session!r}) for i in range({N})]
 at = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
 if "{api}" == "sync":
     with ServiceBusClient.from_connection_string("{url}") as c, c.get_topic_sender("{topic}") as s:
@@ -160,6 +163,30 @@ def test_a_killed_publisher_is_finished_by_a_receive(
     with pytest.raises(MessagingEntityNotFoundError):
         admin.get_subscription(topic, "s07")
     assert not raw_redis.exists(*keys.subscription_fan_keys(topic, "s07", 0))
+
+
+@killing
+@pytest.mark.parametrize("session_id", ["S", NEXT_AVAILABLE_SESSION], ids=["named", "next-available"])
+def test_a_killed_publisher_is_finished_by_a_session_receiver(
+    admin: Any, client: Any, raw_redis: Any, url: str, api: str, session_id: Any
+) -> None:
+    """A topic whose subscriptions all require sessions: a session receiver on a subscription the
+    journal had not reached (named, or accepting the next available session, which the journal
+    had not delivered there yet) finishes it, and every subscription has the whole publish."""
+    topic = "t-" + uuid.uuid4().hex[:10]
+    admin.create_topic(topic)
+    for s in SUBS:
+        admin.create_subscription(topic, s, requires_session=True)
+    killed_publish(url, topic, api, chunks=1, session="S")
+    assert int(journal(raw_redis, topic)[b"cur"]) == 3
+    for s in reversed(SUBS):  # s11 first: the journal had not reached it
+        with client.get_subscription_receiver(topic, s, session_id=session_id, max_wait_time=0.5) as r:
+            got: list[str] = []
+            while more := r.receive_messages(250, max_wait_time=0.5):
+                r.complete_messages(more)
+                got += [str(m) for m in more]
+        assert got == bodies("a"), s
+        assert not journal(raw_redis, topic)
 
 
 @killing

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..keys import SUBSCRIPTIONS, TRANSFER, journal_key
 from .base import SWEEP_LIMIT, Call, partition_call
 
 NAME = "session_lock"
@@ -12,7 +13,11 @@ ARGV = ("session id", "lock nonce", "sweep limit")
 
 def call(entity: str, partition: int, session_id: str, nonce: str) -> Call:
     """`session_id` '' for the next available session of the partition."""
-    return partition_call(NAME, entity, partition, (session_id, nonce, SWEEP_LIMIT))
+    c = partition_call(NAME, entity, partition, (session_id, nonce, SWEEP_LIMIT))
+    topic, sep, _ = entity.partition(SUBSCRIPTIONS)
+    if sep and not entity.endswith(TRANSFER):  # a subscription: its topic partition's journal too
+        return Call(c.script, (*c.keys, journal_key(topic, partition)), c.args, partition)
+    return c
 
 
 def parse(reply: list[Any]) -> tuple[int, int, str | None]:
@@ -27,3 +32,9 @@ def again(reply: list[Any]) -> bool:
     """Whether a next-available search stopped on its per-call budget: the partition may still
     have a session for the caller, so call again at once (session_lock.lua)."""
     return len(reply) > 3 and int(reply[3]) == 1
+
+
+def journal_pending(reply: list[Any]) -> bool:
+    """A next-available search found a fan-out to this subscription unfinished and locked
+    nothing: finish it (finish_journal), then search again."""
+    return len(reply) > 3 and int(reply[3]) == 2
