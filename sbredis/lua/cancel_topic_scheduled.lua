@@ -15,15 +15,7 @@ if not cfg then return fail('NOTFOUND') end
 local subv = redis.call('HGET', K_CFG, 'subv') or '0'
 local k = tonumber(ARGV[2])
 if subv ~= ARGV[1] or keyset_count() ~= k then
-  local all = redis.call('HGETALL', K_CFG)
-  local out = {-1, subv}
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 4) == 'sub:' then
-      out[#out + 1] = string.sub(all[i], 5)
-      out[#out + 1] = all[i + 1]
-    end
-  end
-  return out
+  return subs_reply(subv)
 end
 local now = now_ms()
 local n = tonumber(ARGV[3 + k])

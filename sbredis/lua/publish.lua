@@ -440,15 +440,7 @@ local names = {}
 for i = 1, k do names[i] = ARGV[2 + i] end
 if subv ~= ARGV[1] or (mode == '' and c ~= k) or (mode == 'start' and a ~= 0) or a + c > k
    or (mode ~= '' and not sets_match(names, a, c)) then
-  local all = redis.call('HGETALL', K_CFG)
-  local out = {-1, subv}
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 4) == 'sub:' then
-      out[#out + 1] = string.sub(all[i], 5)
-      out[#out + 1] = all[i + 1]
-    end
-  end
-  return out
+  return subs_reply(subv)
 end
 local total = 0
 for i = 1, n do

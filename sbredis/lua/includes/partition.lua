@@ -65,6 +65,21 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The reply of a topic script called with a stale subscription set (publish, cancel_topic_scheduled):
+-- {-1, subv, name_1, forwards_1, ...} from the topic partition's cfg ('sub:<name>' fields), from
+-- which the caller rebuilds its keys and calls again.
+local function subs_reply(subv)
+  local all = redis.call('HGETALL', K_CFG)
+  local out = {-1, subv}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 4) == 'sub:' then
+      out[#out + 1] = string.sub(all[i], 5)
+      out[#out + 1] = all[i + 1]
+    end
+  end
+  return out
+end
+
 -- Error replies carry a short code that sbredis/_core/errors.py maps to an exception.
 local function fail(code)
   if code == 'NOTFOUND' and CFG_STALE then code = 'STALE' end
