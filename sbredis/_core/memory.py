@@ -34,10 +34,8 @@ def memory_server(url: str) -> Any:
     """
     if not available():
         raise InvalidArgumentError(HINT)
-    try:
-        import fakeredis
-    except ImportError:
-        raise InvalidArgumentError(HINT) from None
+    import fakeredis
+
     name = url.split("://", 1)[1].strip("/") or "default"
     server = _SERVERS.get(name)
     if server is None:

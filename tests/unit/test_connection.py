@@ -5,11 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
+from sbredis._core import memory
 from sbredis._core.connection import is_loopback, resolve
 from sbredis._core.redact import redact_text
 from sbredis.exceptions import InvalidArgumentError
@@ -160,6 +162,20 @@ def test_memory_url_without_fakeredis_is_a_typed_error(api: str, missing: str) -
     out = proc.stdout.strip()
     assert out.startswith("InvalidArgumentError: ") and "memory://nofake" in out
     assert "pip install 'sbredis[memory]'" in out
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["not-importable", "no-spec"])
+@pytest.mark.parametrize("missing", ["fakeredis", "lupa"])
+def test_memory_server_without_fakeredis_or_lupa_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, missing: str, broken: bool
+) -> None:
+    """In this process: a module that cannot be imported (None in sys.modules, as after a failed
+    import) or a broken one (a module without a spec) makes memory:// the typed error naming the
+    extra."""
+    monkeypatch.setitem(sys.modules, missing, types.ModuleType(missing) if broken else None)
+    assert not memory.available()
+    with pytest.raises(InvalidArgumentError, match=r"pip install 'sbredis\[memory\]'"):
+        memory.memory_server("memory://nofake")
 
 
 @pytest.mark.parametrize(
