@@ -313,6 +313,13 @@ class AsyncAutoLockRenewer:
             assert self._wake is not None
             self._wake.set()
 
+    def stop_renewing(self, renewable: Any) -> None:
+        """Stop renewing `renewable`'s lock without settling it (sbredis's own): the lock then
+        elapses as usual and the message is delivered again. For a caller that could not settle a
+        message (a settlement that failed on the connection), whose lock would otherwise be
+        renewed until max_lock_renewal_duration. Unknown or already stopped: nothing happens."""
+        self._schedule.stop(renewable)
+
     async def _run(self) -> None:
         wake = self._wake
         assert wake is not None
@@ -417,6 +424,13 @@ class SyncAutoLockRenewer:
                 self._thread.start()
         if wake:
             self._wake.set()
+
+    def stop_renewing(self, renewable: Any) -> None:
+        """Stop renewing `renewable`'s lock without settling it (sbredis's own): the lock then
+        elapses as usual and the message is delivered again. For a caller that could not settle a
+        message (a settlement that failed on the connection), whose lock would otherwise be
+        renewed until max_lock_renewal_duration. Unknown or already stopped: nothing happens."""
+        self._schedule.stop(renewable)
 
     def _run(self) -> None:
         schedule = self._schedule

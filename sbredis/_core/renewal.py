@@ -44,6 +44,7 @@ class Registration:
     stop_at: float  # time.monotonic()
     span_ms: int
     on_failure: FailureCallback | None
+    stopped: bool = False  # stop(): its lock is left to elapse
 
 
 def _is_session(renewable: Any) -> bool:
@@ -116,7 +117,7 @@ class Schedule:
         wait = IDLE_WAIT
         for reg in self.regs:
             m = reg.message
-            if m.settled or reg.receiver.closed:
+            if m.settled or reg.receiver.closed or reg.stopped:
                 continue
             if mono >= reg.stop_at:
                 m.auto_renew_error = AutoLockRenewTimeout(
@@ -133,6 +134,13 @@ class Schedule:
         wait = max(wait, MIN_WAIT)
         self.next_pass = mono + wait
         return due, wait
+
+    def stop(self, message: Any) -> None:
+        """Renew `message`'s lock no more (due() drops it): a flag, not a list change, so a pass
+        running on the renewer's thread keeps it dropped."""
+        for reg in list(self.regs):
+            if reg.message is message:
+                reg.stopped = True
 
     def failed(self, reg: Registration, error: BaseException) -> tuple[FailureCallback | None, AutoLockRenewFailed]:
         """Stop renewing `reg` after `error`; returns the callback to run and its error argument."""

@@ -116,6 +116,7 @@ from sbredis.exceptions import (
     MessagingEntityNotFoundError,
     OperationTimeoutError,
     ServiceBusConnectionError,
+    ServiceBusError,
     ServiceBusServerBusyError,
 )
 from sbredis.management import ServiceBusAdministrationClient
@@ -425,8 +426,10 @@ def _eta(headers: dict[str, Any]) -> datetime | None:
 Entry = tuple[ServiceBusReceiver, ServiceBusReceivedMessage]
 
 
-def _complete(entries: list[Entry]) -> None:
-    """Complete acknowledged messages, one call per receiver (a script call per partition)."""
+def _complete(entries: list[Entry], renewer: AutoLockRenewer) -> None:
+    """Complete acknowledged messages, one call per receiver (a script call per partition). When
+    a complete fails otherwise than on a lost lock (Redis away), their locks are renewed no more:
+    they elapse and the messages are delivered again, rather than held for max_lock_renewal_duration."""
     by_receiver: dict[int, tuple[ServiceBusReceiver, list[ServiceBusReceivedMessage]]] = {}
     for receiver, m in entries:
         by_receiver.setdefault(id(receiver), (receiver, []))[1].append(m)
@@ -441,6 +444,10 @@ def _complete(entries: list[Entry]) -> None:
             log.warning("ack of %s: the lock was lost; it may be delivered again: %s", what, e)
         except MessageAlreadySettled:
             pass
+        except ServiceBusError:
+            for m in messages:
+                renewer.stop_renewing(m)
+            raise
 
 
 class _Broker:
@@ -922,7 +929,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
                     self.connection.flush_later(ACK_DELAY)
                 self._acks.append(entry)
             else:
-                _complete([entry])
+                _complete([entry], self._sb.renewer)
         super().basic_ack(delivery_tag)
         if full:  # room under the prefetch limit again: a consumer waiting for it looks now
             self._sb.waiter.kick()
@@ -931,7 +938,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
         """Complete the acks the event loop's thread made and has not completed yet."""
         if self._acks:
             acks, self._acks = self._acks, []
-            _complete(acks)
+            _complete(acks, self._sb.renewer)
 
     def acks_due(self, early: float = 0.0) -> bool:
         """Whether the acks waiting in this channel go now rather than after the next delivery

@@ -307,6 +307,7 @@ class Worker:
         self._inflight: dict[asyncio.Task[str | None], tuple[ServiceBusReceiver, ServiceBusReceivedMessage]] = {}
         self._running = 0  # handlers running (the in-flight tasks not yet settling)
         self._completions: dict[ServiceBusReceiver, _Completions] = {}
+        self._renewer: AutoLockRenewer | None = None  # serve()'s, once it runs
         self._released: set[int] = set()
         self._pace = Pace(concurrency)  # sizes the prefetch when it is None
 
@@ -385,7 +386,7 @@ class Worker:
             )
             return ExitCode.ERROR
         client = ServiceBusClient.from_connection_string(self.url, **self.client_options)
-        renewer = AutoLockRenewer(
+        renewer = self._renewer = AutoLockRenewer(
             max_lock_renewal_duration=self.max_lock_renewal_duration, on_lock_renew_failure=self._renew_failed
         )
         log.info(
@@ -594,6 +595,10 @@ class Worker:
             error = e
             self.stats["failed_settlements"] += 1
             log.warning("could not %s %r: %s", action.replace("_", "-"), m, e.message)
+            if self._renewer is not None and not isinstance(e, (MessageLockLostError, MessageAlreadySettled)):
+                # unsettled (Redis away): its lock elapses and it is delivered again, rather than
+                # renewed until max_lock_renewal_duration
+                self._renewer.stop_renewing(m)
         if self.middleware:
             await self._hook("after_settle", m, action, error, reverse=True)
         return action if error is None else None

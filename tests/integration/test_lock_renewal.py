@@ -144,6 +144,29 @@ def test_max_renewal_duration_lets_the_lock_elapse(client: ServiceBusClient, mak
     assert failures == []  # a timeout is not a failure (as in the Azure SDK)
 
 
+def test_stop_renewing_lets_one_lock_elapse_and_keeps_the_others(
+    client: ServiceBusClient, make_queue: Any, sb_api: Any
+) -> None:
+    """stop_renewing (sbredis's own: for a caller that could not settle a message) leaves that
+    message's lock to elapse, so it is delivered again; the renewer goes on with the others."""
+    q = make_queue(lock_duration=LOCK)
+    client.get_queue_sender(q).send_messages([ServiceBusMessage("stopped"), ServiceBusMessage("kept")])
+    with sb_api.AutoLockRenewer(max_lock_renewal_duration=30) as renewer, client.get_queue_receiver(q) as r:
+        got = r.receive_messages(2, max_wait_time=2)
+        stopped, kept = sorted(got, key=lambda m: str(m) != "stopped")
+        renewer.register(r, stopped)
+        renewer.register(r, kept)
+        renewer.stop_renewing(stopped)
+        renewer.stop_renewing(stopped)  # again: nothing happens
+        with client.get_queue_receiver(q) as other:
+            again = eventually(lambda: other.receive_messages(2, max_wait_time=0.2), timeout=5)
+            assert [str(m) for m in again] == ["stopped"] and again[0].delivery_count == 1
+            other.complete_messages(again)
+        r.complete_message(kept)  # still locked: renewed all along
+        with pytest.raises(MessageLockLostError):
+            r.complete_message(stopped)
+
+
 def test_max_renewal_duration_ends_on_time_between_renewals(
     client: ServiceBusClient, make_queue: Any, sb_api: Any
 ) -> None:
