@@ -144,7 +144,12 @@ def collector_paused() -> Iterator[None]:
 
 
 def peek_pages_many(
-    client: ServiceBusClient, entity: str, group: protocol.Group, ranges: list[tuple[int, int, int]], page: int
+    client: ServiceBusClient,
+    entity: str,
+    group: protocol.Group,
+    ranges: list[tuple[int, int, int]],
+    page: int,
+    state: bool = True,
 ) -> Iterator[tuple[int, protocol.peek.Fields]]:
     """peek_pages over several partitions' (partition, start, end) ranges at once: each round
     trip reads one page per partition not yet done, so a task reading many partitions waits for
@@ -153,7 +158,9 @@ def peek_pages_many(
     The pages are what the peek script returns, read with plain XRANGE (``_core.log_read``): the
     script costs Redis several times a plain read per message. The peek script runs once per
     partition, with a count of 0, for what it does besides reading: it checks the entity and
-    marks the partition as used (auto-delete-on-idle counts a peek as use)."""
+    marks the partition as used (auto-delete-on-idle counts a peek as use). Without `state` the
+    pages' delivery counts and states are left at 0 (active), for a reader that does not show
+    them: it then never reads lock records, counts or deferred and scheduled marks."""
     todo = {p: max(start, 1) for p, start, end in ranges if end > max(start, 1)}
     ends = {p: end for p, _, end in ranges}
     keys = {p: log_read.Keys(entity, p, group) for p in todo}
@@ -169,7 +176,7 @@ def peek_pages_many(
             replies = retrying(lambda groups=groups: transport.read_many(groups, entity))  # type: ignore[misc]
             pages = {p: log_read.parse_page(r, entity, group) for p, r in zip(order, replies, strict=True)}
             del replies
-        busy = [p for p in order if pages[p][1]]
+        busy = [p for p in order if pages[p][1]] if state else []
         if busy:  # some message there is locked, deferred, scheduled or was delivered: read their state
             more = [log_read.state_commands(keys[p], pages[p][0].local_seq) for p in busy]
             states = retrying(lambda more=more: transport.read_many(more, entity))  # type: ignore[misc]

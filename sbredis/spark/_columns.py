@@ -359,6 +359,7 @@ class ArrowPages:
         self.names = [READ_FIELDS[i][0] for i in columns]
         self.schema = pa.schema([(READ_FIELDS[i][0], types[READ_FIELDS[i][1]]) for i in columns])
         self.header = bool(_NEEDS_HEADER.intersection(self.names))
+        self.shows_state = bool({"deliveryCount", "state"}.intersection(self.names))
 
     def batch(self, entity: str, partition: int | list[int], f: Fields) -> Any:
         """`partition`: the page's partition, or each row's (a page of several partitions).
