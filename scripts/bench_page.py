@@ -803,8 +803,9 @@ def spark(d: Json) -> Iterator[str]:
 
     yield (
         "Other work shared the machine, so wall times move two- to three-fold between rounds, the "
-        "CPU per message far less; the first round is the slow one in every Spark figure (the "
-        "queues are new to the session's Python workers). Against the targets: the consume job is "
+        "CPU per message far less; the first round is the slow one in most Spark figures (the "
+        "JVM still compiles its hot paths: its CPU there is up to four times the later rounds'). "
+        "Against the targets: the consume job is "
         f"{vs('spark consume')} of the client; bulk load {vs('spark bulk_load')} against 0.8x; the "
         f"batch read {vs('spark batch read')} of plain XRANGE against 0.5x with every column, "
         f"{vs(SPARK_SCHEMA_READ)} when the query names its one column; streaming runs over 50k "
