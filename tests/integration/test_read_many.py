@@ -66,3 +66,17 @@ def test_an_error_reply_and_a_stopped_server_raise_typed_errors(shell: str) -> N
         srv.stop()
     with pytest.raises(ServiceBusConnectionError):
         read(srv.url, [[("HLEN", "{x}h")]], shell)
+
+
+@pytest.mark.parametrize("shell", ["sync", "async"])
+def test_an_error_inside_a_group_raises_on_every_backend(url: str, raw_redis: Any, shell: str) -> None:
+    """A command that fails when the MULTI runs (WRONGTYPE) raises; groups of partitions on the
+    same node (all of them on a standalone server or memory://) read in one round trip."""
+    keys = [entity_keys("rm", p)[0] for p in range(6)]
+    for k in keys:
+        raw_redis.set(k, "v")
+    assert [g[0] for g in read(url, [[("GET", k)] for k in keys], shell)] == [b"v"] * 6
+    with pytest.raises(ServiceBusError):
+        read(url, [[("GET", keys[0])], [("HLEN", keys[1])]], shell)
+    for k in keys:
+        raw_redis.delete(k)
