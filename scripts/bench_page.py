@@ -744,6 +744,9 @@ SPARK_SHORT = {
 }
 
 
+SPARK_SCHEMA_READ = "spark batch read, schema 'body binary'"
+
+
 def spark(d: Json) -> Iterator[str]:
     yield "## Spark"
     yield ""
@@ -789,70 +792,77 @@ def spark(d: Json) -> Iterator[str]:
             ]
         )
     yield from table(["figure", "msgs/s", "in triggers", "vs baseline", "CPU µs/msg", "JVM / workers / redis"], rows)
+    by = {r["operation"]: r for r in d["summary"]}
+
+    def vs(op: str) -> str:
+        r = by[op]
+        return f"{ratio(r['vs_median'])} ({r['vs_min']:.2f}-{r['vs_max']:.2f})"
+
+    def within(op: str) -> str:
+        return rate(by[op]["rate_in_triggers_median"])
+
     yield (
-        "The machine was shared with other work (load 8 to 15 during these runs), so wall times move "
-        "up to two-fold between rounds and more between runs; the CPU per message moves far less. The "
-        "code before these changes, run the same hour (2 rounds, load 9-11), used per message: batch "
-        "read 20.0 µs, stream mode peek 24.0, consume job 13.7 (workers 5.2), stream mode consume "
-        "45.6 (JVM 9.5, workers 25.8, redis 10.2; 15.6k msgs/s, 21.1k in triggers). Against the "
-        "targets, over this run and two others: bulk load is 0.5-1.0x the client's send in single "
-        "rounds (its code is unchanged; on a loaded machine the one-process figure loses less to "
-        "the load than Spark's three kinds of processes), consume 0.6-1.2x, batch read 0.2-0.4x of "
-        "plain XRANGE against 0.5x, and streaming 16-27k msgs/s counting the query's start, 23-57k "
-        "within the triggers in mode peek and 24-41k in mode consume, against 50k: the streaming "
-        "and batch-read targets are not met."
+        "Other work shared the machine, so wall times move two- to three-fold between rounds, the "
+        "CPU per message far less; the first round is the slow one in most Spark figures (the "
+        "JVM still compiles its hot paths: its CPU there is up to four times the later rounds'). "
+        "Against the targets: the consume job is "
+        f"{vs('spark consume')} of the client; bulk load {vs('spark bulk_load')} against 0.8x; the "
+        f"batch read {vs('spark batch read')} of plain XRANGE against 0.5x with every column, "
+        f"{vs(SPARK_SCHEMA_READ)} when the query names its one column; streaming runs over 50k "
+        f"msgs/s within the triggers in both modes ({within('spark stream (mode peek)')} in mode peek, "
+        f"{within('spark stream (mode consume)')} in mode consume), not counting the query's start "
+        f"and stop: {rate(by['spark stream (mode peek)']['rate_median'])} and "
+        f"{rate(by['spark stream (mode consume)']['rate_median'])} at {d['n']:,} messages."
     )
     yield ""
     yield (
-        "Where the time went (the tasks' Python code profiled standalone against a real "
-        "redis-server, py-spy on the Spark processes, and the CPU split above):"
+        "Where the time goes (the tasks' Python code profiled standalone against a real "
+        "redis-server with cProfile, each change measured alternating with the code before it):"
     )
     yield ""
     yield (
-        "* **Streaming, mode consume (45 -> 26 µs/msg).** Executors received through a receiver, one "
-        "message object per row, made one Arrow batch per partition of each receive call (about 60 "
-        "rows: the JVM and the worker pay per batch) and formatted each lock token through a uuid: "
-        "17 µs/msg of task CPU standalone. While messages are plentiful a task now receives in "
-        "pipelined rounds (one receive call per partition, up to 8,000 messages), parses the reply "
-        "column by column (`protocol.receive.parse_fields`, no message objects) into one Arrow batch "
-        "per round and formats the tokens from the round's nonce: 3-8 µs/msg. Short rounds, waiting, "
-        "probes, forwarding and session entities still go through the receiver. The driver "
-        "completed by building a settle-only message per token for `complete_messages`; it now "
-        "completes by lock token, one script call per partition and receive: 6 -> 2 µs/msg "
-        "standalone. What is left per query and micro-batch: the Python streaming source runner's "
-        "start (its imports were 80 of 142 py-spy samples), the entity's runtime properties per "
-        "trigger, and one more trigger at the end, because Spark tells a source of a commit only "
-        "when it plans the next batch (0.7-1.4 s for 100,000 completes)."
+        "* **Reads (batch, and streams in mode peek).** A page of a partition is one `XRANGE`, "
+        "sent with the sizes of the partition's lock, delivery-count, deferred and schedule sets in "
+        "one `MULTI` (`Transport.read_many`, `sbredis/_core/log_read.py`); only a page of a "
+        "partition where one of those is not empty needs a second `MULTI` for its messages' counts "
+        "and states, and none when the schema shows neither. Standalone over 200,000 messages, "
+        "Redis spends 0.6 µs/msg on it against 2.5-2.9 in the peek script, which turned each entry "
+        "into Lua tables and back. The reply's two lists per entry cost the reading process 1.1-1.5 "
+        "µs/msg more in Python's cyclic garbage collector (in a Spark worker its full collections go "
+        "over every object of PySpark and pyarrow), until the collector was paused while a page is "
+        "read and parsed: the task's CPU is then what it was with the script (2.5 µs/msg with every "
+        "column, 1.4 with the body alone). What is left is Spark's: PySpark 4.3 hands a Python "
+        "source the full schema whatever the query uses (no column pruning), and the JVM spends "
+        "about 4.5 µs/msg taking 18 columns out of the Arrow batches against 2.6 for one; a query's "
+        "planning costs the JVM 0.5-0.6 s of CPU and 1-1.4 s of wall time (1,000 messages, warm)."
     )
     yield (
-        "* **Streaming, mode peek.** The JVM pays per Arrow batch as well as per row: the same "
-        "200,000 rows into the noop sink ran at 50.8k msgs/s in triggers with batches of 8,192 rows "
-        "against 32.4k with a batch per 1,000-message page, in one session, alternating (24.0 against "
-        "25.8 µs/msg). Reads now join pages into batches of at least 8,192 rows and keep each peek "
-        "call at `pageSize` (1,000). The query's start and stop took 2.4-4.3 s (the runner's imports "
-        "of PySpark, pyarrow and sbredis, and planning): at 200,000 messages as long as its triggers."
+        "* **Streams: the query's start and stop.** Warm, `start()` returns in 0.1-0.3 s and the "
+        "first trigger begins about 2 s later: the Python process that runs the source's driver side "
+        "starts, imports PySpark and pyarrow (0.3-0.4 s) and sbredis (0.35-0.45 s: `import sbredis` "
+        "loads the whole client, azure-core, redis-py's asyncio and cluster modules, "
+        "OpenTelemetry and more), and asks the source for its offsets. Mode consume ends with one "
+        "empty micro-batch, because Spark tells a source of a commit only when it plans the next "
+        "batch (0.3 s warm, plus completing the last batch's locks). With the medians above a query "
+        "reaches 50k msgs/s end to end from about 300,000 messages in mode peek and 700,000 in mode "
+        "consume."
     )
     yield (
-        "* **Batch read.** Decoding all 18 columns costs 1.4 µs/row (8,192-row pages, timed alone); "
-        "the rest of the workers' share is the peek reply and the Arrow stream to the JVM. Redis "
-        "spends 3-5 µs/msg in the peek script against 0.7 for XRANGE, and every query pays Spark's "
-        "planning and a Python planner round (a 2,000-message read took 0.6-1.5 s). PySpark 4.3 "
-        "gives the reader the full schema whatever the query touches (no column pruning in "
-        '`DataSourceReader`); a user schema of the needed columns, `.schema("body binary")`, read '
-        "at 0.43x of XRANGE against 0.33x for all columns in the same session. `minOffsetsPerTask` "
-        "100,000 and `pageSize` 5,000 were within the noise (0.30x each)."
+        "* **Mode consume.** Tasks receive in pipelined rounds parsed as columns (3 µs/msg of task "
+        "CPU standalone; pausing the collector saves little there); Redis spends about 7 µs/msg in "
+        "the receive and complete scripts."
     )
     yield (
-        "* **Consume job.** Each task asked its partitions in turn, a round trip for the receive and "
-        "one for the complete per partition and batch of 100; it now receives from all its "
-        "partitions in one pipelined round trip and completes them in one: standalone, alternating "
-        "with the old code over 50,000 messages, 3.7 against 5.7 µs/msg of task CPU and 7.2 against "
-        "9.6 of redis (medians of 3)."
+        "* **Bulk load.** Rows of a body and a `messageId` (the job's usual input) are encoded column "
+        "by column from the Arrow batch into the send planning, without a `ServiceBusMessage` per "
+        "row; other rows, and rows the per-row checks must judge (a null body, an empty or too long "
+        "id, a message over the size limit), go row by row: standalone 5.6 -> 3.7 µs/msg of writer "
+        "CPU over 100,000 rows. The JVM's share (reading Parquet into Arrow) is now the larger one, "
+        "and two workers share the 2 cores with the JVM and redis-server."
     )
     yield (
-        "* **Bulk load** (code unchanged): the JVM reads Parquet and hands Arrow batches to the "
-        "workers, which build and encode a `ServiceBusMessage` per row as the client does, and two "
-        "workers share the 2 cores with the JVM and redis-server."
+        "* **Consume job.** Each task receives from all its partitions in one pipelined round trip "
+        "and completes them in one."
     )
     yield ""
 
