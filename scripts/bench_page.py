@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import statistics
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -381,6 +382,125 @@ def transactions(d: Json) -> Iterator[str]:
     yield from table(["operation", "median ms", "p99 ms", "server µs/op", "vs the plain calls"], rows)
 
 
+def _load(d: Json) -> str:
+    m = _machine(d)
+    a, b = m.get("loadavg_at_start"), m.get("loadavg_at_end")
+    if not a or not b:
+        return ""
+    return f" (1-minute load average {a[0]:.1f} at its start, {b[0]:.1f} at its end, on 2 cores)"
+
+
+def _celery_rounds(d: Json, config: str) -> tuple[list[Json], list[Json]]:
+    w = d["workers"]
+    return (
+        w.get(f"Celery {config} | sbredis://", {}).get("round_details", []),
+        w.get(f"Celery {config} | redis:// (kombu)", {}).get("round_details", []),
+    )
+
+
+def _all_cpu(r: Json) -> float:
+    return float(r["worker_cpu_us_per_task"] + r["redis_cpu_us_per_task"] + r["producer_cpu_us_per_task"])
+
+
+def _cpu_ratio_celery(d: Json, config: str) -> str:
+    """redis:// over sbredis:// in CPU per task of worker, redis-server and producer together
+    (medians over the rounds): the ratio of rates if the three had the cores to themselves."""
+    sb, rd = _celery_rounds(d, config)
+    if not sb or not rd:
+        return ""
+    return ratio(statistics.median(_all_cpu(r) for r in rd) / statistics.median(_all_cpu(r) for r in sb))
+
+
+def _below_one(d: Json) -> list[str]:
+    """One clause per round whose sbredis:// / redis:// ratio fell below 1.0."""
+    out = []
+    for config, p in (d.get("celery_sbredis_vs_redis") or {}).items():
+        sb, rd = _celery_rounds(d, config)
+        for i, x in enumerate(p["ratios"]):
+            if x >= 1.0 or i >= len(sb) or i >= len(rd):
+                continue
+            a, b = sb[i], rd[i]
+            out.append(
+                f"{config}, round {i + 1}: {x:.2f}x; sbredis:// {_all_cpu(a):.0f} us of CPU per task "
+                f"(redis:// {_all_cpu(b):.0f}), its processes busy {_all_cpu(a) * a['tasks_per_s'] / 1e6:.2f} "
+                f"cores (redis:// {_all_cpu(b) * b['tasks_per_s'] / 1e6:.2f}), the producer done at "
+                f"{a['producer_share']:.0%} of the round (redis:// {b['producer_share']:.0%}), load "
+                f"{a['loadavg_1m']:.1f}, longest stall {a['longest_stall_s']:.2f} s"
+            )
+    return out
+
+
+def _celery_findings(d: Json) -> Iterator[str]:
+    """What the per-round figures of the Celery rows say (bench_workers.py's round_details)."""
+    pairs = d.get("celery_sbredis_vs_redis") or {}
+    rounds = {c: _celery_rounds(d, c) for c in pairs}
+    if not all(sb and rd for sb, rd in rounds.values()):
+        return
+    evalsha = [
+        r["redis_calls_per_task"].get("evalsha", 0.0) for c, (sb, _) in rounds.items() if "prefetch 1" in c for r in sb
+    ]
+    med = statistics.median
+
+    def share(c: str, i: int) -> float:
+        return float(med(r["producer_share"] for r in rounds[c][i]))
+
+    bound = [c for c in pairs if share(c, 0) >= 0.85]
+    worker = [
+        1 - med(r["worker_cpu_us_per_task"] for r in sb) / med(r["worker_cpu_us_per_task"] for r in rd)
+        for sb, rd in rounds.values()
+    ]
+    server = [
+        med(r["redis_cpu_us_per_task"] for r in sb) / med(r["redis_cpu_us_per_task"] for r in rd)
+        for sb, rd in rounds.values()
+    ]
+    yield (
+        f"What is left per task is {min(evalsha):.2f}-{max(evalsha):.2f} script calls at prefetch 1 "
+        "(a send, a receive and a share of a batched complete; INFO commandstats per round) against "
+        "LPUSH, BRPOP and two MULTI/EXEC on redis://. The worker spends "
+        f"{min(worker):.0%}-{max(worker):.0%} less CPU per task on sbredis:// than on redis://; "
+        f"redis-server spends {min(server):.1f}x-{max(server):.1f}x as much (a script call costs it "
+        "tens of microseconds, a list or hash command a few); worker, redis-server and producer "
+        "together cost less on sbredis:// in every configuration (the last column)."
+    )
+    yield ""
+    below = _below_one(d)
+    stalls = sorted((r["longest_stall_s"], r["loadavg_1m"]) for sb, _ in rounds.values() for r in sb)
+    (second, _), (worst, worst_load) = stalls[-2], stalls[-1]
+    if worst > 2 * second + 0.05:
+        stall_text = (
+            f"stalled for {second:.2f} s at most in all rounds but one ({worst:.2f} s, at load {worst_load:.1f})"
+        )
+    else:
+        stall_text = f"stalled for {worst:.2f} s at most (the bench looks every 10 ms)"
+    xs = [r["redis_calls_per_task"].get("xread", 0.0) for c in bound for r in rounds[c][0]]
+    xread_hi = f"{min(xs):.3f}-{max(xs):.3f}" if xs else "no"
+    yield (
+        "Why single rounds fall below 1.0x (each Celery round's CPU per task of the worker, "
+        "redis-server and the producer, the producer's share of the round, INFO commandstats and "
+        "the queue's length every 10 ms, in the JSON): "
+        + ("in this run " + "; ".join(below) + ". " if below else "in this run none did. ")
+        + "In every such round sbredis:// spent less CPU per task than redis:// and was waiting "
+        "rather than computing: its processes kept fewer cores busy than redis://'s in the same "
+        "pair. "
+        + (
+            f"In {len(bound)} of the {len(pairs)} configurations ({'; '.join(bound)}) the sbredis:// "
+            "rounds wait for the producer (median share of the round 0.85 or more: the worker keeps "
+            "up with tasks sent one by one, so the round times the sends, and its idle waits show "
+            f"as {xread_hi} XREAD per task), "
+            if bound
+            else ""
+        )
+        + "and a send is a round trip to a single-threaded redis-server that also runs the "
+        "worker's scripts: under the load of those rounds (above, on 2 cores) each of its wake-ups "
+        "waits for a core, while the redis:// rounds, which wait for their worker's CPU instead (the producer "
+        "done earlier), take their share of the cores regardless. It is not the start-up (20 "
+        "warm-up tasks run before the timing, and the low rounds are spread over the run), nor "
+        f"held acks or a missed wake-up: once the producer was done, the queue {stall_text}. "
+        "What would narrow the range is cheaper send and receive scripts on the server; on the "
+        "client side the producer spends less CPU per send on sbredis:// than on redis://."
+    )
+
+
 def workers(d: Json) -> Iterator[str]:
     yield "## Workers"
     yield ""
@@ -390,11 +510,12 @@ def workers(d: Json) -> Iterator[str]:
         f"rounds ({n['native']} tasks a round for the native worker, prefilled; {n['celery']} "
         "for Celery, sent one by one by a producer process while the worker runs, end to end). Celery: "
         "task_acks_late, task_reject_on_worker_lost, without gossip, mingle and heartbeat; both "
-        "brokers on the same redis-server in the same run, rounds alternating. CPU per task: the "
-        "worker process (with a prefork worker's children) from /proc, redis-server from INFO cpu, "
-        "over the timed span; on a shared machine tasks/s moves with the load (spreads of 30-100 % "
-        "here), CPU per task far less. All rows come from one run of 5 rounds, on a machine shared "
-        "with other jobs."
+        "brokers on the same redis-server in the same run, each config's two brokers back to back "
+        "and in alternating order (sbredis:// first in even rounds, redis:// in odd ones). CPU per "
+        "task: the worker process (with a prefork worker's children) from /proc, redis-server from "
+        "INFO cpu, over the timed span; on a shared machine tasks/s moves with the load, CPU per "
+        f"task far less. All rows come from one run of {d['rounds']} rounds, on a machine shared "
+        f"with other jobs{_load(d)}."
     )
     yield ""
 
@@ -416,6 +537,18 @@ def workers(d: Json) -> Iterator[str]:
     yield from table(
         ["worker", "tasks/s", "spread", "rounds", "worker CPU us/task", "redis CPU us/task", "measured"], rows
     )
+    native = {k: w["rounds"] for k, w in d["workers"].items() if k.startswith("native")}
+    if native:
+        yield (
+            "The native worker's rounds: "
+            + "; ".join(
+                f"{k.split(', ', 1)[1]} {rate(min(xs))}-{rate(max(xs))} tasks/s "
+                f"(lowest in round {xs.index(min(xs)) + 1})"
+                for k, xs in native.items()
+            )
+            + "."
+        )
+        yield ""
     yield (
         "Where the native worker's time goes (a no-op handler, 20-40k prefilled messages, the worker "
         "in-process under cProfile and `py-spy record --gil`, CPU per task from /proc and INFO cpu): "
@@ -430,9 +563,24 @@ def workers(d: Json) -> Iterator[str]:
         "quarter of the loop's wall time). The renewer wakes only for a lock due before its next "
         "pass, not for every registration, which would rescan them all. With none of that (same "
         "machine and hour) a task cost 83 us of worker CPU with threads and 43 us with coroutines, "
-        "redis-server 25 and 17 us. What is left per message is the asyncio task that runs it, the "
-        "lock renewer's registration, and redis-py's command packing and reply parsing, spread over "
-        "the batched script calls."
+        "redis-server 25 and 17 us. Then the completions: pool threads hand their results back to "
+        "the loop a few at a time, so a batch per turn of the loop held 4 messages on average with "
+        "threads x8 (cProfile: 7,344 complete calls for 30,000 messages), each a script call and a "
+        "socket send that waits for the GIL. A batch of fewer than 64 now waits up to 2 ms while "
+        "handlers still run: in alternating rounds (4 each, 30,000 prefilled no-op tasks, the worker "
+        "in-process, load average about 5) the worker's CPU per task went from 49 to 40 us with "
+        "threads (rounds 42-53 and 33-43) and from 26 to 24 with coroutines, redis-server's from 16 "
+        "to 10 and from 11 to 9. Then the asyncio task each message ran in (its steps, wake-ups "
+        "and coroutine frames, with two futures: the pool's and the completion's): a plain "
+        "handler's message, when there is no middleware and no instrumentation, now goes from the "
+        "pool's future to the batched complete by callbacks, and only a failed handler's settlement "
+        "runs in a task; in 5 alternating rounds the worker's CPU per task went from 38 to 30 us "
+        "(rounds 32-45 and 29-37). What is left per message is the hand-off to a pool thread (the "
+        "`SimpleQueue.put` that wakes one, 7-17 % of the loop thread's samples holding the GIL, "
+        "`py-spy --gil`: with fair concurrency a queued message may not wait behind a running "
+        "handler while a thread is free, so each one wakes a parked thread), the receive, the lock "
+        "renewer's registration (7 %), and redis-py's command packing and reply parsing, spread "
+        "over the batched script calls."
     )
     yield ""
     yield (
@@ -466,6 +614,7 @@ def workers(d: Json) -> Iterator[str]:
                 f"{p['ratio_median']:.2f}x ({min(p['ratios']):.2f}-{max(p['ratios']):.2f})",
                 both(config, "sbredis://"),
                 both(config, "redis:// (kombu)"),
+                _cpu_ratio_celery(d, config),
             ]
             for config, p in pairs.items()
         ]
@@ -477,6 +626,7 @@ def workers(d: Json) -> Iterator[str]:
                 "ratio (median, range)",
                 "CPU us/task, worker + redis-server, sbredis://",
                 "redis://",
+                "ratio by CPU (worker, redis-server and producer)",
             ],
             prow,
         )
@@ -510,33 +660,18 @@ def workers(d: Json) -> Iterator[str]:
             "loop took turns at the GIL (worker CPU per task up about a sixth in solo)."
         )
         yield ""
-        yield (
-            "What is left per task is 2.1 script calls at prefetch 1 (a send, a receive and a share "
-            "of a batched complete; INFO commandstats over a solo and a prefork round: 2.06-2.10, "
-            "from 3.0) against LPUSH, BRPOP and two MULTI/EXEC on redis://. The worker spends 37-56 % "
-            "less CPU per task on sbredis:// than on redis://; redis-server spends from 0.8x to 1.7x "
-            "as much (50-90 us per script call on this loaded machine, against a few microseconds per "
-            "list or hash command); worker and redis-server together cost 24-50 % less on "
-            "sbredis:// in every configuration. Which broker finishes a round first still moves "
-            "with the load of the moment, so single rounds range widely (solo at prefetch 1: 0.66x "
-            "to 2.36x); the medians are above 1.0x in every configuration. A second full run of the "
-            "same code just after, on a busier machine, gave medians of 1.10x (recipe), 1.78x, "
-            "1.93x, 1.31x, 1.80x and 1.81x in the table's order, single rounds 0.60x to 5.51x, and "
-            "the native worker's defaults 8.6k tasks/s (async x8 6.1k) at 53 + 19 us per task. "
-            "Cheaper send, receive and complete scripts would narrow the ranges further."
-        )
+        yield from _celery_findings(d)
         yield ""
         yield (
             "A prefork child killed mid-task, with the recipe's settings (`worker_lost_wait=1.0`, the "
             "app of tests/contrib/celery_app.py; SIGKILL the child running a task, time until a child "
-            "starts it again; runs of 3 kills, the brokers alternating): on redis:// the task came back "
-            "after 0.07-0.16 s in some runs and 4.5-5.3 s in others (billiard marks the task lost on "
-            "the pool's next look, which in the event loop is a 5 s timer); on sbredis:// after "
-            "0.09-0.38 s in every run, because `sbredis.contrib.celery` adds a worker step "
-            "(`FindLostTasks`) that makes a prefork worker look every 0.05 s. In the blocking loop "
-            "billiard's supervisor thread looked every 0.1 s, and the task came back after "
-            "`worker_lost_wait` plus about a second. (Measured before the acks were batched, which "
-            "does not touch that path; tests/contrib's killed-child test passes on the batching code.)"
+            "starts it again; 4 kills on each broker, alternating): on redis:// the task came back "
+            "after 5.09, 5.16 and 5.58 s and once after 0.19 s (billiard marks the task lost on the "
+            "pool's next look, which in the event loop is a 5 s timer); on sbredis:// after 0.10-0.37 s "
+            "(median 0.12), because `sbredis.contrib.celery` adds a worker step (`FindLostTasks`) "
+            "that makes a prefork worker look every 0.05 s. In the blocking loop billiard's supervisor "
+            "thread looked every 0.1 s, and the task came back after `worker_lost_wait` plus about a "
+            "second."
         )
         yield ""
 
