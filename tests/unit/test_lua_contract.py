@@ -83,7 +83,7 @@ SANDBOX_GLOBALS = {
     "rawequal",
     "setmetatable",
     "getmetatable",
-    "_G",  # rawget(_G, 'os'): os.clock where Redis has it (7.4 on), without failing where it has none
+    "_G",  # rawget(_G, 'os'): os.clock where Redis has it (8.2), without failing where it has none
 }
 
 

@@ -179,8 +179,8 @@ local function release(G, cfg, seq, rec, now, undo, due)
 end
 
 -- Microseconds on a clock that runs while a script does: TIME through Redis 7.0; Redis 7.2 on
--- answers TIME with the time the script started, and 7.4 on gives Lua os.clock (the server
--- process's CPU time) instead. (rawget: naming a missing global fails the script.)
+-- answers TIME with the time the script started, and newer servers (8.2) give Lua os.clock (the
+-- server process's CPU time) instead. (rawget: naming a missing global fails the script.)
 local OS_CLOCK = rawget(_G, 'os') and rawget(_G, 'os').clock
 local function clock_us()
   if OS_CLOCK then return OS_CLOCK() * 1000000 end
