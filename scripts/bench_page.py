@@ -277,8 +277,10 @@ def expiry(d: Json) -> Iterator[str]:
         "messages of 16 B (1 partition): on a plain queue (they are dropped), with dead-lettering on expiration, "
         "and in a session queue (one session). Wall time of the receive, its script calls and the slowest "
         "(SLOWLOG), the server's main-thread CPU per expired message (`INFO cpu`, which moves far less with the "
-        "machine's load than wall time), and the receive's wall time outside the scripts per call (the client and "
-        f"the round trip), medians of {d['rounds']} ([Per-call caps](keyspace.md#per-call-caps))."
+        "machine's load than wall time), the receive's wall time outside the scripts per call (the client and "
+        "the round trip), and how long redis-server waited for a CPU during the receive (`/proc/<pid>/schedstat`: "
+        "what the machine's load added), with the 1-minute load average of the machine, shared with other work, "
+        f"when each case started; medians of {d['rounds']} rounds ([Per-call caps](keyspace.md#per-call-caps))."
     )
     yield ""
     rows = [
@@ -291,11 +293,13 @@ def expiry(d: Json) -> Iterator[str]:
             ms(r["max_call_us_max"] / 1000),
             f"{r['server_us_per_expired']:.2f}",
             f"{r['client_gap_us'] / 1000:.2f}",
+            ms(r.get("server_wait_ms", 0.0)),
+            f"{r.get('load1', 0.0):.1f}",
         ]
         for r in d["rows"]
     ]
     header = ["case", "expired", "receive ms", "spread", "script calls", "slowest call ms", "server CPU µs/expired"]
-    yield from table([*header, "client ms/call"], rows)
+    yield from table([*header, "client ms/call", "server waited ms", "load"], rows)
     yield (
         "Spread: (max - min) / median of the rounds' receive times. Slowest call: the largest over all rounds. "
         "Each round's figures are in the JSON."
