@@ -42,7 +42,7 @@ from typing import Any
 from .._core import fanout, protocol
 from .._core.keys import FORWARDERS, SUBSCRIPTIONS, VIA
 from .._core.meta import EntityMeta
-from .._core.protocol import forward_ack, forward_in, forward_out, publish
+from .._core.protocol import cancel_topic_scheduled, forward_ack, forward_in, forward_out, publish
 from ..exceptions import MessagingEntityNotFoundError, ServiceBusError, ServiceBusServerBusyError
 from ._registry import Registry
 from ._transport import Transport
@@ -315,8 +315,8 @@ JOURNAL_STEPS = 10_000  # continuation calls one finish_journal makes at most (e
 async def run_publish(transport: Transport, meta: EntityMeta, calls: list[Any]) -> list[Any]:
     """run_many for publish (and cancel) calls: a call whose subscription set was stale is planned
     again with the current set, which the script answers with and is cached on the topic's meta;
-    one wider than a call's budget runs split (:func:`publish_wide`); one refused because a
-    journal is pending finishes that journal, then runs again."""
+    one wider than a call's budget runs split (:func:`publish_wide`, :func:`cancel_wide`); one
+    refused because a journal is pending finishes that journal, then runs again."""
     if not calls:
         return []
     if not isinstance(meta, fanout.TopicMeta):
@@ -324,13 +324,14 @@ async def run_publish(transport: Transport, meta: EntityMeta, calls: list[Any]) 
     replies: list[Any] = [None] * len(calls)
     todo = list(range(len(calls)))
     for _ in range(PUBLISH_ROUNDS):
-        one = [i for i in todo if not publish.splits(calls[i])]
+        one = [i for i in todo if not publish.splits(calls[i]) and not cancel_topic_scheduled.splits(calls[i])]
         if one:
             for i, r in zip(one, await transport.run_many([calls[i] for i in one], meta.name), strict=True):
                 replies[i] = r
         for i in todo:
             if i not in one:
-                replies[i] = await publish_wide(transport, meta.name, calls[i])
+                wide = cancel_wide if cancel_topic_scheduled.splits(calls[i]) else publish_wide
+                replies[i] = await wide(transport, meta.name, calls[i])
         redo = []
         for i in todo:
             subs = publish.stale(replies[i])
@@ -381,6 +382,23 @@ async def publish_wide(transport: Transport, topic: str, c: Any) -> Any:
     return reply
 
 
+async def cancel_wide(transport: Transport, topic: str, c: Any) -> Any:
+    """A cancel of more copies than one call removes: the start call takes the numbers (or
+    refuses them all) and records a journal, whose chunks then remove the copies.
+    Returns [0], a pending reply (run_publish finishes that journal and calls again) or the error;
+    once the start call took the numbers the cancel stands, and a receiver or the next publish
+    finishes a journal this call could not."""
+    try:
+        r = await transport.run(cancel_topic_scheduled.start_call(c, topic), topic)
+        journal = cancel_topic_scheduled.started(r)
+        if journal is None:
+            return r
+        await finish_journal(transport, topic, c.partition, journal, c.gen)
+    except ServiceBusError as e:
+        return e
+    return [0]
+
+
 async def finish_journal(
     transport: Transport, topic: str, partition: int, journal: publish.Journal | None = None, gen: str = ""
 ) -> None:
@@ -393,7 +411,10 @@ async def finish_journal(
     for done in range(JOURNAL_STEPS):
         if kill_after is not None and done >= int(kill_after):
             os.kill(os.getpid(), signal.SIGKILL)  # test-only (docs/topics.md): a publisher dying mid fan-out
-        step = await transport.run(publish.continue_call(topic, partition, journal, gen), topic)
+        # a publish's journal is publish.lua's to write, a cancel's cancel_topic_scheduled.lua's
+        # (either answers the other's state)
+        of = cancel_topic_scheduled if cancel_topic_scheduled.is_cancel(journal) else publish
+        step = await transport.run(of.continue_call(topic, partition, journal, gen), topic)
         nxt = publish.pending(step)
         if nxt is None:
             return

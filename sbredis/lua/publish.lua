@@ -57,6 +57,7 @@
 --@include fansets
 --@include rules
 --@include sessions
+--@include journal
 local BUDGET = 200  -- a call's work units: a few ms of server CPU (docs/topics.md, Wide fan-outs)
 local NONE = {}  -- a subscription's dead-letter copies until it has one (never changed)
 
@@ -66,31 +67,7 @@ local function chunk_of(n)
   return c
 end
 
--- the names of the journal's chunk at cursor cur (field 'n<cur>': each chunk's own, so a call
--- decodes its chunk, not the whole set)
-local function chunk_names(cur)
-  return cjson.decode(redis.call('HGET', K_FJ, 'n' .. cur) or '[]')
-end
-
--- the reply that names a pending journal: its id, cursor and the names of its next chunk
-local function pending(jid, cur)
-  local out = {-2, jid, cur}
-  local names = chunk_names(cur)
-  for i = 1, #names do out[#out + 1] = names[i] end
-  return out
-end
-
 local set_of = fanset  -- checkset in a check call (2 keys a subscription)
-
--- the sets in KEYS must be those of names[a + 1 .. a + c]: a caller's wrong KEYS never writes
--- another subscription's keys
-local function sets_match(names, a, c)
-  local prefix = string.sub(K_CFG, 1, -4) .. 's:'
-  for j = 1, c do
-    if set_of(j).cfg ~= prefix .. names[a + j] .. ':cfg' then return false end
-  end
-  return true
-end
 
 -- the subscriptions of the sets in KEYS (names[a + 1 .. a + c]): settings and rules. Most
 -- subscriptions have only the $Default rule: cfg 'nf' counts the fields the subscription's
@@ -382,7 +359,7 @@ if ARGV[1] == '+' then
   local c = fanset_count()
   if j[1] ~= ARGV[2] or j[2] ~= ARGV[3] or c == 0 then return pending(j[1], cur) end
   local names = chunk_names(cur)
-  if c ~= #names or not sets_match(names, 0, c) then return pending(j[1], cur) end
+  if c ~= #names or not sets_match(set_of, names, 0, c) then return pending(j[1], cur) end
   local meta = cjson.decode(j[4])
   local now = tonumber(j[5])
   -- the stored form of each message; a scheduled one that was cancelled meanwhile
@@ -411,7 +388,7 @@ if ARGV[1] == '+' then
     redis.call('DEL', K_FJ)
     return {0}
   end
-  redis.call('HSET', K_FJ, 'cur', cur)
+  redis.call('HSET', K_FJ, 'cur', cur, 'pt', now_ms())  -- progress: receivers leave it to its writer
   return pending(j[1], cur)
 end
 
@@ -439,7 +416,7 @@ local subv = redis.call('HGET', K_CFG, 'subv') or '0'
 local names = {}
 for i = 1, k do names[i] = ARGV[2 + i] end
 if subv ~= ARGV[1] or (mode == '' and c ~= k) or (mode == 'start' and a ~= 0) or a + c > k
-   or (mode ~= '' and not sets_match(names, a, c)) then
+   or (mode ~= '' and not sets_match(set_of, names, a, c)) then
   return subs_reply(subv)
 end
 local total = 0
@@ -541,7 +518,7 @@ if split then
   -- the journal: the stored form of each message, the set of subscriptions and the cursor
   local jid = redis.call('HINCRBY', K_ST, 'jid', 1)
   local meta = {}
-  local fields = {'id', jid, 'cur', c, 'k', k, 'subv', subv, 'now', now}
+  local fields = {'id', jid, 'cur', c, 'k', k, 'subv', subv, 'now', now, 'pt', now}
   for i = 1, #msgs do
     local m = msgs[i]
     meta[i] = {m[1], m[3], m[4], m[5], m[6]}
