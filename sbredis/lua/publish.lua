@@ -375,12 +375,22 @@ if ARGV[1] == '+' then
   evaluate(cfg, subs, decode_needed, msgs, now, false)
   local scheduled, order = {}, {}
   write_subs(cfg, subs, msgs, now, scheduled, order)
+  -- each chunk appends its copies to the message's copy map as text: decoding and encoding the
+  -- whole map at every chunk made a schedule to 2,000 subscriptions quadratic (calls up to 0.9 s)
   for o = 1, #order do
     local tseq = order[o]
     local m = scheduled[tseq]
-    local map = cjson.decode(redis.call('HGET', MAIN.lk, tseq) or '[]')
-    for x = 2, #m do map[#map + 1] = m[x] end
-    redis.call('HSET', MAIN.lk, tseq, cjson.encode(map))
+    if #m > 1 then
+      table.remove(m, 1)
+      local add = string.sub(cjson.encode(m), 2, -2)
+      local map = redis.call('HGET', MAIN.lk, tseq) or '[]'
+      if #map <= 2 then  -- '[]', or '{}' (cjson's empty table)
+        map = '[' .. add .. ']'
+      else
+        map = string.sub(map, 1, -2) .. ',' .. add .. ']'
+      end
+      redis.call('HSET', MAIN.lk, tseq, map)
+    end
   end
   redis.call('HDEL', K_FJ, 'n' .. cur)
   cur = cur + c
