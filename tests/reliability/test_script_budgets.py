@@ -232,6 +232,65 @@ def transaction_at_the_operation_cap(admin: Any, client: Any, raw: Any, server: 
     admin.delete_queue(other)
 
 
+@case("send", "receive", "publish", "peek")
+def largest_messages(admin: Any, client: Any, raw: Any, server: Any) -> None:
+    """A message's copy is written and read whole (a call always handles at least one), so the
+    time of a call grows with the message: about 2 ms a MB to send or receive one, and publish
+    splits its copies by bytes (publish.lua's BUDGET_BYTES). Entities allow up to 100 MB
+    (MAX_MESSAGE_KB), where one send or receive takes about 190 ms: this case stops at 8 MB,
+    the size up to which the bound holds on a loaded machine (16 MB: 33 ms a send)."""
+    size = 8 * 1024 * 1024 - 8192
+    q, topic = name(), name()
+    admin.create_queue(q, max_message_size_in_kilobytes=8192)
+    admin.create_topic(topic, max_message_size_in_kilobytes=8192)
+    for i in range(3):
+        admin.create_subscription(topic, f"s{i}")
+    body = b"z" * size
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage(body))
+    with client.get_topic_sender(topic) as s:
+        s.send_messages(ServiceBusMessage(body))
+    with client.get_queue_receiver(q, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE) as r:
+        assert len(r.peek_messages(1)) == 1
+        assert len(receive_all(r, 1)) == 1
+    admin.delete_queue(q)
+    admin.delete_topic(topic)
+
+
+@case("receive", "session_receive", "session_lock", "forward_out")
+def expired_backlog(admin: Any, client: Any, raw: Any, server: Any) -> None:
+    """One live message behind many expired ones (scaled: 10,000; the issue's 100,000 in full),
+    on a queue, a session queue (the session search and its receive sweep) and a forwarding
+    queue (its outbox sweep): the sweeps stop on their budget and the receive calls again."""
+    import time
+
+    n = scaled(10_000, 100_000)
+    q, sq, fwd, dest = name(), name(), name(), name()
+    for queue in (q, fwd, dest):
+        admin.create_queue(queue)
+    admin.create_queue(sq, requires_session=True)
+    for queue, sid in ((q, None), (sq, "S"), (fwd, None)):
+        fill(client, queue, n, body=b"e", session_id=sid, time_to_live=timedelta(milliseconds=1))
+        fill(client, queue, 1, body=b"live", session_id=sid)
+    time.sleep(0.01)
+    with client.get_queue_receiver(q, max_wait_time=10) as r:
+        assert [str(m) for m in r.receive_messages(1, max_wait_time=10)] == ["live"]
+    with client.get_queue_receiver(sq, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=10) as r:
+        assert [str(m) for m in r.receive_messages(1, max_wait_time=10)] == ["live"]
+    props = admin.get_queue(fwd)
+    props.forward_to = dest
+    admin.update_queue(props)
+    with ServiceBusClient.from_connection_string(server.url) as fresh:  # knows fwd forwards
+        fill(fresh, fwd, 1, body=b"next")  # the send drains fwd: the live one, then this
+    with client.get_queue_receiver(dest, max_wait_time=10) as r:
+        got: list[str] = []
+        while len(got) < 2 and (more := r.receive_messages(2, max_wait_time=10)):
+            got += [str(m) for m in more]
+    assert got == ["live", "next"]
+    for queue in (q, sq, fwd, dest):
+        admin.delete_queue(queue)
+
+
 @pytest.fixture(scope="module")
 def wide_topic(admin: ServiceBusAdministrationClient, client: ServiceBusClient) -> str:
     """A topic with the maximum number of subscriptions, idle after a second (so the
