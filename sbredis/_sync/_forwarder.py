@@ -52,6 +52,9 @@ log = logging.getLogger("sbredis")
 META_TTL = 2.0  # seconds a destination's registry record is trusted
 PULL_INTERVAL = 1.0  # a receiver pulls forwarded messages into its entity at most this often
 MAX_ROUNDS = 20  # outbox batches per partition per drain (500 entries each)
+# calls per drain that only sweep expired messages (forward_out's `more`: up to 5,000 each), so
+# one live message behind 100,000 expired ones is forwarded by the drain that meets them
+SWEEP_ROUNDS = 100
 
 Outcome = tuple[int, str, str, str, bytes]
 
@@ -96,9 +99,8 @@ class Forwarder:
         parts = sorted(set(range(meta.partition_count) if partitions is None else partitions))
         delivered = 0
         follow: dict[str, set[int]] = {}
-        for _ in range(MAX_ROUNDS):
-            if not parts:
-                break
+        rounds = sweeps = 0
+        while parts and rounds < MAX_ROUNDS and sweeps < SWEEP_ROUNDS:
             calls = protocol.stamped([forward_out.call(path, p) for p in parts], meta.generation)
             replies = self._transport.run_many(calls, path)
             if any(isinstance(r, MessagingEntityNotFoundError) for r in replies):
@@ -108,7 +110,7 @@ class Forwarder:
                     continue
             acks: dict[int, list[Outcome]] = {}
             batches: dict[str, list[tuple[int, str, forward_out.OutboxEntry]]] = {}
-            full = []
+            full, swept = [], []
             for p, reply in zip(parts, replies, strict=True):
                 if isinstance(reply, ServiceBusError):
                     log.warning("forwarding from partition %d of %s failed: %s", p, path, reply.message)
@@ -119,6 +121,8 @@ class Forwarder:
                     or sum(len(e.blob) for e in entries) >= forward_out.OUTBOX_BYTES
                 ):
                     full.append(p)
+                elif forward_out.more(reply):  # expired messages left: one to forward may wait behind them
+                    swept.append(p)
                 for e in entries:
                     if e.hop >= fanout.MAX_HOPS:
                         acks.setdefault(p, []).append(
@@ -133,7 +137,11 @@ class Forwarder:
                 for reply in self._transport.run_many(calls, path):
                     if isinstance(reply, ServiceBusError):
                         log.warning("acknowledging forwarded messages of %s failed: %s", path, reply.message)
-            parts = full
+            if full:
+                rounds += 1
+            else:
+                sweeps += 1
+            parts = full + swept
         if depth < fanout.MAX_HOPS:
             for dest, ps in follow.items():
                 delivered += self.drain(dest, ps, depth + 1)

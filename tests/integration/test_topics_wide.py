@@ -113,15 +113,16 @@ def live(raw_redis: Any, topic: str) -> None:
     raw_redis.hset(keys.journal_key(topic, 0), "pt", server_ms(raw_redis) + 60_000)
 
 
-def killed_cancel(url: str, topic: str, chunks: int, tag: str = "c") -> list[int]:
-    """Schedule batch(tag) (from this process), then cancel it from another process that kills
-    itself after `chunks` continuation calls of the cancel: its journal stays half done."""
+def killed_cancel(url: str, topic: str, chunks: int, tag: str = "c", at: Any = None) -> list[int]:
+    """Schedule batch(tag) (from this process; for `at`, else in an hour), then cancel it from
+    another process that kills itself after `chunks` continuation calls of the cancel: its
+    journal stays half done."""
     from datetime import UTC, datetime, timedelta
 
     from sbredis import ServiceBusClient
 
     with ServiceBusClient.from_connection_string(url) as c, c.get_topic_sender(topic) as s:
-        seqs: list[int] = s.schedule_messages(batch(tag), datetime.now(UTC) + timedelta(hours=1))
+        seqs: list[int] = s.schedule_messages(batch(tag), at or datetime.now(UTC) + timedelta(hours=1))
     code = f"""
 from sbredis import ServiceBusClient
 with ServiceBusClient.from_connection_string("{url}") as c, c.get_topic_sender("{topic}") as s:
@@ -369,3 +370,25 @@ def test_a_killed_cancel_is_finished(admin: Any, client: Any, raw_redis: Any, ur
     for s in SUBS:
         assert peeked(client, topic, s) == (["after"] if then == "publish" else []), s
         assert admin.get_subscription_runtime_properties(topic, s).total_message_count == (then == "publish"), s
+
+
+@killing
+def test_a_cancelled_message_that_falls_due_is_never_received(
+    admin: Any, client: Any, raw_redis: Any, url: str
+) -> None:
+    """A cancel's journal whose writer is live (not stalled) but whose messages fall due: a
+    receive finishes the cancel first, so no subscription hands out a cancelled copy."""
+    from datetime import UTC, datetime, timedelta
+
+    topic = wide_topic(admin)
+    at = datetime.now(UTC) + timedelta(seconds=5)
+    killed_cancel(url, topic, chunks=1, at=at)
+    live(raw_redis, topic)
+    deadline = time.monotonic() + 15
+    while server_ms(raw_redis) <= int(at.timestamp() * 1000):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert drain(client, topic, "s11") == []
+    assert not journal(raw_redis, topic)
+    for s in SUBS:
+        assert drain(client, topic, s) == [], s

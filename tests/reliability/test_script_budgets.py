@@ -90,9 +90,9 @@ def name() -> str:
     return "b-" + uuid.uuid4().hex[:10]
 
 
-def fill(client: ServiceBusClient, q: str, n: int, body: bytes = b"x" * 40, **kw: Any) -> None:
-    """n messages, in the largest batches a send takes (5,000 messages or 256 KiB)."""
-    per = max(1, min(MAX_RECEIVE_COUNT, 200_000 // (len(body) + 60)))
+def fill(client: ServiceBusClient, q: str, n: int, body: bytes = b"x" * 40, per: int = 0, **kw: Any) -> None:
+    """n messages, `per` a send, else in the largest batches a send takes (5,000 messages or 256 KiB)."""
+    per = per or max(1, min(MAX_RECEIVE_COUNT, 200_000 // (len(body) + 60)))
     with client.get_queue_sender(q) as s:
         for i in range(0, n, per):
             s.send_messages([ServiceBusMessage(body, **kw) for _ in range(min(per, n - i))])
@@ -261,7 +261,8 @@ def largest_messages(admin: Any, client: Any, raw: Any, server: Any) -> None:
 def expired_backlog(admin: Any, client: Any, raw: Any, server: Any) -> None:
     """One live message behind many expired ones (scaled: 10,000; the issue's 100,000 in full),
     on a queue, a session queue (the session search and its receive sweep) and a forwarding
-    queue (its outbox sweep): the sweeps stop on their budget and the receive calls again."""
+    queue (its outbox sweep): the sweeps stop on their budget and the receive, or the drain,
+    calls again (a drain used to stop after one sweep and leave the live message behind)."""
     import time
 
     n = scaled(10_000, 100_000)
@@ -270,7 +271,7 @@ def expired_backlog(admin: Any, client: Any, raw: Any, server: Any) -> None:
         admin.create_queue(queue)
     admin.create_queue(sq, requires_session=True)
     for queue, sid in ((q, None), (sq, "S"), (fwd, None)):
-        fill(client, queue, n, body=b"e", session_id=sid, time_to_live=timedelta(milliseconds=1))
+        fill(client, queue, n, body=b"e", per=1_000, session_id=sid, time_to_live=timedelta(milliseconds=1))
         fill(client, queue, 1, body=b"live", session_id=sid)
     time.sleep(0.01)
     with client.get_queue_receiver(q, max_wait_time=10) as r:
