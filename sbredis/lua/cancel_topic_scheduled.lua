@@ -33,6 +33,9 @@
 --@include journal
 local CHUNK = 200  -- copies a call removes (protocol/cancel_topic_scheduled.py's CHUNK): 2-4 ms
 
+local freed = {}  -- subscription key set -> the bytes this call removed from its partition
+local freed_sets = {}
+
 -- remove one copy ({name, seq, size, ...} at m[c]; a map written before sizes were kept is
 -- {name, seq, ...}, stride 2, and its copy is read back for its size) from its subscription S
 local function remove_copy(S, m, c, stride)
@@ -43,8 +46,19 @@ local function remove_copy(S, m, c, stride)
       local r = redis.call('XRANGE', S.m.log, seq, seq)
       size = #r > 0 and #r[1][2][2]
     end
-    if size and redis.call('XDEL', S.m.log, seq) == 1 then redis.call('HINCRBY', S.st, 'size', -size) end
+    if size and redis.call('XDEL', S.m.log, seq) == 1 then
+      if not freed[S] then freed_sets[#freed_sets + 1] = S end
+      freed[S] = (freed[S] or 0) + size
+    end
     redis.call('ZREM', S.exp, seq)
+  end
+end
+
+-- each subscription partition's size, once for all its copies this call removed
+local function settle_sizes()
+  for x = 1, #freed_sets do
+    local S = freed_sets[x]
+    redis.call('HINCRBY', S.st, 'size', -freed[S])
   end
 end
 
@@ -89,13 +103,8 @@ local cfg = load_cfg()
 local mode = ARGV[1]
 
 if mode == '+' then
-  if not cfg then
-    if CFG_STALE then return fail('NOTFOUND') end
-    redis.call('DEL', K_FJ)  -- the topic is gone: its copies went with its subscriptions
-    return {0}
-  end
-  local j = redis.call('HMGET', K_FJ, 'id', 'cur', 'q', 'i', 'o')
-  if not j[1] then return {0} end
+  local j, reply = continued(cfg, 'q', 'i', 'o')
+  if not j then return reply end
   local cur = tonumber(j[2])
   if string.sub(j[1], 1, 1) ~= 'c' or j[1] ~= ARGV[2] or j[2] ~= ARGV[3] then return pending(j[1], cur) end
   local names = chunk_names(cur)
@@ -112,6 +121,7 @@ if mode == '+' then
       remove_copy(sets[s], m, x, stride)
     end
   end, function(tseq) redis.call('HDEL', MAIN.lk, tseq) end)
+  settle_sizes()
   redis.call('HDEL', K_FJ, 'n' .. cur)
   local nxt = names_at(q, i, o)
   local now = now_ms()
@@ -191,5 +201,6 @@ for i = 1, n do
   redis.call('ZREM', K_SCHED, tseq)
   redis.call('HDEL', MAIN.lk, tseq)
 end
+settle_sizes()
 touch(now)
 return {0}

@@ -351,13 +351,8 @@ local cfg = load_cfg()
 
 -- a continuation: one chunk of the pending journal, if the caller names its id and cursor
 if ARGV[1] == '+' then
-  if not cfg then
-    if CFG_STALE then return fail('NOTFOUND') end
-    redis.call('DEL', K_FJ)  -- the topic is gone: nothing left to fan out to
-    return {0}
-  end
-  local j = redis.call('HMGET', K_FJ, 'id', 'cur', 'k', 'meta', 'now')
-  if not j[1] then return {0} end
+  local j, reply = continued(cfg, 'k', 'meta', 'now')
+  if not j then return reply end
   local cur = tonumber(j[2])
   local c = fanset_count()
   if j[1] ~= ARGV[2] or j[2] ~= ARGV[3] or c == 0 then return pending(j[1], cur) end

@@ -41,3 +41,17 @@ local function sets_match(set_of, names, a, c)
   end
   return true
 end
+
+-- a continuation's journal fields (id, cur, then `...`), or nil and the reply when there is
+-- nothing to write: no journal; the topic is gone (its journal goes with it: its subscriptions'
+-- copies went with them); the caller's generation is stale
+local function continued(cfg, ...)
+  if not cfg then
+    if CFG_STALE then return nil, fail('NOTFOUND') end
+    redis.call('DEL', K_FJ)
+    return nil, {0}
+  end
+  local j = redis.call('HMGET', K_FJ, 'id', 'cur', ...)
+  if not j[1] then return nil, {0} end
+  return j
+end
