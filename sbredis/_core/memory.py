@@ -10,7 +10,7 @@ from typing import Any
 from ..exceptions import InvalidArgumentError
 
 _SERVERS: dict[str, Any] = {}
-HINT = "memory:// needs fakeredis with Lua: pip install 'sbredis[memory]'"
+HINT = "needs fakeredis with Lua: pip install 'sbredis[memory]'"
 
 
 def available() -> bool:
@@ -33,7 +33,7 @@ def memory_server(url: str) -> Any:
         InvalidArgumentError: fakeredis or its Lua (lupa) is not installed.
     """
     if not available():
-        raise InvalidArgumentError(HINT)
+        raise InvalidArgumentError(f"{url} {HINT}")
     import fakeredis
 
     name = url.split("://", 1)[1].strip("/") or "default"

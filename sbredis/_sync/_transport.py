@@ -160,6 +160,8 @@ class Transport:
                 self.redis = Redis.from_url(url, **self._options)
                 fast_packing(self.redis)
             self.redis.connection_pool.make_connection()  # checks the options now, connects later
+        except ServiceBusError:  # already typed and worded (memory:// without its extra)
+            raise
         except TypeError as e:  # an unknown option: the message names it, not a secret
             raise InvalidArgumentError(f"invalid connection option for {self.url}: {e}") from None
         except ValueError:  # redis-py's message may quote parts of the URL: say nothing of it

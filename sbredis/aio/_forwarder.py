@@ -42,7 +42,7 @@ from typing import Any
 from .._core import fanout, protocol
 from .._core.keys import FORWARDERS, SUBSCRIPTIONS, VIA
 from .._core.meta import EntityMeta
-from .._core.protocol import forward_ack, forward_in, forward_out, publish
+from .._core.protocol import cancel_topic_scheduled, forward_ack, forward_in, forward_out, publish
 from ..exceptions import MessagingEntityNotFoundError, ServiceBusError, ServiceBusServerBusyError
 from ._registry import Registry
 from ._transport import Transport
@@ -51,6 +51,9 @@ log = logging.getLogger("sbredis")
 META_TTL = 2.0  # seconds a destination's registry record is trusted
 PULL_INTERVAL = 1.0  # a receiver pulls forwarded messages into its entity at most this often
 MAX_ROUNDS = 20  # outbox batches per partition per drain (500 entries each)
+# calls per drain that only sweep expired messages (forward_out's `more`: up to 5,000 each), so
+# one live message behind 100,000 expired ones is forwarded by the drain that meets them
+SWEEP_ROUNDS = 100
 
 Outcome = tuple[int, str, str, str, bytes]
 
@@ -95,9 +98,8 @@ class Forwarder:
         parts = sorted(set(range(meta.partition_count) if partitions is None else partitions))
         delivered = 0
         follow: dict[str, set[int]] = {}
-        for _ in range(MAX_ROUNDS):
-            if not parts:
-                break
+        rounds = sweeps = 0
+        while parts and rounds < MAX_ROUNDS and sweeps < SWEEP_ROUNDS:
             calls = protocol.stamped([forward_out.call(path, p) for p in parts], meta.generation)
             replies = await self._transport.run_many(calls, path)
             if any(isinstance(r, MessagingEntityNotFoundError) for r in replies):
@@ -107,7 +109,7 @@ class Forwarder:
                     continue
             acks: dict[int, list[Outcome]] = {}
             batches: dict[str, list[tuple[int, str, forward_out.OutboxEntry]]] = {}
-            full = []
+            full, swept = [], []
             for p, reply in zip(parts, replies, strict=True):
                 if isinstance(reply, ServiceBusError):
                     log.warning("forwarding from partition %d of %s failed: %s", p, path, reply.message)
@@ -118,6 +120,8 @@ class Forwarder:
                     or sum(len(e.blob) for e in entries) >= forward_out.OUTBOX_BYTES
                 ):
                     full.append(p)
+                elif forward_out.more(reply):  # expired messages left: one to forward may wait behind them
+                    swept.append(p)
                 for e in entries:
                     if e.hop >= fanout.MAX_HOPS:
                         acks.setdefault(p, []).append(
@@ -132,7 +136,11 @@ class Forwarder:
                 for reply in await self._transport.run_many(calls, path):
                     if isinstance(reply, ServiceBusError):
                         log.warning("acknowledging forwarded messages of %s failed: %s", path, reply.message)
-            parts = full
+            if full:
+                rounds += 1
+            else:
+                sweeps += 1
+            parts = full + swept
         if depth < fanout.MAX_HOPS:
             for dest, ps in follow.items():
                 delivered += await self.drain(dest, ps, depth + 1)
@@ -315,8 +323,8 @@ JOURNAL_STEPS = 10_000  # continuation calls one finish_journal makes at most (e
 async def run_publish(transport: Transport, meta: EntityMeta, calls: list[Any]) -> list[Any]:
     """run_many for publish (and cancel) calls: a call whose subscription set was stale is planned
     again with the current set, which the script answers with and is cached on the topic's meta;
-    one wider than a call's budget runs split (:func:`publish_wide`); one refused because a
-    journal is pending finishes that journal, then runs again."""
+    one wider than a call's budget runs split (:func:`publish_wide`, :func:`cancel_wide`); one
+    refused because a journal is pending finishes that journal, then runs again."""
     if not calls:
         return []
     if not isinstance(meta, fanout.TopicMeta):
@@ -324,13 +332,14 @@ async def run_publish(transport: Transport, meta: EntityMeta, calls: list[Any]) 
     replies: list[Any] = [None] * len(calls)
     todo = list(range(len(calls)))
     for _ in range(PUBLISH_ROUNDS):
-        one = [i for i in todo if not publish.splits(calls[i])]
+        one = [i for i in todo if not publish.splits(calls[i]) and not cancel_topic_scheduled.splits(calls[i])]
         if one:
             for i, r in zip(one, await transport.run_many([calls[i] for i in one], meta.name), strict=True):
                 replies[i] = r
         for i in todo:
             if i not in one:
-                replies[i] = await publish_wide(transport, meta.name, calls[i])
+                wide = cancel_wide if cancel_topic_scheduled.splits(calls[i]) else publish_wide
+                replies[i] = await wide(transport, meta.name, calls[i])
         redo = []
         for i in todo:
             subs = publish.stale(replies[i])
@@ -381,6 +390,23 @@ async def publish_wide(transport: Transport, topic: str, c: Any) -> Any:
     return reply
 
 
+async def cancel_wide(transport: Transport, topic: str, c: Any) -> Any:
+    """A cancel of more copies than one call removes: the start call takes the numbers (or
+    refuses them all) and records a journal, whose chunks then remove the copies.
+    Returns [0], a pending reply (run_publish finishes that journal and calls again) or the error;
+    once the start call took the numbers the cancel stands, and a receiver or the next publish
+    finishes a journal this call could not."""
+    try:
+        r = await transport.run(cancel_topic_scheduled.start_call(c, topic), topic)
+        journal = cancel_topic_scheduled.started(r)
+        if journal is None:
+            return r
+        await finish_journal(transport, topic, c.partition, journal, c.gen)
+    except ServiceBusError as e:
+        return e
+    return [0]
+
+
 async def finish_journal(
     transport: Transport, topic: str, partition: int, journal: publish.Journal | None = None, gen: str = ""
 ) -> None:
@@ -393,7 +419,10 @@ async def finish_journal(
     for done in range(JOURNAL_STEPS):
         if kill_after is not None and done >= int(kill_after):
             os.kill(os.getpid(), signal.SIGKILL)  # test-only (docs/topics.md): a publisher dying mid fan-out
-        step = await transport.run(publish.continue_call(topic, partition, journal, gen), topic)
+        # a publish's journal is publish.lua's to write, a cancel's cancel_topic_scheduled.lua's
+        # (either answers the other's state)
+        of = cancel_topic_scheduled if cancel_topic_scheduled.is_cancel(journal) else publish
+        step = await transport.run(of.continue_call(topic, partition, journal, gen), topic)
         nxt = publish.pending(step)
         if nxt is None:
             return

@@ -10,9 +10,11 @@
   KEYS: the partition's 24 keys, then its transfer queue's 24 (includes/keysets.lua)
   ARGV[1] most messages to move   ARGV[2] most entries to return   ARGV[3] sweep limit
   (moves and returns also stop once READ_BYTES of messages were read: includes/messages.lua)
-  Returns: {now_ms, incarnation, then 7 per entry: outbox seq, destination, hop count,
+  Returns: {now_ms, incarnation, more, then 7 per entry: outbox seq, destination, hop count,
            expires_ms, blob, dead-letter reason, dead-letter description}
-           (the reason is '' for a message forwarded from the main queue)
+           (the reason is '' for a message forwarded from the main queue); more: 1 when the
+           sweep stopped on its expiry budget with expired messages left (a live message may
+           wait behind them: call again), else 0
   Errors:  NOTFOUND
 ]]
 --@include partition
@@ -62,8 +64,9 @@ local function take_sessions(want)
   return seqs, fields, xs, n
 end
 
+local more = 0
 local function move(G, to)
-  sweep(G, cfg, now, limit)
+  if sweep(G, cfg, now, limit) then more = 1 end
   local seqs, fs, xs, n
   if G.main and cfg.sess then
     seqs, fs, xs, n = take_sessions(move_max)
@@ -98,7 +101,7 @@ if cfg.status ~= 'Disabled' then
   if dest[2] and dest[2] ~= '' then move(DLQ, dest[2]) end
 end
 
-local out = {now, inc}
+local out = {now, inc, more}
 -- at most ret_max entries and READ_BYTES of them (includes/messages.lua); the caller goes on
 -- while a reply is full by either
 local r = read_log(T.m, '-', ret_max, read_chunk(cfg))

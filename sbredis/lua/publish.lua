@@ -50,47 +50,27 @@
   subscription's.
   Cost: a fixed part per subscription (its keys, one read of its cfg and one of its st, one write
   of its st) and one XADD per copy; a topic has at most 2,000 subscriptions (docs/topics.md).
-  A call's chunk is at most BUDGET units, 2 per subscription and 1 per subscription x message
-  (protocol/publish.py's chunk_size).
+  A call's chunk is at most BUDGET units, 2 per subscription, 1 per subscription x message and 1
+  per subscription x BUDGET_BYTES of the messages (protocol/publish.py's chunk_size).
 ]]
 --@include partition
 --@include fansets
 --@include rules
 --@include sessions
+--@include journal
 local BUDGET = 200  -- a call's work units: a few ms of server CPU (docs/topics.md, Wide fan-outs)
+local BUDGET_BYTES = 65536  -- a unit's bytes of the messages' blobs, per subscription
 local NONE = {}  -- a subscription's dead-letter copies until it has one (never changed)
 
-local function chunk_of(n)
-  local c = math.floor(BUDGET / (2 + n))
+-- the subscriptions a chunk writes for n messages of `bytes` in all: each copy also costs a unit
+-- per BUDGET_BYTES (copying 1 MB into a stream takes about 0.6 ms)
+local function chunk_of(n, bytes)
+  local c = math.floor(BUDGET / (2 + n + math.floor(bytes / BUDGET_BYTES)))
   if c < 1 then c = 1 end
   return c
 end
 
--- the names of the journal's chunk at cursor cur (field 'n<cur>': each chunk's own, so a call
--- decodes its chunk, not the whole set)
-local function chunk_names(cur)
-  return cjson.decode(redis.call('HGET', K_FJ, 'n' .. cur) or '[]')
-end
-
--- the reply that names a pending journal: its id, cursor and the names of its next chunk
-local function pending(jid, cur)
-  local out = {-2, jid, cur}
-  local names = chunk_names(cur)
-  for i = 1, #names do out[#out + 1] = names[i] end
-  return out
-end
-
 local set_of = fanset  -- checkset in a check call (2 keys a subscription)
-
--- the sets in KEYS must be those of names[a + 1 .. a + c]: a caller's wrong KEYS never writes
--- another subscription's keys
-local function sets_match(names, a, c)
-  local prefix = string.sub(K_CFG, 1, -4) .. 's:'
-  for j = 1, c do
-    if set_of(j).cfg ~= prefix .. names[a + j] .. ':cfg' then return false end
-  end
-  return true
-end
 
 -- the subscriptions of the sets in KEYS (names[a + 1 .. a + c]): settings and rules. Most
 -- subscriptions have only the $Default rule: cfg 'nf' counts the fields the subscription's
@@ -371,18 +351,13 @@ local cfg = load_cfg()
 
 -- a continuation: one chunk of the pending journal, if the caller names its id and cursor
 if ARGV[1] == '+' then
-  if not cfg then
-    if CFG_STALE then return fail('NOTFOUND') end
-    redis.call('DEL', K_FJ)  -- the topic is gone: nothing left to fan out to
-    return {0}
-  end
-  local j = redis.call('HMGET', K_FJ, 'id', 'cur', 'k', 'meta', 'now')
-  if not j[1] then return {0} end
+  local j, reply = continued(cfg, 'k', 'meta', 'now')
+  if not j then return reply end
   local cur = tonumber(j[2])
   local c = fanset_count()
   if j[1] ~= ARGV[2] or j[2] ~= ARGV[3] or c == 0 then return pending(j[1], cur) end
   local names = chunk_names(cur)
-  if c ~= #names or not sets_match(names, 0, c) then return pending(j[1], cur) end
+  if c ~= #names or not sets_match(set_of, names, 0, c) then return pending(j[1], cur) end
   local meta = cjson.decode(j[4])
   local now = tonumber(j[5])
   -- the stored form of each message; a scheduled one that was cancelled meanwhile
@@ -398,12 +373,22 @@ if ARGV[1] == '+' then
   evaluate(cfg, subs, decode_needed, msgs, now, false)
   local scheduled, order = {}, {}
   write_subs(cfg, subs, msgs, now, scheduled, order)
+  -- each chunk appends its copies to the message's copy map as text: decoding and encoding the
+  -- whole map at every chunk made a schedule to 2,000 subscriptions quadratic (calls up to 0.9 s)
   for o = 1, #order do
     local tseq = order[o]
     local m = scheduled[tseq]
-    local map = cjson.decode(redis.call('HGET', MAIN.lk, tseq) or '[]')
-    for x = 2, #m do map[#map + 1] = m[x] end
-    redis.call('HSET', MAIN.lk, tseq, cjson.encode(map))
+    if #m > 1 then
+      table.remove(m, 1)
+      local add = string.sub(cjson.encode(m), 2, -2)
+      local map = redis.call('HGET', MAIN.lk, tseq) or '[]'
+      if #map <= 2 then  -- '[]', or '{}' (cjson's empty table)
+        map = '[' .. add .. ']'
+      else
+        map = string.sub(map, 1, -2) .. ',' .. add .. ']'
+      end
+      redis.call('HSET', MAIN.lk, tseq, map)
+    end
   end
   redis.call('HDEL', K_FJ, 'n' .. cur)
   cur = cur + c
@@ -411,7 +396,7 @@ if ARGV[1] == '+' then
     redis.call('DEL', K_FJ)
     return {0}
   end
-  redis.call('HSET', K_FJ, 'cur', cur)
+  redis.call('HSET', K_FJ, 'cur', cur, 'pt', now_ms())  -- progress: receivers leave it to its writer
   return pending(j[1], cur)
 end
 
@@ -439,7 +424,7 @@ local subv = redis.call('HGET', K_CFG, 'subv') or '0'
 local names = {}
 for i = 1, k do names[i] = ARGV[2 + i] end
 if subv ~= ARGV[1] or (mode == '' and c ~= k) or (mode == 'start' and a ~= 0) or a + c > k
-   or (mode ~= '' and not sets_match(names, a, c)) then
+   or (mode ~= '' and not sets_match(set_of, names, a, c)) then
   return subs_reply(subv)
 end
 local total = 0
@@ -541,7 +526,7 @@ if split then
   -- the journal: the stored form of each message, the set of subscriptions and the cursor
   local jid = redis.call('HINCRBY', K_ST, 'jid', 1)
   local meta = {}
-  local fields = {'id', jid, 'cur', c, 'k', k, 'subv', subv, 'now', now}
+  local fields = {'id', jid, 'cur', c, 'k', k, 'subv', subv, 'now', now, 'pt', now}
   for i = 1, #msgs do
     local m = msgs[i]
     meta[i] = {m[1], m[3], m[4], m[5], m[6]}
@@ -551,7 +536,9 @@ if split then
   fields[#fields + 1] = 'meta'
   fields[#fields + 1] = cjson.encode(meta)
   -- the rest of the set, chunk by chunk ('n<cursor>': the names of the chunk starting there)
-  local size = chunk_of(#msgs)
+  local bytes = 0
+  for i = 1, #msgs do bytes = bytes + #msgs[i][2] end
+  local size = chunk_of(#msgs, bytes)
   for from = c, k - 1, size do
     local chunk = {}
     for i = from + 1, math.min(k, from + size) do chunk[#chunk + 1] = names[i] end

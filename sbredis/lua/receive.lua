@@ -16,8 +16,9 @@
            more: 1 when the sweep stopped on its expiry budget with expired messages left (call
            again at once: a live message may wait behind them), or the read stopped on its time
            budget (includes/messages.lua's READ_US: call again for the rest), else 0;
-           {0, 0, 2} and nothing else: a fan-out to the subscriptions is unfinished (publish.lua's
-           journal): the caller finishes it, then calls again
+           {0, 0, 2} and nothing else: a fan-out to the subscriptions (or a cancel of their
+           copies) is unfinished and its writer stalled, or a cancelled message falls due
+           (includes/journal.lua): the caller finishes it, then calls again
   Errors:  NOTFOUND  DISABLED (receive)  SESSIONREQ (the entity requires sessions: session_receive)
   One message under a lock from the main queue of a non-session entity (a receive with
   prefetch_count 0 or a count of 1) is handed out before the general path's helpers are built
@@ -29,9 +30,11 @@
   everything again.
 ]]
 --@include partition
--- a publish split across calls left its journal (the publisher died, or is still at it): the
--- caller finishes it first, so a topic nobody publishes to again still delivers every copy
-if K_FJ and redis.call('EXISTS', K_FJ) == 1 then return {0, 0, 2} end
+--@include journal
+-- a publish or cancel split across calls left its journal: when its writer died (no progress for
+-- a while; includes/journal.lua) the caller finishes it first, so a topic nobody publishes to
+-- again still delivers every copy; a live one is left to its writer, without waiting for it
+if journal_to_finish() then return {0, 0, 2} end
 if ARGV[1] == 'm' and ARGV[2] == 'L' and ARGV[3] == '1' then
   local c = redis.call('HMGET', K_CFG, 'status', 'lock_ms', 'sess', 'gen')
   local status, gen = c[1], c[4]

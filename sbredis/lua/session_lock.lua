@@ -9,13 +9,15 @@
            session is available here; {now_ms, 0, '', 1} when this call's budget ran out first
            (`limit` sessions without messages dropped, or the next session's first message expired
            with expired messages left to sweep): call again at once; {0, 0, '', 2} when ARGV[1]
-           is '' and a fan-out to the subscriptions is unfinished (publish.lua's journal): the
-           caller finishes it, then calls again (a session it delivers may be the one to offer)
+           is '' and a fan-out to the subscriptions is unfinished and stalled, or a cancel's
+           message falls due (includes/journal.lua): the caller finishes it, then calls again
+           (a session it delivers may be the one to offer)
   Errors:  NOTFOUND  DISABLED  NOTSESSIONFUL (the entity does not require sessions)
            HELD (another receiver holds the named session)
 ]]
 --@include partition
-if ARGV[1] == '' and K_FJ and redis.call('EXISTS', K_FJ) == 1 then return {0, 0, '', 2} end
+--@include journal
+if ARGV[1] == '' and journal_to_finish() then return {0, 0, '', 2} end
 --@include messages
 --@include session_locks
 local cfg = load_cfg()

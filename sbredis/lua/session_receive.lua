@@ -15,11 +15,13 @@
            LOST (the caller does not hold the session lock: elapsed, or taken by another)
            UNSETTLED (peek-lock: the session holds SESS_HELD_MAX locked messages already; with
            fewer, `count` is cut to what is left)
-  {0, 0, 2} and nothing else: a fan-out to the subscriptions is unfinished (publish.lua's
-  journal): the caller finishes it, then calls again (as receive.lua)
+  {0, 0, 2} and nothing else: a fan-out to the subscriptions is unfinished and stalled, or a
+  cancel's message falls due (includes/journal.lua): the caller finishes it, then calls again
+  (as receive.lua)
 ]]
 --@include partition
-if K_FJ and redis.call('EXISTS', K_FJ) == 1 then return {0, 0, 2} end
+--@include journal
+if journal_to_finish() then return {0, 0, 2} end
 --@include messages
 --@include session_locks
 local cfg = load_cfg()

@@ -182,6 +182,8 @@ class PairedNamespace:
         self._lone_since: float | None = None
         # the syphon's passes that could not reach the secondary, since the first (None: it can)
         self._unreached: int | None = None
+        # the syphon's deliveries that could not reach the primary, since the first (None: they can)
+        self._undelivered: int | None = None
 
     # -- what a user sees
     @property
@@ -415,6 +417,26 @@ class PairedNamespace:
             log.warning("the syphon reaches the secondary again, after %d failed passes", self._unreached)
             self._unreached = None
 
+    def _delivered(self, destination: str, failure: ServiceBusError | None) -> None:
+        """Log a failed delivery to the primary; while the primary cannot be reached (fails_over),
+        once when that starts and once when a delivery gets through again, not on every pass in
+        between (the backlog messages wait meanwhile, as the secondary's outage is logged)."""
+        if failure is not None and fails_over(failure):
+            if self._undelivered is None:
+                log.warning(
+                    "the syphon could not deliver to %s: %s; it cannot reach the primary and keeps trying",
+                    destination,
+                    failure,
+                )
+                self._undelivered = 0
+            self._undelivered += 1
+            return
+        if self._undelivered is not None:
+            log.warning("the syphon delivers to the primary again, after %d failed deliveries", self._undelivered)
+            self._undelivered = None
+        if failure is not None:
+            log.warning("the syphon could not deliver to %s: %s", destination, failure)
+
     async def _hold_lease(self, index: int) -> bool:
         """Take or keep the lease of a backlog queue (renewed at half its length)."""
         now = time.monotonic()
@@ -471,7 +493,7 @@ class PairedNamespace:
             failure = next((o for o in outcomes if isinstance(o, ServiceBusError)), None)
             if failure is not None:
                 self._note_error(failure, self._primary.transport)
-                log.warning("the syphon could not deliver to %s: %s", destination, failure)
+            self._delivered(destination, failure)
         metrics.siphon_messages_sent += len(done)
         await self._settle(receiver, "complete", done)
         for m, error in bad:

@@ -186,3 +186,31 @@ def test_the_syphon_delivers_to_a_topic_and_dead_letters_what_is_addressed_to_a_
         assert [(str(m), m.dead_letter_reason) for m in dead] == [("to-sub", "InvalidOperationError")]
     with ServiceBusClient(pair.primary.url) as pc, pc.get_subscription_receiver("events", "audit") as r:
         assert [str(m) for m in r.receive_messages(10, max_wait_time=1)] == ["to-topic"]
+
+
+def test_a_primary_that_is_down_is_logged_by_the_syphon_when_it_goes_and_when_it_is_back(
+    sb_api: Any, pair: Pair, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Backlog messages wait while the primary is down: the syphon says it cannot deliver them
+    once, not on every pass (every 0.05 s here), and once when they get through again."""
+    with pair.admin() as a:
+        a.create_queue("orders")
+    caplog.set_level(logging.INFO, "sbredis")
+    with paired_client(sb_api, pair, backlog_queue_count=1) as c:
+        paired = c.paired_namespace
+        paired.create_backlog_queues()
+        pair.primary.kill()
+        c.get_queue_sender("orders").send_messages(ServiceBusMessage("kept"))  # into the backlog
+        paired.start_syphon()
+        eventually(lambda: logged(caplog, "cannot reach the primary"), timeout=10)
+        passes = paired.metrics.backlog_receives
+        eventually(lambda: paired.metrics.backlog_receives >= passes + 5, timeout=10)  # it goes on trying
+        pair.primary.start()
+        eventually(lambda: logged(caplog, "delivers to the primary again"), timeout=15)
+        records = [r.getMessage() for r in caplog.records if r.name == "sbredis"]
+    assert sum("could not deliver" in m for m in records) == 1, records
+    assert sum("delivers to the primary again" in m for m in records) == 1, records
+    back = next(m for m in records if "delivers to the primary again" in m)
+    assert re.search(r"after \d+ failed deliveries$", back), back
+    with ServiceBusClient(pair.primary.url) as pc:
+        assert [str(m) for m in drain(pc, "orders", 1)] == ["kept"]

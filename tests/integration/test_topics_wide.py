@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from typing import Any
 
@@ -91,6 +92,53 @@ def journal(raw_redis: Any, topic: str) -> dict[bytes, bytes]:
     return j
 
 
+def server_ms(raw_redis: Any) -> int:
+    s, us = raw_redis.time()
+    return int(s) * 1000 + int(us) // 1000
+
+
+def until_stalled(raw_redis: Any, topic: str) -> None:
+    """Wait until the pending journal has made no progress for the time after which receivers
+    finish it (includes/journal.lua's JOURNAL_STALL_MS: its writer died)."""
+    pt = int(journal(raw_redis, topic)[b"pt"])
+    deadline = time.monotonic() + 10
+    while server_ms(raw_redis) < pt + 1_000:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def live(raw_redis: Any, topic: str) -> None:
+    """Make the pending journal look written by a live client (its progress time ahead of the
+    server's clock: as if a chunk had just been written, for as long as the test takes)."""
+    raw_redis.hset(keys.journal_key(topic, 0), "pt", server_ms(raw_redis) + 60_000)
+
+
+def killed_cancel(url: str, topic: str, chunks: int, tag: str = "c", at: Any = None) -> list[int]:
+    """Schedule batch(tag) (from this process; for `at`, else in an hour), then cancel it from
+    another process that kills itself after `chunks` continuation calls of the cancel: its
+    journal stays half done."""
+    from datetime import UTC, datetime, timedelta
+
+    from sbredis import ServiceBusClient
+
+    with ServiceBusClient.from_connection_string(url) as c, c.get_topic_sender(topic) as s:
+        seqs: list[int] = s.schedule_messages(batch(tag), at or datetime.now(UTC) + timedelta(hours=1))
+    code = f"""
+from sbredis import ServiceBusClient
+with ServiceBusClient.from_connection_string("{url}") as c, c.get_topic_sender("{topic}") as s:
+    s.cancel_scheduled_messages({seqs!r})
+"""
+    env = {**os.environ, KILL_AFTER_CHUNKS: str(chunks)}
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=60)
+    assert p.returncode == -signal.SIGKILL, p.stderr.decode()
+    return seqs
+
+
+def peeked(client: Any, topic: str, sub: str) -> list[str]:
+    with client.get_subscription_receiver(topic, sub) as r:
+        return [str(m) for m in r.peek_messages(300)]
+
+
 def test_chunks_are_what_the_docs_say() -> None:
     assert publish.chunk_size(1) == 66 and publish.chunk_size(10) == 16 and publish.chunk_size(N) == 3
 
@@ -146,14 +194,16 @@ def test_a_killed_publisher_is_finished_by_the_next_publish_in_order(
 def test_a_killed_publisher_is_finished_by_a_receive(
     admin: Any, client: Any, raw_redis: Any, url: str, api: str
 ) -> None:
-    """Nobody publishes again: a receive on a subscription the journal had not reached finishes it,
-    for every subscription. A subscription deleted meanwhile is skipped (and not brought back), one
+    """Nobody publishes again: once the journal has made no progress for a second (its writer
+    died), a receive on a subscription the journal had not reached finishes it, for every
+    subscription. A subscription deleted meanwhile is skipped (and not brought back), one
     created meanwhile gets nothing of the earlier publish."""
     topic = wide_topic(admin)
     killed_publish(url, topic, api, chunks=1)
     assert int(journal(raw_redis, topic)[b"cur"]) == 3
     admin.delete_subscription(topic, "s07")
     admin.create_subscription(topic, "late")
+    until_stalled(raw_redis, topic)
     assert drain(client, topic, "s11") == bodies("a")
     assert not journal(raw_redis, topic)
     for s in SUBS:
@@ -179,6 +229,7 @@ def test_a_killed_publisher_is_finished_by_a_session_receiver(
         admin.create_subscription(topic, s, requires_session=True)
     killed_publish(url, topic, api, chunks=1, session="S")
     assert int(journal(raw_redis, topic)[b"cur"]) == 3
+    until_stalled(raw_redis, topic)
     for s in reversed(SUBS):  # s11 first: the journal had not reached it
         with client.get_subscription_receiver(topic, s, session_id=session_id, max_wait_time=0.5) as r:
             got: list[str] = []
@@ -239,3 +290,108 @@ def test_a_resend_of_a_killed_publish_is_a_duplicate(
     assert not journal(raw_redis, topic)
     for s in SUBS:
         assert drain(client, topic, s) == bodies("a"), s
+
+
+@killing
+def test_a_receive_leaves_a_live_publish_to_its_publisher_and_a_publish_finishes_it_first(
+    admin: Any, client: Any, raw_redis: Any, url: str, api: str
+) -> None:
+    """A receive does not wait for a fan-out whose writer is making progress: a subscription the
+    journal has not reached receives what it has (nothing yet) and the journal is where it was;
+    one it reached receives its copies. A publish finishes any pending journal first, live or
+    not, so every subscription still has the messages in order."""
+    topic = wide_topic(admin)
+    killed_publish(url, topic, api, chunks=1)
+    live(raw_redis, topic)
+    before = journal(raw_redis, topic)
+    assert drain(client, topic, "s11") == []
+    assert journal(raw_redis, topic) == before  # the receive did not help: no chunk written
+    assert drain(client, topic, "s00") == bodies("a")  # the start call wrote its chunk
+    with client.get_topic_sender(topic) as sender:
+        sender.send_messages(batch("b"))
+    assert not journal(raw_redis, topic)
+    assert drain(client, topic, "s00") == bodies("b")
+    for s in SUBS[3:]:
+        assert drain(client, topic, s) == bodies("a", "b"), s
+
+
+def test_a_wide_cancel_removes_every_copy(admin: Any, client: Any, raw_redis: Any) -> None:
+    """50 messages x 12 subscriptions are 600 copies, over a cancel call's 200
+    (protocol/cancel_topic_scheduled.py's CHUNK): a start call and three chunks. Every copy is
+    gone with its bytes, a second cancel of the numbers is refused, and the topic goes on."""
+    from datetime import UTC, datetime, timedelta
+
+    from sbredis._core.protocol import cancel_topic_scheduled
+    from sbredis.exceptions import MessageNotFoundError
+
+    assert cancel_topic_scheduled.CHUNK == 200
+    topic = wide_topic(admin)
+    with client.get_topic_sender(topic) as sender:
+        seqs = sender.schedule_messages(batch("s"), datetime.now(UTC) + timedelta(hours=1))
+        assert peeked(client, topic, "s11") == bodies("s")
+        sender.cancel_scheduled_messages(seqs)
+        assert not journal(raw_redis, topic)
+        with pytest.raises(MessageNotFoundError):
+            sender.cancel_scheduled_messages(seqs)
+        sender.send_messages(ServiceBusMessage("after"))
+    for s in SUBS:
+        assert peeked(client, topic, s) == ["after"], s
+        assert admin.get_subscription_runtime_properties(topic, s).total_message_count == 1, s
+
+
+@killing
+@pytest.mark.parametrize("then", ["publish", "receive", "cancel"])
+def test_a_killed_cancel_is_finished(admin: Any, client: Any, raw_redis: Any, url: str, then: str) -> None:
+    """A canceller killed after one chunk: the cancel stands (its numbers are refused again at
+    once) and its journal is finished by the next publish (first, so the message published
+    after it is the only one anywhere), by a receive once it has stalled, or by the next wide
+    cancel (before its own start call)."""
+    from datetime import UTC, datetime, timedelta
+
+    from sbredis.exceptions import MessageNotFoundError
+
+    topic = wide_topic(admin)
+    with client.get_topic_sender(topic) as sender:
+        other = sender.schedule_messages(batch("o"), datetime.now(UTC) + timedelta(hours=1))
+    seqs = killed_cancel(url, topic, chunks=1)
+    j = journal(raw_redis, topic)
+    assert j[b"id"].startswith(b"c") and int(j[b"cur"]) == 1
+    left = peeked(client, topic, "s11")[N:]  # after batch("o"): the chunk took the first messages' copies
+    assert 0 < len(left) < N and left == bodies("c")[-len(left) :]
+    with client.get_topic_sender(topic) as sender:
+        with pytest.raises(MessageNotFoundError):
+            sender.cancel_scheduled_messages(seqs[:1])
+        if then == "publish":
+            sender.send_messages(ServiceBusMessage("after"))
+        elif then == "cancel":
+            sender.cancel_scheduled_messages(other)  # 600 copies: a wide cancel of its own
+        else:
+            until_stalled(raw_redis, topic)
+            assert drain(client, topic, "s11") == []
+    assert not journal(raw_redis, topic)
+    expected = {"publish": [*bodies("o"), "after"], "receive": bodies("o"), "cancel": []}[then]
+    for s in SUBS:
+        assert peeked(client, topic, s) == expected, s
+        assert admin.get_subscription_runtime_properties(topic, s).total_message_count == (then == "publish"), s
+
+
+@killing
+def test_a_cancelled_message_that_falls_due_is_never_received(
+    admin: Any, client: Any, raw_redis: Any, url: str
+) -> None:
+    """A cancel's journal whose writer is live (not stalled) but whose messages fall due: a
+    receive finishes the cancel first, so no subscription hands out a cancelled copy."""
+    from datetime import UTC, datetime, timedelta
+
+    topic = wide_topic(admin)
+    at = datetime.now(UTC) + timedelta(seconds=5)
+    killed_cancel(url, topic, chunks=1, at=at)
+    live(raw_redis, topic)
+    deadline = time.monotonic() + 15
+    while server_ms(raw_redis) <= int(at.timestamp() * 1000):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert drain(client, topic, "s11") == []
+    assert not journal(raw_redis, topic)
+    for s in SUBS:
+        assert drain(client, topic, s) == [], s

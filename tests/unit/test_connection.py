@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -144,7 +145,7 @@ async def make():
 try:
     client = asyncio.run(make()) if api.__name__ == "sbredis.aio" else api.ServiceBusClient("memory://nofake")
 except InvalidArgumentError as e:
-    print("InvalidArgumentError:", e.message)
+    print("InvalidArgumentError:", e)
 else:
     print("made", client)
 """
@@ -162,6 +163,12 @@ def test_memory_url_without_fakeredis_is_a_typed_error(api: str, missing: str) -
     out = proc.stdout.strip()
     assert out.startswith("InvalidArgumentError: ") and "memory://nofake" in out
     assert "pip install 'sbredis[memory]'" in out
+    assert out.count("TrackingId:") == 1, out  # the typed error as raised, not wrapped in another
+    assert re.fullmatch(
+        r"InvalidArgumentError: memory://nofake needs fakeredis with Lua: pip install 'sbredis\[memory\]' "
+        r"TrackingId:[0-9a-f]{32}",
+        out,
+    ), out
 
 
 @pytest.mark.parametrize("broken", [False, True], ids=["not-importable", "no-spec"])

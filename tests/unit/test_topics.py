@@ -12,6 +12,7 @@ from redis.crc import key_slot
 from sbredis import ServiceBusMessage
 from sbredis._core import codec, fanout, keys, topic_entity
 from sbredis._core.entity import MIN_IDLE_ENV, build_queue, min_auto_delete_on_idle
+from sbredis._core.protocol import forward_out
 from sbredis._core.rules import RuleSyntaxError, SqlRuleAction, SqlRuleFilter
 from sbredis.exceptions import InvalidArgumentError, InvalidOperationError, MessageSizeExceededError
 
@@ -175,8 +176,9 @@ def test_stale_reply_rebuilds_the_call() -> None:
 
 def test_outbox_parsing_and_dead_letter_annotation() -> None:
     blob = ServiceBusMessage("body", message_id="m", application_properties={"x": 1}).encoded()
-    reply = [10, b"inc", b"3", b"q2", b"2", b"0", blob, b"bad", b"why"]
+    reply = [10, b"inc", 0, b"3", b"q2", b"2", b"0", blob, b"bad", b"why"]
     inc, [e] = fanout.parse_outbox(reply)
+    assert not forward_out.more(reply) and forward_out.more([10, b"inc", 1])
     assert inc == "inc" and (e.seq, e.destination, e.hop, e.expires_ms) == (3, "q2", 2, 0)
     out = fanout.delivered_blob(e, "q1")
     header = codec.header_of(out)

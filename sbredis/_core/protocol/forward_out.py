@@ -37,11 +37,17 @@ def call(path: str, partition: int) -> Call:
     return Call(scripts.load(NAME), outbox_keys(path, partition), (OUTBOX_MOVE, OUTBOX_RETURN, SWEEP_LIMIT), partition)
 
 
+def more(reply: list[Any]) -> bool:
+    """Whether the call's sweep stopped on its expiry budget with expired messages left: a
+    message to forward may wait behind them, so the drain calls again."""
+    return int(reply[2]) == 1
+
+
 def parse(reply: list[Any]) -> tuple[str, list[OutboxEntry]]:
     """(incarnation, entries)."""
     inc = text(reply[1])
     out = []
-    for i in range(2, len(reply), 7):
+    for i in range(3, len(reply), 7):
         out.append(
             OutboxEntry(
                 int(reply[i]),

@@ -28,6 +28,7 @@ STALE = -1  # first element of a reply that carries the current subscription set
 PENDING = -2  # first element of a reply that names a pending fan-out journal
 CONTINUE = "+"  # ARGV[1] of a continuation call
 BUDGET = 200  # a call's work: 2 per subscription, 1 per subscription x message (publish.lua's BUDGET)
+BUDGET_BYTES = 65536  # and 1 per subscription x this many bytes of the messages (publish.lua's BUDGET_BYTES)
 
 
 @dataclass
@@ -67,17 +68,19 @@ def check_keys(topic: str, partition: int, names: Sequence[str]) -> tuple[str, .
     return tuple(ks)
 
 
-def _publish_keys(topic: str, partition: int, names: Sequence[str], n: int) -> tuple[str, ...]:
+def _publish_keys(topic: str, partition: int, names: Sequence[str], msg_args: Sequence[Any]) -> tuple[str, ...]:
     """A publish call's KEYS: a wide one (split: it never runs as one call) gets no
     subscription's, its calls get their chunk's."""
-    return fan_keys(topic, partition, () if len(names) > chunk_size(n) else names)
+    n = len(msg_args) // PER_MESSAGE
+    nbytes = sum(len(blob) for blob in msg_args[PER_MESSAGE - 1 :: PER_MESSAGE])
+    return fan_keys(topic, partition, () if len(names) > chunk_size(n, nbytes) else names)
 
 
 def call(topic: str, partition: int, subs: TopicSubs, source: str, msg_args: Sequence[Any]) -> Call:
     """`msg_args`: PER_MESSAGE per message; `source` '' for a send, else the forwarding source."""
     n = len(msg_args) // PER_MESSAGE
     args = (subs.version, len(subs.names), *subs.names, source, n, *msg_args)
-    return Call(scripts.load(NAME), _publish_keys(topic, partition, subs.names, n), args, partition)
+    return Call(scripts.load(NAME), _publish_keys(topic, partition, subs.names, msg_args), args, partition)
 
 
 def rebuild(c: Call, topic: str, subs: TopicSubs) -> Call:
@@ -85,7 +88,7 @@ def rebuild(c: Call, topic: str, subs: TopicSubs) -> Call:
     k = int(c.args[1])
     rest = c.args[2 + k :]
     if c.script.name == NAME:
-        ks = _publish_keys(topic, c.partition, subs.names, int(rest[1]))
+        ks = _publish_keys(topic, c.partition, subs.names, rest[2 : 2 + PER_MESSAGE * int(rest[1])])
     else:
         ks = topic_keys(topic, c.partition, subs.names)
     return Call(c.script, ks, (subs.version, len(subs.names), *subs.names, *rest), c.partition, c.gen)
@@ -122,9 +125,17 @@ class Journal:
     names: tuple[str, ...]
 
 
-def chunk_size(n: int) -> int:
-    """How many subscriptions one call writes for `n` messages (publish.lua's chunk_of)."""
-    return max(1, BUDGET // (2 + n))
+def chunk_size(n: int, nbytes: int = 0) -> int:
+    """How many subscriptions one call writes for `n` messages of `nbytes` (publish.lua's chunk_of)."""
+    return max(1, BUDGET // (2 + n + nbytes // BUDGET_BYTES))
+
+
+def bytes_of(c: Call) -> int:
+    """The bytes of the messages' blobs a publish call carries."""
+    k = int(c.args[1])
+    n = int(c.args[3 + k])
+    first = 4 + k + PER_MESSAGE - 1  # the first message's blob
+    return sum(len(c.args[first + PER_MESSAGE * i]) for i in range(n))
 
 
 def messages_of(c: Call) -> int:
@@ -139,13 +150,13 @@ def splits(c: Call) -> bool:
     if c.script.name != NAME or c.args[0] == CONTINUE:
         return False
     k = int(c.args[1])
-    return k > chunk_size(int(c.args[3 + k]))
+    return k > chunk_size(int(c.args[3 + k]), bytes_of(c))
 
 
 def check_calls(c: Call, topic: str) -> list[Call]:
     """Read-only calls that refuse a wide publish as its one call would (NOTFOUND, DISABLED, SIZE,
     QUOTA, NOSESSION), each over one chunk of its subscriptions, naming only those."""
-    k, size = int(c.args[1]), chunk_size(messages_of(c))
+    k, size = int(c.args[1]), chunk_size(messages_of(c), bytes_of(c))
     rest = c.args[2 + k :]
     out = []
     for a in range(0, k, size):
