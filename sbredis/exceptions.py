@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 import uuid
-from importlib.abc import Loader, MetaPathFinder
 from importlib.machinery import ModuleSpec, PathFinder
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 # and take azure-core's classes as bases when it is imported (_AzureBases): code that names
 # azure-core's errors has imported them, so it always sees them as bases.
 if TYPE_CHECKING:
+    from importlib.abc import Loader
+
     from azure.core.exceptions import HttpResponseError as _HttpResponseError
     from azure.core.exceptions import ResourceExistsError as _ResourceExistsError
     from azure.core.exceptions import ResourceNotFoundError as _ResourceNotFoundError
@@ -204,7 +205,7 @@ def _take_azure_bases(azure_exceptions: ModuleType) -> None:
         )
 
 
-class _AzureBasesLoader(Loader):
+class _AzureBasesLoader:  # importlib.abc's bases would import importlib.resources, tempfile, ...
     """azure.core.exceptions' own loader, then _take_azure_bases."""
 
     def __init__(self, loader: Loader) -> None:
@@ -221,7 +222,7 @@ class _AzureBasesLoader(Loader):
         return getattr(self._loader, name)
 
 
-class _AzureBases(MetaPathFinder):
+class _AzureBases:
     """Finds azure.core.exceptions (once) and loads it through _AzureBasesLoader."""
 
     def find_spec(self, fullname: str, path: Any = None, target: ModuleType | None = None) -> ModuleSpec | None:
@@ -230,7 +231,7 @@ class _AzureBases(MetaPathFinder):
         sys.meta_path.remove(self)
         spec = PathFinder.find_spec(fullname, path, target)
         if spec is not None and spec.loader is not None:
-            spec.loader = _AzureBasesLoader(spec.loader)
+            spec.loader = _AzureBasesLoader(spec.loader)  # type: ignore[assignment]
         return spec
 
 
