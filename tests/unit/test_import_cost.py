@@ -13,8 +13,9 @@ import sys
 import pytest
 
 # Modules sbredis used to load on import without needing them there: azure-core's package (its HTTP
-# pipeline) for three exception bases.
-HEAVY = ("azure.core", "azure.core.exceptions", "azure.core.pipeline")
+# pipeline) for three exception bases, and the paired-namespace package, which only a client made
+# with paired_namespace= uses.
+HEAVY = ("azure.core", "azure.core.exceptions", "azure.core.pipeline", "sbredis.paired")
 
 PUBLIC_MODULES = (
     "sbredis",
