@@ -1,6 +1,6 @@
 """sbredis: Azure Service Bus semantics on Redis (sync API; ``sbredis.aio`` has the async one)."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import exceptions
 from ._enums import (
@@ -18,16 +18,23 @@ from ._sync._renewer import AutoLockRenewer
 from ._sync._sender import ServiceBusSender
 from ._sync._session import ServiceBusSession
 from ._sync._transaction import ServiceBusTransaction
-from .paired import PairedNamespaceMetrics, SendAvailabilityPairedNamespaceOptions
+
+if TYPE_CHECKING:
+    from .paired import PairedNamespaceMetrics, SendAvailabilityPairedNamespaceOptions
 
 __version__ = "0.1.0"
+_PAIRED = ("PairedNamespaceMetrics", "SendAvailabilityPairedNamespaceOptions")  # lazy: only a paired client uses them
 
 
-def __getattr__(name: str) -> Any:  # lazy: sbredis.worker imports sbredis
-    if name == "App":
+def __getattr__(name: str) -> Any:
+    if name == "App":  # lazy: sbredis.worker imports sbredis
         from .worker import App
 
         return App
+    if name in _PAIRED:
+        from . import paired
+
+        return getattr(paired, name)
     raise AttributeError(f"module 'sbredis' has no attribute {name!r}")
 
 

@@ -99,9 +99,14 @@ _LAST_MS = codec.to_ms(datetime.max)
 def check_properties(props: Any) -> None:
     """Raises InvalidArgumentError unless `props` is a dict of application properties sbredis can
     store: str keys (or UTF-8 bytes), values of the supported types, text UTF-8 can carry."""
-    if not isinstance(props, Mapping):
+    if type(props) is not dict and not isinstance(props, Mapping):
         raise InvalidArgumentError("application_properties must be a dict")
     for key, value in props.items():
+        # the common case first, at a type() lookup each (this runs twice per message sent)
+        if type(key) is str and key.isascii():
+            kind = type(value)
+            if (kind is str and value.isascii()) or kind is int or kind is float or kind is bool or value is None:
+                continue
         if isinstance(key, str):
             if not key.isascii():
                 utf8_text("an application property key", key)
@@ -221,6 +226,9 @@ class ServiceBusMessage:
             self._h: dict[str, Any] | None = {"id": os.urandom(16).hex()}
             # the header holds only a generated id until a setter below or later changes it (_set)
             self._blob: bytes | None = _ID_ONLY if self._props is None else None
+        elif type(message_id) is str and 0 < len(message_id) <= MAX_ID_LENGTH and message_id.isascii():
+            self._blob = None  # what the message_id setter does for such an id, without its checks' cost
+            self._h = {"id": message_id}
         else:
             self._blob = None
             self._h = {}

@@ -70,9 +70,15 @@ def spread(mid: Any) -> bytes:
     return _SPACES[ord(last) & 15 if digit is None else digit]
 
 
+def _plain(text: str) -> bool:
+    """Whether JSON writes ``text`` as it is between its quotes: no quote, backslash or control
+    character (isprintable is False for those, and for a lone surrogate, which UTF-8 refuses)."""
+    return text.isprintable() and '"' not in text and "\\" not in text
+
+
 def encode(header: dict[str, Any], body: bytes) -> bytes:
     mid = header.get("id")
-    if len(header) == 1 and type(mid) is str and mid.isascii() and mid.isalnum():
+    if len(header) == 1 and type(mid) is str and _plain(mid):
         h = b'{%s"id":"%s"}' % (spread(mid), mid.encode())  # the JSON encoder's, without its cost
     else:
         h = ("".join(_C_JSON(header, 0)) if _C_JSON is not None else _PY_JSON(header)).encode()
