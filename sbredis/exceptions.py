@@ -8,33 +8,23 @@ ported from the Azure SDK that catches those keeps working.
 
 from __future__ import annotations
 
-import sys
 import uuid
-from importlib.machinery import ModuleSpec, PathFinder
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-# Three errors below are also azure-core's errors (the azure extra), which code ported from the SDK
-# catches. Importing azure.core costs a quarter of `import sbredis` (its package imports its whole
-# HTTP pipeline), so until something else imports azure.core.exceptions they derive from stand-ins,
-# and take azure-core's classes as bases when it is imported (_AzureBases): code that names
-# azure-core's errors has imported them, so it always sees them as bases.
-if TYPE_CHECKING:
-    from importlib.abc import Loader
-
+try:  # the azure extra: azure-core's errors, which code ported from the SDK catches
     from azure.core.exceptions import HttpResponseError as _HttpResponseError
     from azure.core.exceptions import ResourceExistsError as _ResourceExistsError
     from azure.core.exceptions import ResourceNotFoundError as _ResourceNotFoundError
-else:
+except ImportError:  # pragma: no cover - the tests run with azure-core
 
-    class _HttpResponseError(Exception):
-        """Stands in for azure-core's HttpResponseError until azure-core is imported."""
+    class _HttpResponseError(Exception):  # type: ignore[no-redef]
+        """Stands in for azure-core's HttpResponseError when it is not installed."""
 
-    class _ResourceExistsError(_HttpResponseError):
-        """Stands in for azure-core's ResourceExistsError until azure-core is imported."""
+    class _ResourceExistsError(_HttpResponseError):  # type: ignore[no-redef]
+        """Stands in for azure-core's ResourceExistsError when it is not installed."""
 
-    class _ResourceNotFoundError(_HttpResponseError):
-        """Stands in for azure-core's ResourceNotFoundError until azure-core is imported."""
+    class _ResourceNotFoundError(_HttpResponseError):  # type: ignore[no-redef]
+        """Stands in for azure-core's ResourceNotFoundError when it is not installed."""
 
 
 class ServiceBusError(Exception):
@@ -188,55 +178,3 @@ __all__ = [
     "SessionCannotBeLockedError",
     "SessionLockLostError",
 ]
-
-
-_AZURE_EXCEPTIONS = "azure.core.exceptions"
-
-
-def _take_azure_bases(azure_exceptions: ModuleType) -> None:
-    """Put azure-core's errors in place of their stand-ins in our classes' bases (subclasses such
-    as InvalidArgumentError follow: Python recomputes their MRO)."""
-    for cls in (MessagingEntityNotFoundError, MessagingEntityAlreadyExistsError, InvalidOperationError):
-        cls.__bases__ = tuple(
-            getattr(azure_exceptions, b.__name__.lstrip("_"))
-            if b in (_HttpResponseError, _ResourceExistsError, _ResourceNotFoundError)
-            else b
-            for b in cls.__bases__
-        )
-
-
-class _AzureBasesLoader:  # importlib.abc's bases would import importlib.resources, tempfile, ...
-    """azure.core.exceptions' own loader, then _take_azure_bases."""
-
-    def __init__(self, loader: Loader) -> None:
-        self._loader = loader
-
-    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        self._loader.exec_module(module)
-        _take_azure_bases(module)
-
-    def __getattr__(self, name: str) -> Any:  # get_source, get_filename, ... for tracebacks and inspect
-        return getattr(self._loader, name)
-
-
-class _AzureBases:
-    """Finds azure.core.exceptions (once) and loads it through _AzureBasesLoader."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: ModuleType | None = None) -> ModuleSpec | None:
-        if fullname != _AZURE_EXCEPTIONS:
-            return None
-        sys.meta_path.remove(self)
-        spec = PathFinder.find_spec(fullname, path, target)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _AzureBasesLoader(spec.loader)  # type: ignore[assignment]
-        return spec
-
-
-if not TYPE_CHECKING:
-    if _AZURE_EXCEPTIONS in sys.modules:
-        _take_azure_bases(sys.modules[_AZURE_EXCEPTIONS])
-    else:
-        sys.meta_path.insert(0, _AzureBases())
