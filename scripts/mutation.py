@@ -182,22 +182,22 @@ LUA = [
     lua(
         "held-nonce",
         "includes/messages.lua",
-        "if rec and string.sub(rec, 1, #p) == p and",
-        "if rec and",
+        "    if rec and string.sub(rec, 1, #p) == p then\n      local u",
+        "    if rec then\n      local u",
         "held(): a lock record held by another nonce counts as ours",
     ),
     lua(
         "held-elapsed",
         "includes/messages.lua",
-        "(not untl or (untl[i] and tonumber(untl[i]) >= now))",
-        "true",
+        "elseif tonumber(u) >= now then",
+        "else",
         "held(): an elapsed lock still counts as held",
     ),
     lua(
         "held-boundary",
         "includes/messages.lua",
-        "tonumber(untl[i]) >= now",
-        "tonumber(untl[i]) > now",
+        "elseif tonumber(u) >= now then",
+        "elseif tonumber(u) > now then",
         "held(): a lock ending this very ms counts as lost",
     ),
     lua(
@@ -424,15 +424,15 @@ LUA = [
     lua(
         "cf-status",
         "complete.lua",
-        "if status and status ~= 'Disabled' and status ~= 'ReceiveDisabled' then",
-        "if status then",
+        "if status and status ~= 'Disabled' and status ~= 'ReceiveDisabled'\n",
+        "if status\n",
         "complete fast path: a receive-disabled entity's message is completed",
     ),
     lua(
         "cf-nonce",
         "complete.lua",
-        "local untl = rec and string.sub(rec, 1, #p) == p and redis.call",
-        "local untl = rec and redis.call",
+        "if rec and string.sub(rec, 1, #p) == p then",
+        "if rec then",
         "complete fast path: a lock record held by another nonce counts as ours",
     ),
     lua(
@@ -451,10 +451,11 @@ LUA = [
     ),
     lua(
         "cf-session",
-        "complete.lua",
-        "if tail > #rec then",
-        "if true then",
-        "complete fast path: a session message completed without leaving its session",
+        "includes/messages.lua",
+        "  if sid then return nonce .. '|' .. home",
+        "  if false then return nonce .. '|' .. home",
+        "lock records: a session message's carries its lock's end and no session id, so complete's "
+        "fast path takes it without leaving its session",
     ),
     lua(
         "cf-xdel",

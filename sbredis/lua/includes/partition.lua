@@ -155,14 +155,18 @@ end
 -- a member is longer than hash- / zset-max-ziplist-value, 64 by default; that member is removed
 -- again at once), so each pair costs O(1) / O(log n) now and in the calls that follow.
 -- (byte 255 never occurs in UTF-8, so no message id, session id or seq can be this member)
-local WIDE = string.char(255) .. string.rep('~', 64)
+-- (no string.rep, and the pad pairs built only when a batch is that large: this file's opening
+-- runs at every call of every script)
+local WIDE = string.char(255) .. '~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~'
 local WIDE_ITEMS = 32
-local WIDE_PAD = {HSET = {WIDE, '', 'HDEL'}, ZADD = {0, WIDE, 'ZREM'}}  -- pad pair, its removal
 
 -- Redis caps the arguments one Lua call can unpack; large batches go in slices.
 local function call_many(cmd, key, items)
   local n = #items
-  local pad = n >= WIDE_ITEMS and WIDE_PAD[cmd]
+  local pad = nil  -- pad pair, its removal
+  if n >= WIDE_ITEMS then
+    if cmd == 'HSET' then pad = {WIDE, '', 'HDEL'} elseif cmd == 'ZADD' then pad = {0, WIDE, 'ZREM'} end
+  end
   if pad then redis.call(cmd, key, pad[1], pad[2]) end
   local i = 1
   while i <= n do
