@@ -552,6 +552,15 @@ def _cpu_ratio(loop: Json, raw: Json) -> str:
     return ratio((b["client"] + b["server"]) / (a["client"] + a["server"])) if a and b else ""
 
 
+def _load(m: Json) -> str:
+    """The load average around a run, when the file records it."""
+    if "load_average_before" not in m:
+        return ""
+    before, after = (", ".join(f"{x:.1f}" for x in m[k]) for k in ("load_average_before", "load_average_after"))
+    cpus = m.get("cpu_count")
+    return f" Load average (1, 5, 15 min) on the {cpus} shared CPUs: {before} before the run, {after} after."
+
+
 def loops(d: Json) -> Iterator[str]:
     before = d.get("before") or {}
     was = f" ({before['label']})" if before else ""
@@ -564,7 +573,13 @@ def loops(d: Json) -> Iterator[str]:
         "per message: the client process's (user + system) / redis-server's (INFO cpu); on this "
         "shared machine they move far less from run to run than the rates do, so the table also "
         "gives the ratio they imply (the raw op's client + server CPU over the loop's)."
-        + (f" Before: the same benchmark on {before['label']}, run right after on the same machine." if before else "")
+        + (
+            f" Before: the same benchmark on {before['label']}, "
+            + (before.get("when") or "run right after on the same machine.")
+            if before
+            else ""
+        )
+        + _load(d["machine"])
     )
     yield ""
     rows = []

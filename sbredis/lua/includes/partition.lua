@@ -19,7 +19,9 @@
   A group is: log (stream, id "<seq>-0", fields b blob, e enqueued ms, x expires ms [, r, rd, os]),
   ready (zset seq -> seq: available, oldest first; in the main queue of a non-session entity only
   those at or below the cursor, the rest are available with no index), locked (zset seq -> locked-until ms),
-  lk (hash seq -> lock record "nonce|home|expires|size|delivery count"), dc (hash seq ->
+  lk (hash seq -> lock record "nonce|locked-until|home|expires|size|delivery count", or for a
+  session message "nonce|home|expires|size|delivery count|session id": includes/messages.lua's
+  lock_record), dc (hash seq ->
   delivery count of a message not locked now: a lock carries the count in its record),
   deferred (zset seq -> seq).
   ARGV[1] of every message script names the group it works on: 'm' main queue, 'd' dead-letter.
