@@ -114,9 +114,20 @@ def core(d: Json, *, server_in_title: bool = False) -> Iterator[str]:
     yield from table([*header, "server µs/msg sb / raw"], rows)
     yield (
         "\\* raw figure from the 1-partition row. Spread: (max - min) / median of the sbredis rounds. Server "
-        "µs/msg: Redis-side command time per message (`INFO commandstats`), median of the rounds."
+        "µs/msg: Redis-side command time per message (`INFO commandstats`), median of the rounds." + _single_rows(d)
     )
     yield ""
+
+
+def _single_rows(d: Json) -> str:
+    """The single-operation rows come from a later run than the others, when the file says so."""
+    s = d.get("single_rows")
+    if not s:
+        return ""
+    return (
+        f" The single-operation rows are from a later `--{s['mode']}` run ({s['date']}, load average "
+        f"{s['load_average_1min']:.1f}), after the one-message settlement work of the loops section below."
+    )
 
 
 def floors(d: Json) -> Iterator[str]:
