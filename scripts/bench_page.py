@@ -752,11 +752,15 @@ LOOP_FINDINGS = [
     "tables costs 3.5-4.5 µs a call over a script that returns at once (1.7-1.9 µs); building "
     "call_many's pad pairs only for a batch large enough to need them saved about 1 µs of it. "
     "Naming keys lazily (on first use) would save an estimated 1.5-2 µs a call more; not done.",
-    "- **Receive's one-message path** (11 commands past the cursor) and **send's fast path** (5) "
-    "were left as they were: three of receive's are the checks that nothing is due for the sweep "
-    "(schedules, elapsed locks, expiries), which only a next-due time kept by every writer of "
-    "those sets could fold into one read; send's are its reads and writes of cfg and st, the "
-    "clock and the XADD.",
+    "- **Receive's one-message path** checked that nothing is due for the sweep with three reads "
+    "(due schedules, elapsed locks, expiries). Between one-message receives the three sets are "
+    "usually all absent (no TTL, no schedule, the last lock completed), and one `EXISTS` of the "
+    "three answers for them: 2.6 µs less per call than two of the reads on absent keys (5.5 "
+    "against 2.9 µs with the clock read, six alternating blocks of 20,000), the three reads only "
+    "when one of the sets exists. A receive and a complete one after the other, with this and "
+    "the complete above: 29.4 to 26.1 "
+    "script µs per call (six alternating blocks of 2,000 on one server). **Send's fast path** (5 "
+    "commands: its reads and writes of cfg and st, the clock and the XADD) was left as it was.",
     "",
     "Not reached: an iterating loop at 0.8x the raw round-trip rate (now 0.58x sync and 0.66x "
     "async by CPU, from 0.49x and 0.59-0.63x) and single operations at 1.3x the comparable raw "

@@ -551,6 +551,14 @@ LUA = [
         "receive fast path: taken with an elapsed lock to release (the message waits behind newer ones)",
     ),
     lua(
+        "rf-exists",
+        "receive.lua",
+        "redis.call('EXISTS', K_SCHED, MAIN.locked, K_EXP) == 0",
+        "redis.call('EXISTS', K_SCHED, K_EXP) == 0",
+        "receive fast path: the shortcut for absent sweep sets overlooks the locked set (an elapsed "
+        "lock waits behind newer messages)",
+    ),
+    lua(
         "rf-dc",
         "receive.lua",
         "dc = (tonumber(dc) or 0) + 1",
