@@ -19,7 +19,11 @@ sizes of one round run in turn so that the machine's load hits all of them alike
   EVALSHA wall time (INFO commandstats) per expired message;
 - ``client_gap_us``: the receive's wall time not spent inside EVALSHA, per call (the client's
   own time and the round trip between calls);
-- ``client_cpu_ms``: the client process's CPU time during the receive (resource.getrusage).
+- ``client_cpu_ms``: the client process's CPU time during the receive (resource.getrusage);
+- ``server_wait_ms``: how long redis-server waited for a CPU during the receive
+  (/proc/<pid>/schedstat, a local server only): what the machine's load added to the wall time;
+- ``load1``: the 1-minute load average when the round's case started (recorded, since the machine
+  is shared).
 
 Results go to bench/results/expiry.json with the machine and versions. Nothing is asserted.
 """
@@ -64,6 +68,23 @@ def client_cpu_s() -> float:
     return u.ru_utime + u.ru_stime
 
 
+def server_wait_s(pid: int | None) -> float:
+    """Time redis-server's threads have waited on a run queue (0 when not readable)."""
+    if pid is None:
+        return 0.0
+    try:
+        return sum(int((t / "schedstat").read_text().split()[1]) for t in Path(f"/proc/{pid}/task").iterdir()) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def load1() -> float:
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError):
+        return 0.0
+
+
 def server_ms(raw: redis.Redis) -> int:
     s, us = raw.time()
     return int(s) * 1000 + int(us) // 1000
@@ -87,6 +108,10 @@ def spread(xs: list[float]) -> float:
 def one(
     client: ServiceBusClient, admin: ServiceBusAdministrationClient, raw: redis.Redis, case: str, n: int
 ) -> dict[str, float]:
+    la = load1()
+    pid = int(raw.info("server")["process_id"]) if Path("/proc/self").exists() else None
+    if pid is not None and not Path(f"/proc/{pid}").exists():
+        pid = None  # a server on another host
     q = f"exp-{case}-{uuid.uuid4().hex[:8]}"
     kw: dict[str, Any] = {}
     if case == "dead_letter":
@@ -111,12 +136,13 @@ def one(
         raw.config_set("slowlog-log-slower-than", 0)
         raw.slowlog_reset()
         raw.config_resetstat()
-        cpu0, ccpu0 = cpu_s(raw), client_cpu_s()
+        cpu0, ccpu0, w0 = cpu_s(raw), client_cpu_s(), server_wait_s(pid)
         t0 = time.perf_counter()
         got = r.receive_messages(max_message_count=1, max_wait_time=10)
         wall = time.perf_counter() - t0
         ccpu = client_cpu_s() - ccpu0
         cpu = cpu_s(raw) - cpu0
+        waited = server_wait_s(pid) - w0
         calls, us = evalsha(raw)
         slow = [
             int(e["duration"])
@@ -136,6 +162,8 @@ def one(
         "script_us_per_expired": us / n,
         "client_gap_us": (wall * 1e6 - us) / max(calls, 1),
         "client_cpu_ms": ccpu * 1000,
+        "server_wait_ms": waited * 1000,
+        "load1": la,
     }
 
 
@@ -175,7 +203,7 @@ def main() -> None:
     keys = ("wall_ms", "calls", "max_call_us", "server_us_per_expired", "script_us_per_expired", "client_gap_us")
     for (c, n), rs in runs.items():
         row: dict[str, Any] = {"case": c, "expired": n, "all_received": all(r["ok"] for r in rs)}
-        for k in (*keys, "client_cpu_ms"):
+        for k in (*keys, "client_cpu_ms", "server_wait_ms", "load1"):
             xs = [r[k] for r in rs]
             row[k] = round(statistics.median(xs), 2)
             row[k + "_spread"] = spread(xs)

@@ -22,8 +22,13 @@ sbredis, LLEN + the unacked hash for kombu's Redis transport). A native round pr
 to the last. Each round also records the CPU time per task of the worker (/proc; a Celery worker
 with its pool's children) and of redis-server (INFO cpu) over the timed span (for Celery from just
 before the producer starts), which a loaded machine changes far less than tasks/s.
-Figures are medians of --rounds rounds; the workers alternate within a round, and the Celery
-table gives each config's sbredis:// / redis:// ratio as the median of the same-round ratios.
+Figures are medians of --rounds rounds; the workers alternate within a round (each Celery
+config's two brokers back to back, sbredis:// first in even rounds, redis:// in odd ones), and the
+Celery table gives each config's sbredis:// / redis:// ratio as the median of the same-round
+ratios. Each Celery round also records (round_details in the JSON) the CPU per task of the worker,
+redis-server and the producer, the producer's share of the round (near 1: the round waited for
+the producer), INFO commandstats calls per task (commands run inside scripts included), the 1-minute
+load average, and the longest time the queue did not shrink once the producer was done.
 Results go to bench/results/workers.json; with --only, the rows of the workers not run are kept
 from the file (each row says when it was measured). Without --url a private redis-server is started.
 """
@@ -128,10 +133,23 @@ class Bench:
         self.client = ServiceBusClient.from_connection_string(url)
         self.queues: list[str] = []
         self.cpu: dict[tuple[Any, ...], list[tuple[float, float]]] = {}  # spec -> (worker, redis) us/task
+        self.details: dict[tuple[Any, ...], list[dict[str, Any]]] = {}  # spec -> each round's figures
 
     def redis_cpu(self) -> float:
         info = self.r.info("cpu")
         return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+    def redis_calls(self) -> dict[str, int]:
+        """INFO commandstats: calls per command (the round's share is the difference)."""
+        return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in self.r.info("commandstats").items()}
+
+    @staticmethod
+    def calls_per_task(before: dict[str, int], after: dict[str, int], n: int) -> dict[str, float]:
+        out = {k: (v - before.get(k, 0)) / n for k, v in after.items() if v - before.get(k, 0) > 0}
+        out.pop("info", None)  # the bench's own polling
+        out.pop("llen", None)
+        out.pop("hlen", None)
+        return {k: round(v, 3) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
     @staticmethod
     def proc_cpu(pid: int) -> float:
@@ -230,25 +248,64 @@ class Bench:
         try:
             self.send_celery(env, 20).wait(120)  # warm-up: the worker is consuming when these are gone
             self.drained(proc, queue, remaining, 120)
+            k0 = self.redis_calls()
             c0 = (self.tree_cpu(proc.pid), self.redis_cpu())
             producer = self.send_celery(env, self.celery_tasks)
             assert producer.stdout is not None
             t0 = float(producer.stdout.readline())
+            series: list[tuple[float, int]] = []  # (time, messages left) once the producer is done
+            sent_at, producer_cpu = (float(x) for x in producer.stdout.readline().split())
             producer.wait(600)
-            t1 = self.drained(proc, queue, remaining, 300)
+            t1 = self.drained(proc, queue, remaining, 300, series)
             c1 = (self.tree_cpu(proc.pid), self.redis_cpu())
+            k1 = self.redis_calls()
             n = self.celery_tasks
-            self.cpu.setdefault(spec, []).append((1e6 * (c1[0] - c0[0]) / n, 1e6 * (c1[1] - c0[1]) / n))
+            cpu = (1e6 * (c1[0] - c0[0]) / n, 1e6 * (c1[1] - c0[1]) / n)
+            self.cpu.setdefault(spec, []).append(cpu)
+            self.details.setdefault(spec, []).append(
+                {
+                    "tasks_per_s": n / (t1 - t0),
+                    "worker_cpu_us_per_task": round(cpu[0], 1),
+                    "redis_cpu_us_per_task": round(cpu[1], 1),
+                    "producer_cpu_us_per_task": round(1e6 * producer_cpu / n, 1),
+                    # the producer's share of the round: near 1, the round waited for the producer
+                    "producer_share": round((sent_at - t0) / (t1 - t0), 3),
+                    "redis_calls_per_task": self.calls_per_task(k0, k1, n),
+                    "loadavg_1m": os.getloadavg()[0],
+                    # the longest time the queue went without getting shorter once the producer was done
+                    "longest_stall_s": round(self.longest_stall(series), 3),
+                }
+            )
             return self.celery_tasks / (t1 - t0)
         finally:
             self.stop(proc)
             if transport == "redis":
                 self.r.delete(queue)
 
-    def drained(self, proc: subprocess.Popen[bytes], queue: str, remaining: Any, timeout: float) -> float:
+    @staticmethod
+    def longest_stall(series: list[tuple[float, int]]) -> float:
+        longest, since, last = 0.0, None, None
+        for t, n in series:
+            if last is None or n < last:
+                since, last = t, n
+            elif since is not None:
+                longest = max(longest, t - since)
+        return longest
+
+    def drained(
+        self,
+        proc: subprocess.Popen[bytes],
+        queue: str,
+        remaining: Any,
+        timeout: float,
+        series: list[tuple[float, int]] | None = None,
+    ) -> float:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if remaining(queue) == 0:
+            left = remaining(queue)
+            if series is not None:
+                series.append((time.time(), left))
+            if left == 0:
                 return time.time()
             self.check_alive(proc)
             time.sleep(0.01)
@@ -271,13 +328,16 @@ class Bench:
             proc.stderr.close()
 
     def send_celery(self, env: dict[str, str], n: int) -> subprocess.Popen[bytes]:
-        """A producer process sending n no-op tasks; it prints the time of its first send."""
+        """A producer process sending n no-op tasks; it prints the time of its first send, then the
+        time of its last and its CPU seconds from the first send on."""
         code = (
             "import time, bench_workers as b\n"
             "with b.app.producer_pool.acquire(block=True) as p:\n"
             "    b.app.send_task('noop', producer=p)\n"
             "    print(time.time(), flush=True)\n"
+            "    c0 = time.process_time()\n"
             f"    [b.app.send_task('noop', producer=p) for _ in range({n - 1})]\n"
+            "    print(time.time(), time.process_time() - c0, flush=True)\n"
         )
         return subprocess.Popen([sys.executable, "-c", code], cwd=HERE, env=env, stdout=subprocess.PIPE)
 
@@ -291,6 +351,20 @@ class Bench:
                 pass
         self.admin.close()
         self.client.close()
+
+
+def round_order(names: list[str], r: int) -> list[str]:
+    """The workers in round `r`'s order: each Celery config's two brokers next to each other,
+    sbredis:// first in even rounds and redis:// first in odd ones, so that a machine whose load
+    rises or falls through a run favours neither (single rounds on a shared machine moved by
+    2x with the load of the moment; see docs/benchmarks.md)."""
+    out = list(names)
+    if r % 2:
+        for i in range(len(out) - 1):
+            a, b = out[i], out[i + 1]
+            if a.endswith(BROKERS["sbredis"]) and b == a.replace(BROKERS["sbredis"], BROKERS["redis"]):
+                out[i], out[i + 1] = b, a
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -316,14 +390,19 @@ def main(argv: list[str] | None = None) -> int:
         from bench_core import machine_info
 
         bench = Bench(url, tasks, native)
+        load_start = os.getloadavg()
         rates: dict[str, list[float]] = {name: [] for name in workers}
         try:
             for r in range(rounds):
-                for name, spec in workers.items():
+                for name in round_order(list(workers), r):
+                    spec = workers[name]
                     rate = bench.one(spec)
                     rates[name].append(rate)
                     print(f"round {r + 1}/{rounds}  {name:56s} {rate:9,.0f} tasks/s", flush=True)
+                    if spec in bench.details:
+                        print(f"    {json.dumps(bench.details[spec][-1])}", flush=True)
             info = machine_info(bench.r)
+            info["loadavg_at_start"], info["loadavg_at_end"] = load_start, os.getloadavg()
         finally:
             bench.cleanup()
     finally:
@@ -343,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
         spread = (max(xs) - min(xs)) / med * 100 if med else 0.0
         rows[name] = {"rounds": xs, "median_tasks_per_s": med, "spread_pct": spread, "measured": today}
         cpu = bench.cpu.get(workers[name])
+        if workers[name] in bench.details:
+            rows[name]["round_details"] = bench.details[workers[name]]
         line = f"{name:56s} | {med:16,.0f} | {spread:5.0f}%"
         if cpu:
             rows[name]["worker_cpu_us_per_task"] = statistics.median(c[0] for c in cpu)

@@ -379,6 +379,14 @@ LUA = [
         ["tests/reliability/test_expiry_sweep.py", "-k", "still_live_at_the_head"],
     ),
     lua(
+        "sweep-still-clock",
+        "includes/messages.lua",
+        "if spent <= 0 then  -- the clock stands still",
+        "if false then",
+        "sweep: a clock that stands still during a script (Redis 7.2) leaves the call unbounded but for its count",
+        ["tests/reliability/test_expiry_sweep.py", "-k", "stands_still"],
+    ),
+    lua(
         "sweep-locks-late",
         "includes/messages.lua",
         "redis.call('ZRANGEBYSCORE', G.locked, '-inf', '(' .. now, 'LIMIT', 0, limit)",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import uuid
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -19,7 +20,7 @@ from typing import Any
 
 from .._core import codec
 from .._core.protocol.peek import Fields
-from .._message import ServiceBusMessage, ServiceBusReceivedMessage
+from .._message import MAX_ID_LENGTH, ServiceBusMessage, ServiceBusReceivedMessage
 from ..exceptions import InvalidArgumentError, ServiceBusError
 
 READ_FIELDS = (
@@ -205,6 +206,66 @@ def encoded_size(m: ServiceBusMessage) -> int:
     return len(m.encoded())
 
 
+class Encoded:
+    """A row already in its stored form, for the send planning (``send_plan.plan_send`` reads
+    these members of a message): a row of a body and at most a messageId, which
+    :func:`encoded_rows` encodes without building a ServiceBusMessage."""
+
+    __slots__ = ("blob", "id_text")
+    partition_key = None
+    session_id = None
+    ttl_ms = 0
+    sched_ms = 0
+
+    def __init__(self, blob: bytes, id_text: str) -> None:
+        self.blob = blob
+        self.id_text = id_text
+
+    def encoded(self) -> bytes:
+        return self.blob
+
+
+_PLAIN_TYPES = ("binary", "large_binary", "string", "large_string")
+
+
+def encoded_rows(batch: Any, limit: int) -> list[Encoded] | None:
+    """An Arrow batch's rows in their stored form, column-wise, when the batch writes only a body
+    (binary or string) and a messageId (string): the blobs :func:`to_message`'s messages encode
+    to, without a message object and its checks per row (the bulk load's larger per-row cost).
+    None when the batch has another write column, or a row that the per-row path must judge (a
+    null body, an empty or too long messageId, a message over `limit` bytes): that path names
+    or rejects the row."""
+    names = batch.schema.names
+    if "body" not in names or any(n in WRITE_COLUMNS and n not in ("body", "messageId") for n in names):
+        return None
+    body = batch.column(names.index("body"))
+    if body.null_count or str(body.type) not in _PLAIN_TYPES:
+        return None
+    bodies = body.to_pylist()
+    if str(body.type).endswith("string"):
+        bodies = [b.encode() for b in bodies]
+    if "messageId" in names:
+        ids = batch.column(names.index("messageId"))
+        if not str(ids.type).endswith("string"):
+            return None
+        mids = ids.to_pylist()
+    else:
+        mids = [None] * len(bodies)
+    out = []
+    for b, mid in zip(bodies, mids, strict=True):
+        if mid is None:  # as ServiceBusMessage makes one
+            mid = os.urandom(16).hex()
+            blob = codec.encode_generated_id(mid, b)
+        elif not mid or len(mid) > MAX_ID_LENGTH:
+            return None
+        else:
+            blob = codec.encode({"id": mid}, b)
+        if len(blob) > limit:
+            return None
+        out.append(Encoded(blob, mid))
+    return out
+
+
 def projection(schema: Any) -> tuple[int, ...]:
     """The READ_SCHEMA positions of a user's schema's fields (a subset of the read columns).
 
@@ -298,6 +359,7 @@ class ArrowPages:
         self.names = [READ_FIELDS[i][0] for i in columns]
         self.schema = pa.schema([(READ_FIELDS[i][0], types[READ_FIELDS[i][1]]) for i in columns])
         self.header = bool(_NEEDS_HEADER.intersection(self.names))
+        self.shows_state = bool({"deliveryCount", "state"}.intersection(self.names))
 
     def batch(self, entity: str, partition: int | list[int], f: Fields) -> Any:
         """`partition`: the page's partition, or each row's (a page of several partitions).

@@ -73,7 +73,9 @@ class RowSender:
                 f"cannot write to the subscription '{opts.entity}'; write to its topic (option 'topic' alone)"
             )
         self._rr = random.randrange(self._meta.partition_count)
-        self._pending: list[ServiceBusMessage] = []
+        self._pending: list[Any] = []  # ServiceBusMessage or _columns.Encoded
+        # a queue without sessions takes rows encoded column-wise (send_batches)
+        self.plain = self._meta.kind == "queue" and not self._meta.sessions
         self._bytes = 0
         self._first_row = 0
         self._rejects: IO[str] | None = None
@@ -108,6 +110,10 @@ class RowSender:
         except _columns.RowError as e:
             self._reject(index, row, str(e))
             return
+        self._queue(index, m, size)
+
+    def _queue(self, index: int, m: ServiceBusMessage | _columns.Encoded, size: int) -> None:
+        limit = self._meta.max_message_bytes
         if self._pending and (self._bytes + size > limit or len(self._pending) >= self.opts.send_batch_size):
             self.flush(index)
         if not self._pending:
@@ -151,17 +157,29 @@ class RowSender:
         self._pending = []
         self._bytes = 0
 
+    def send_batches(self, batches: Iterator[Any]) -> SendReport:
+        """Send the rows of Arrow batches: encoded column-wise where a batch allows it
+        (_columns.encoded_rows), else row by row."""
+        i = 0
+        for batch in batches:
+            fast = _columns.encoded_rows(batch, self._meta.max_message_bytes) if self.plain else None
+            if fast is None:
+                for row in batch.to_pylist():
+                    self.add(i, row)
+                    i += 1
+                continue
+            for e in fast:
+                self._queue(i, e, len(e.blob))
+                i += 1
+        self.flush(i)
+        return self.report
+
     def send_all(self, rows: Iterable[Mapping[str, Any]]) -> SendReport:
         i = -1
         for i, row in enumerate(rows):
             self.add(i, row)
         self.flush(i + 1)
         return self.report
-
-
-def _rows_of_batches(batches: Iterator[Any]) -> Iterator[dict[str, Any]]:
-    for batch in batches:
-        yield from batch.to_pylist()
 
 
 class BatchWriter(DataSourceArrowWriter):
@@ -172,7 +190,7 @@ class BatchWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[Any]) -> SendReport:
         with RowSender(self.opts, _spark_partition()) as sender:
-            return sender.send_all(_rows_of_batches(iterator))
+            return sender.send_batches(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Write the summed counts to the reportPath file, when asked."""

@@ -111,7 +111,8 @@ def _read_range(opts: SourceOptions, r: OffsetRange, columns: tuple[int, ...]) -
         # of 5000 than of 1000), while a peek call of 1000 keeps each script call short.
         held: list[tuple[int, Any]] = []
         rows = 0
-        for p, f in _broker.peek_pages_many(client, opts.entity, opts.group, ranges, opts.page_size):
+        state = pages.shows_state  # else the rows need no lock records, counts or marks read
+        for p, f in _broker.peek_pages_many(client, opts.entity, opts.group, ranges, opts.page_size, state):
             held.append((p, f))
             rows += len(f.raw)
             if rows >= _columns.BATCH_ROWS:

@@ -305,3 +305,42 @@ def test_consuming_in_an_event_loop(conn: kombu.Connection, qname: str, url: str
                 run_hub(hub, lambda: admin.get_queue_runtime_properties(qname).active_message_count == 0)
     finally:
         hub.close()
+
+
+def test_an_ack_failing_with_redis_away_lets_the_lock_elapse() -> None:
+    """Redis stops before an ack, so its complete fails on the connection; Redis comes back
+    (append-only, so the message and its lock survive). The connection renews that lock no more:
+    the message is delivered again once its short lock elapses, not after
+    max_lock_renewal_duration."""
+    from sbredis.exceptions import ServiceBusError
+    from tests.redis_server import RedisServer
+
+    srv = RedisServer("--appendonly", "yes", "--appendfsync", "always").start()
+    options = {
+        "queue_properties": {"lock_duration": 4},  # renewal due 2.7 s after the receive: Redis is back by then
+        "max_lock_renewal_duration": 60,
+        "retry_total": 0,
+    }
+    try:
+        with kombu.Connection(sb(srv.url), transport_options=options) as conn, conn.SimpleQueue("q") as q:
+            q.put({"n": 1})
+            m = q.get(timeout=2)
+            assert m.delivery_info["delivery_count"] == 1
+            assert srv.proc is not None
+            srv.proc.terminate()  # a clean shutdown: the append-only file has everything
+            srv.proc.wait(10)
+            with pytest.raises(ServiceBusError):
+                m.ack()
+            srv.start()
+            deadline = time.monotonic() + 20  # well before 60 s
+            again = None
+            while again is None and time.monotonic() < deadline:
+                try:
+                    again = q.get(timeout=1)
+                except q.Empty:
+                    pass
+            assert again is not None, "the message did not come back"
+            assert again.payload == {"n": 1} and again.delivery_info["delivery_count"] == 2
+            again.ack()
+    finally:
+        srv.stop()

@@ -8,6 +8,7 @@ properties hold.
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,7 +16,8 @@ from typing import Any
 import pytest
 
 from sbredis import ServiceBusMessage
-from sbredis._core import protocol
+from sbredis._core import log_read, protocol
+from sbredis.exceptions import MessagingEntityNotFoundError
 from sbredis.spark import _broker, _columns
 
 pytestmark = pytest.mark.spark
@@ -211,3 +213,61 @@ def test_locks_of_an_entity_created_again_are_lost_and_a_round_on_a_deleted_one_
     assert took == [] and error is not None
     admin.create_queue(q)
     assert _broker.complete_tokens(client, q, protocol.Group.MAIN, meta.generation, _broker.lock_tokens(t)) == 3
+
+
+def test_the_plain_read_matches_the_peek_script_on_expired_and_delivered_messages(
+    client: Any, make_queue: Any, admin: Any
+) -> None:
+    """The pages read with XRANGE (peek_pages) against the peek script's (peek_range): messages
+    whose TTL passed but are still stored show as the script shows them, and so do counts of
+    earlier deliveries once no lock is held."""
+    q = make_queue(enable_partitioning=True, partition_count=2, max_delivery_count=5)
+    with client.get_queue_sender(q) as s, client.get_queue_receiver(q, max_wait_time=2) as r:
+        s.send_messages([ServiceBusMessage(f"k{i}") for i in range(4)])
+        for _ in range(2):  # delivered twice: peek shows 1 delivery before the last
+            got: list[Any] = []
+            while len(got) < 4:
+                got += r.receive_messages(4 - len(got), max_wait_time=2)
+            for m in got:
+                r.abandon_message(m)  # no lock left; the count in the partition's count hash
+        s.send_messages([ServiceBusMessage(f"b{i}", time_to_live=timedelta(milliseconds=1)) for i in range(4)])
+    time.sleep(0.01)  # past the TTL; nothing receives, so the expired messages stay stored
+    decoded, built = both(client, q, protocol.Group.MAIN, 2)
+    assert decoded == built and len(decoded) == 8
+    assert sorted(row[_columns.READ_COLUMNS.index("deliveryCount")] for row in decoded) == [0] * 4 + [1] * 4
+    admin.delete_queue(q)
+    with pytest.raises(MessagingEntityNotFoundError):
+        list(_broker.peek_pages(client, q, 0, protocol.Group.MAIN, 1, 10, 5))
+
+
+def test_a_log_entry_sbredis_did_not_write_is_refused() -> None:
+    with pytest.raises(ValueError, match="not written by sbredis"):
+        log_read.parse_page([b"Active", [[b"1-0", [b"z", b"1"]]], 0, 0, 0, 0], "q", protocol.Group.MAIN)
+    with pytest.raises(MessagingEntityNotFoundError):
+        log_read.parse_page([None, [], 0, 0, 0, 0], "q", protocol.Group.MAIN)
+    assert log_read.lock_delivery_count("n|r|0|10|3|sess") == 3
+    assert log_read.lock_delivery_count(b"n|d|5|10|1") == 1
+    assert log_read.lock_delivery_count("n|1700000000000|r|0|10|3") == 3  # with its lock's end
+    assert log_read.lock_delivery_count(b"n|1700000000000|d|5|10|12") == 12
+
+
+def test_a_projection_without_counts_or_states_reads_the_same_rows(client: Any, make_queue: Any, url: str) -> None:
+    """A read whose columns show no delivery count or state skips the lock and state reads: on a
+    partition with a locked and a deferred message it gives the rows a full read gives."""
+    from sbredis.spark import _options, _source
+
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage(f"b{i}", message_id=f"m{i}") for i in range(5)])
+    with client.get_queue_receiver(q, max_wait_time=2) as r:
+        a, b = r.receive_messages(2, max_wait_time=2)
+        r.defer_message(a)  # b stays locked
+        opts = _options.parse({"url": url, "entity": q})
+        rng = _source.OffsetRange(0, 1, 6)
+        names = ("offset", "body", "messageId")
+        cols = tuple(_columns.READ_COLUMNS.index(n) for n in names)
+        lean = [row for batch in _source._read_range(opts, rng, cols) for row in batch.to_pylist()]
+        full = [row for batch in _source._read_range(opts, rng, ALL) for row in batch.to_pylist()]
+        assert lean == [{n: row[n] for n in names} for row in full]
+        assert {row["state"] for row in full} == {"active", "deferred"}
+        r.complete_messages([b])

@@ -339,3 +339,47 @@ def test_by_default_a_fast_handler_gets_many_messages_ahead(start: Any, make_que
     assert w.stop() == ExitCode.OK
     assert sorted(seen) == sorted(str(i) for i in range(600))
     assert counts(admin, q) == (0, 0)
+
+
+def test_a_settlement_failing_with_redis_away_lets_the_lock_elapse() -> None:
+    """Redis stops while a handler runs, so its message's complete fails on the connection; Redis
+    comes back (append-only, so the message and its lock survive). The worker renews that lock no
+    more: the message is delivered again once its short lock elapses, not after
+    max_lock_renewal_duration, and is then completed."""
+    from sbredis import ServiceBusClient
+    from sbredis.management import ServiceBusAdministrationClient
+    from tests.redis_server import RedisServer
+    from tests.worker.conftest import Running
+
+    srv = RedisServer("--appendonly", "yes", "--appendfsync", "always").start()
+    running: Running | None = None
+    try:
+        with ServiceBusAdministrationClient.from_connection_string(srv.url) as admin:
+            admin.create_queue("q", lock_duration=4)  # renewal due 2.7 s after the receive: Redis is back by then
+        with ServiceBusClient.from_connection_string(srv.url) as client:
+            send(client, "q", "m")
+        attempts: list[int] = []
+
+        def handle(m: Any) -> None:
+            attempts.append(m.delivery_count + 1)
+            if len(attempts) == 1:
+                assert srv.proc is not None
+                srv.proc.terminate()  # a clean shutdown: the append-only file has everything
+                srv.proc.wait(10)
+
+        worker = Worker(
+            srv.url, handle, entity="q", concurrency=1, poll_interval=0.2, max_lock_renewal_duration=60, retry_total=0
+        )
+        running = Running(worker)
+        eventually(lambda: worker.stats["failed_settlements"] == 1, timeout=10)
+        srv.start()
+        eventually(lambda: worker.stats["completed"] == 1, timeout=20)  # well before 60 s
+        assert running.stop() == ExitCode.OK
+        running = None
+        assert attempts == [1, 2]
+        with ServiceBusAdministrationClient.from_connection_string(srv.url) as admin:
+            assert admin.get_queue_runtime_properties("q").active_message_count == 0
+    finally:
+        if running is not None:
+            running.stop(force=True)
+        srv.stop()

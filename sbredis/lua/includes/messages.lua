@@ -185,18 +185,44 @@ local function release(G, cfg, seq, rec, now, undo, due)
   end
 end
 
--- The per-call expiry budget: a call expires (dead-letters or drops, as expire() does one) at
--- most EXPIRE_BUDGET messages, EXPIRE_CHUNK at a time, and starts no further chunk once it has run
--- EXPIRE_US microseconds of wall time: a loaded server gets through fewer messages in it, and the
--- call stays short all the same (a chunk takes 1 to 2 ms of server CPU, so a call stays well
--- under 50 ms even on a busy server). The caller reports that it stopped with expired messages
--- left and the client calls again at once (docs/keyspace.md, "Per-call caps").
--- (EXPIRE_CHUNK stays under call_many's slice of 4000: a chunk is unpacked into one call.)
-local EXPIRE_BUDGET, EXPIRE_CHUNK, EXPIRE_US = 5000, 500, 8000
-
+-- Microseconds on a clock that runs while a script does: TIME through Redis 7.0; Redis 7.2 on
+-- answers TIME with the time the script started, and newer servers (8.2) give Lua os.clock (the
+-- server process's CPU time) instead. (rawget: naming a missing global fails the script.)
+local OS_CLOCK = rawget(_G, 'os') and rawget(_G, 'os').clock
 local function clock_us()
+  if OS_CLOCK then return OS_CLOCK() * 1000000 end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- The per-call expiry budget: a call expires (dead-letters or drops, as expire() does one) at
+-- most EXPIRE_BUDGET messages, in chunks of at most EXPIRE_CHUNK, and stops before a chunk that
+-- would take it past EXPIRE_US microseconds by the rate it has gone at so far: a loaded server
+-- gets through fewer messages a call, and the call stays about as short all the same. On a server
+-- whose clock stands still during a script (Redis 7.2 without os.clock) the count alone bounds
+-- the call: EXPIRE_STILL messages. The caller reports that it stopped with expired messages left
+-- and the client calls again at once (docs/keyspace.md, "Per-call caps").
+-- (EXPIRE_CHUNK stays under call_many's slice of 4000: a chunk is unpacked into one call.)
+local EXPIRE_BUDGET, EXPIRE_CHUNK, EXPIRE_US, EXPIRE_STILL, EXPIRE_MIN = 5000, 500, 12000, 1500, 50
+
+-- The size of the next chunk of a sweep that started at `start` (clock_us) and has handled `done`
+-- messages so far; 0: the call stops here.
+local function expire_next(start, done)
+  local cap = EXPIRE_BUDGET
+  local c = EXPIRE_CHUNK
+  if done > 0 then
+    local spent = clock_us() - start
+    if spent <= 0 then  -- the clock stands still
+      cap = EXPIRE_STILL
+    elseif spent >= EXPIRE_US then
+      return 0
+    else  -- as many as fit in the time left at the rate so far
+      c = math.min(c, math.floor((EXPIRE_US - spent) * done / spent))
+    end
+  end
+  c = math.min(c, cap - done)
+  if c < EXPIRE_MIN and c < cap - done then return 0 end
+  return math.max(c, 0)
 end
 
 -- Remove the log entries of the ascending seqs nums[a..b] (strings seqs[a..b]). The run of
@@ -297,7 +323,7 @@ local function expire_chunk(cfg, nums, seqs, a, b, fs_head)
     local ready, counts, nc = {}, {}, 0
     local reason, description = 'TTLExpiredException', 'The message expired and was dead lettered.'
     for i = 1, n do
-      local f, d = dfs[i], dseq + i
+      local f, d = dfs[i], tostring(dseq + i)  -- formatted once for its three uses
       redis.call('XADD', DLQ.log, d .. '-0', 'b', f[2], 'e', f[4], 'x', '0', 'r', reason,
                  'rd', description, 'os', gone[i])
       ready[2 * i - 1], ready[2 * i] = d, d
@@ -347,9 +373,9 @@ local function sweep_head(cfg, now, start)
     if n > 0 then call_many('ZREM', K_EXP, gone) end
     if n < k or k < #r then return false, done + n end
     done = done + n
-    if done >= EXPIRE_BUDGET or clock_us() - start >= EXPIRE_US then return true, done end
     -- (the first read only looked whether the head has expired)
-    chunk = math.min(EXPIRE_CHUNK, EXPIRE_BUDGET - done)
+    chunk = expire_next(start, done)
+    if chunk == 0 then return true, done end
   end
 end
 
@@ -362,7 +388,8 @@ local function sweep_expired(cfg, now)
   local over, done = sweep_head(cfg, now, start)
   if over then return true end
   while true do
-    local c = math.min(EXPIRE_CHUNK, EXPIRE_BUDGET - done)
+    local c = expire_next(start, done)
+    if c == 0 then return #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) > 0 end
     local old = redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, c + 1)
     local k = #old
     local left = k > c  -- one more than the chunk is read to know whether any are left
@@ -380,7 +407,6 @@ local function sweep_expired(cfg, now)
     end
     if not left then return false end
     done = done + c
-    if done >= EXPIRE_BUDGET or clock_us() - start >= EXPIRE_US then return true end
   end
 end
 
