@@ -554,17 +554,17 @@ LUA = [
     lua(
         "rf-locked",
         "receive.lua",
-        "        and #redis.call('ZRANGEBYSCORE', MAIN.locked, '-inf', '(' .. now, 'LIMIT', 0, 1) == 0\n",
-        "",
+        "\n        and #redis.call('ZRANGEBYSCORE', MAIN.locked, '-inf', '(' .. now, 'LIMIT', 0, 1) == 0 then",
+        " then",
         "receive fast path: taken with an elapsed lock to release (the message waits behind newer ones)",
     ),
     lua(
         "rf-exists",
         "receive.lua",
-        "redis.call('EXISTS', K_SCHED, MAIN.locked, K_EXP) == 0",
         "redis.call('EXISTS', K_SCHED, K_EXP) == 0",
-        "receive fast path: the shortcut for absent sweep sets overlooks the locked set (an elapsed "
-        "lock waits behind newer messages)",
+        "redis.call('EXISTS', K_EXP) == 0",
+        "receive fast path: the shortcut for absent sweep sets overlooks the schedule set (a due "
+        "schedule the cursor passed waits behind newer messages)",
     ),
     lua(
         "rf-dc",
