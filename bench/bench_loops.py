@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -421,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     n, ops, rounds = (500, 200, 2) if args.quick else (args.messages, args.latency_ops, args.rounds)
 
+    load_before = os.getloadavg()
     server = None
     url = args.url
     if url is None:
@@ -470,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
                 for op, parts in b.profile().items():
                     for part, us in parts.items():
                         prof.setdefault(op, {}).setdefault(part, []).append(us)
-            info = machine_info(b.r)
+            info = {**machine_info(b.r), "load_average_before": load_before, "load_average_after": os.getloadavg()}
         finally:
             b.cleanup()
     finally:

@@ -115,9 +115,20 @@ def core(d: Json, *, server_in_title: bool = False) -> Iterator[str]:
     yield from table([*header, "server µs/msg sb / raw"], rows)
     yield (
         "\\* raw figure from the 1-partition row. Spread: (max - min) / median of the sbredis rounds. Server "
-        "µs/msg: Redis-side command time per message (`INFO commandstats`), median of the rounds."
+        "µs/msg: Redis-side command time per message (`INFO commandstats`), median of the rounds." + _single_rows(d)
     )
     yield ""
+
+
+def _single_rows(d: Json) -> str:
+    """The single-operation rows come from a later run than the others, when the file says so."""
+    s = d.get("single_rows")
+    if not s:
+        return ""
+    return (
+        f" The single-operation rows are from a later `--{s['mode']}` run ({s['date']}, load average "
+        f"{s['load_average_1min']:.1f}), after the one-message settlement work of the loops section below."
+    )
 
 
 def floors(d: Json) -> Iterator[str]:
@@ -691,6 +702,15 @@ def _cpu_ratio(loop: Json, raw: Json) -> str:
     return ratio((b["client"] + b["server"]) / (a["client"] + a["server"])) if a and b else ""
 
 
+def _load_average(m: Json) -> str:
+    """The load average around a run, when the file records it."""
+    if "load_average_before" not in m:
+        return ""
+    before, after = (", ".join(f"{x:.1f}" for x in m[k]) for k in ("load_average_before", "load_average_after"))
+    cpus = m.get("cpu_count")
+    return f" Load average (1, 5, 15 min) on the {cpus} shared CPUs: {before} before the run, {after} after."
+
+
 def loops(d: Json) -> Iterator[str]:
     before = d.get("before") or {}
     was = f" ({before['label']})" if before else ""
@@ -703,7 +723,13 @@ def loops(d: Json) -> Iterator[str]:
         "per message: the client process's (user + system) / redis-server's (INFO cpu); on this "
         "shared machine they move far less from run to run than the rates do, so the table also "
         "gives the ratio they imply (the raw op's client + server CPU over the loop's)."
-        + (f" Before: the same benchmark on {before['label']}, run right after on the same machine." if before else "")
+        + (
+            f" Before: the same benchmark on {before['label']}, "
+            + (before.get("when") or "run right after on the same machine.")
+            if before
+            else ""
+        )
+        + _load_average(d["machine"])
     )
     yield ""
     rows = []
@@ -825,56 +851,70 @@ LOOP_FINDINGS = [
     "On this machine a single operation's wall time is about its client CPU plus its server CPU "
     "(client and redis-server take turns on 2 loaded cores), so its ratio to a raw command is "
     "roughly the ratio of CPU per operation. Where it went (client CPU measured with "
-    "`time.thread_time` around each layer of the real loop, server CPU with INFO cpu; micro "
-    "benchmarks of 20,000 calls, redis-server 7.0.15), and what was done:",
+    "`time.process_time` / `time.thread_time` around each layer of the real loop, server CPU with "
+    "INFO cpu and script time with INFO commandstats; micro benchmarks of 2,000 to 50,000 calls, "
+    "old and new code alternating in one process or on one redis-server), and what was done:",
     "",
-    "- **redis-py's per-command layers (client).** A script call went through `Redis.evalsha`: "
-    "the client's retry wrapper, observability hooks, response callbacks and the pool's "
-    "get/release (a lock, a pid check, a socket poll and metrics at every call). For a script "
-    "returning 1: 29-41 µs CPU through `evalsha`, 11-14 µs sending and reading on the "
-    "connection itself; the pool's get and release alone 7.2 µs. The transport now sends each "
-    "single script call on a connection of the pool that it keeps between calls, after the "
-    "check the pool makes (connected, nothing unread: 1.9 µs), and drops it after any error "
-    "but an error reply (`Transport._evalsha`). In the real sync loop a complete's client CPU "
-    "(thread CPU) was 57-64 µs with the pool's get and release at each call, 48-51 µs with a "
-    "kept connection; the sync loop's client CPU per message went from 69-71 µs to 43-50 µs "
-    "(two pairs of runs).",
+    "- **redis-py's per-command layers (client).** A script call through `Redis.evalsha` costs "
+    "29-32 µs CPU (retry wrapper, hooks, response callbacks, the pool's get and release); the "
+    "transport sends each single script call on a connection it keeps between calls, after the "
+    "pool's own readiness check (`Transport._evalsha`): 15-18 µs. A minimal loop of `sendall`, "
+    "`recv_into` and a hiredis reader costs 11 µs; the rest is the readiness poll (1.5 µs), "
+    "packing (0.8-1.6 µs) and the frames around. Reading the reply straight from the socket with "
+    "the connection's own hiredis reader instead of `read_response` measured the same (15.5-17.1 "
+    "against 15.6-17.9 µs, four alternating blocks of 20,000) and was not kept.",
     "- **redis.asyncio's write task (async).** Under a socket timeout redis.asyncio sends every "
-    "command through `asyncio.wait_for`, a task and an event-loop turn per command. The async "
-    "transport writes to the connection's stream, which hands the bytes to the socket at once, "
-    "and waits (under the timeout) only for what the socket did not take "
-    "(`_concurrency.async_send_command`): an awaited complete went from 81-95 to 66 µs client "
-    "CPU.",
-    "- **24 keys per call.** Through redis-py a call with 24 keys cost 5-8 µs more client CPU than "
-    "with one (39-40 against 31-36 µs); on the connection 0.5-1.5 µs (12.5-14.0 against "
-    "11.9-12.5), and 1.5 µs of server CPU (12.8 against 11.3-12.4 for a script returning "
-    "nothing), about what naming the 23 others in Lua costs back (12.4-13.6). Complete, receive "
-    "and send now take the cfg key alone ([Keyspace](keyspace.md#keys-a-script-names-itself)); "
-    "the gain is the client's packing and the bytes sent.",
-    "- **Script execution (server).** Receive now hands one message out before the general "
-    "path's helpers are built, when nothing is due for the sweep (receive.lua's header), and "
-    "send's fast path reads and writes the partition's `st` hash once instead of five calls. "
-    "Script µs per call in the single-operation runs (INFO commandstats, two pairs of runs): "
-    "receive 66-73 to 40-45, send 34-36 to 25-27, complete 26-39 to 23-24. What is left is "
-    "mostly the commands themselves: a script "
-    "returning at once costs 3 µs, partition.lua's opening lines 3.5 µs more, and complete's nine "
-    "commands on real keys (status, clock, lock record, lock expiry; log entry, lock record and "
-    "lock expiry removed; size; last use) about 2 µs each; an EVALSHA's own server cost (parse, "
-    "reply, socket) is a raw command's, 12-13 µs.",
-    "- **sbredis's Python** above the script call: 8-14 µs CPU per operation (the table's first "
-    "column; with the call replaced by a recorded reply), about the same in the real loop (8-10 "
-    "µs sync, 9.5 µs async).",
+    "command through `asyncio.wait_for`, a task and an event-loop turn per command; the async "
+    "transport writes to the connection's stream and waits only for what the socket did not take "
+    "(`_concurrency.async_send_command`).",
+    "- **One key per call.** Complete, receive and send take the partition's cfg key alone and "
+    "name the other 23 in Lua ([Keyspace](keyspace.md#keys-a-script-names-itself)): 5-8 µs less "
+    "client CPU a call than 24 keys through redis-py.",
+    "- **A lock check in one read (server).** A lock record now carries its lock's end "
+    "([Keyspace](keyspace.md#lock-records)), so complete's one-message path reads the record "
+    "alone (no `ZSCORE` of the locked set), and it leaves the partition's last use as the "
+    "receive or renewal that set the lock wrote it when that was under 100 ms before (a write "
+    "saved per message in a loop; auto-delete on idle is at least 5 minutes). Its commands: "
+    "status and lock duration, clock, lock record; log entry, lock record and lock end removed; "
+    "size (seven, from nine). Script µs per complete in the single-operation runs: 25-26 before, "
+    "19-22 after (two alternating pairs). With the last use still written (completes more than "
+    "100 ms after their receive) the `ZSCORE` alone is saved: 23.4 to 21.3 µs (six alternating "
+    "blocks of 2,000 on one server). Server CPU "
+    "per complete, EVALSHA included: 39-41 to 31-34 µs.",
+    "- **complete_message's own Python (client).** The settlement of one caller's one message "
+    "skips the grouping by partition, chunking and the second `Call` the generation stamp built "
+    "(`_settle_one`): 7.9 to 4.7 µs CPU per call with the script call replaced by its reply "
+    "(three blocks of 20,000 each). Iterating over the prefetch buffer costs 0.8 µs a message "
+    "and a receive of 100 about 2-2.4 µs a message, so a `complete_message` in the loop (30-33 "
+    "µs client CPU, its script call included) is about a raw redis-py EVALSHA (28-29).",
+    "- **partition.lua's opening (server, every call).** Naming the keys and building the group "
+    "tables costs 3.5-4.5 µs a call over a script that returns at once (1.7-1.9 µs); building "
+    "call_many's pad pairs only for a batch large enough to need them saved about 1 µs of it. "
+    "Naming keys lazily (on first use) would save an estimated 1.5-2 µs a call more; not done.",
+    "- **Receive's one-message path** checked that nothing is due for the sweep with three reads "
+    "(due schedules, elapsed locks, expiries). Without message TTLs and schedules the schedule and "
+    "expiry sets are absent, and one `EXISTS` of the two answers for both: 2.6 µs less per call "
+    "than their two reads on absent keys (5.5 against 2.9 µs with the clock read, six alternating "
+    "blocks of 20,000); their reads only when one exists. The locked set is read as before: "
+    "other receivers' locks usually keep it, and an `EXISTS` of it too would add a call to every "
+    "receive among held locks. A receive and a complete one after the other, with this and the "
+    "complete above: 29.6 to 26.3 script µs per call at the fastest block, 33.4 to 30.7 at the "
+    "median (six alternating blocks of 2,000 on one server, loaded). **Send's fast path** (5 "
+    "commands: its reads and writes of cfg and st, the clock and the XADD) was left as it was.",
     "",
-    "Not reached: an iterating loop at 0.8x the raw round-trip rate and single operations at 1.3x "
-    "the comparable raw command. By CPU the sync loop costs about twice a raw EVALSHA per "
-    "message, split about evenly between client (its script call now costs about what a raw "
-    "redis-py call does, plus sbredis's 8-10 µs) and server (a complete's nine commands against "
-    "one). Getting closer needs fewer commands per settlement, e.g. the lock's expiry in its lock "
-    "record (one read instead of two) or a settlement that leaves the size and last-use "
-    "bookkeeping to a later call, which changes what other scripts read.",
+    "Not reached: an iterating loop at 0.8x the raw round-trip rate (0.52-0.58x sync and "
+    "0.64-0.72x async by CPU over the pairs, from 0.47-0.50x and 0.53-0.70x) and single "
+    "operations at 1.3x the comparable raw command (complete 1.57-1.65x raw XACK, from "
+    "1.85-1.93x, and 1.20-1.23x raw EVALSHA; receive 1.42-1.51x; send 2.05-2.22x, as before). The "
+    "sync loop's client CPU per message (34-35 µs) is now near a raw EVALSHA's (28); its server CPU "
+    "(36-39 µs) is about three raw round trips' (13): the EVALSHA's own cost (12-13 µs, a raw "
+    "command's), complete's script (19-24 µs) and a hundredth of a receive of 100. By CPU, 0.8x "
+    "would leave the loop about 17 µs of server time per message, little more than one EVALSHA: "
+    "beyond reach for a script call per settlement, whatever the script does. What is left to "
+    "take: the lazy key names above, receive's read of the locked set, and send's Python (13 µs above the "
+    "call, spread over planning, grouping and outcome steps).",
     "",
 ]
-
 
 SPARK_SHORT = {
     "client send (1 process)": "client send",

@@ -182,22 +182,22 @@ LUA = [
     lua(
         "held-nonce",
         "includes/messages.lua",
-        "if rec and string.sub(rec, 1, #p) == p and",
-        "if rec and",
+        "    if rec and string.sub(rec, 1, #p) == p then\n      local u",
+        "    if rec then\n      local u",
         "held(): a lock record held by another nonce counts as ours",
     ),
     lua(
         "held-elapsed",
         "includes/messages.lua",
-        "(not untl or (untl[i] and tonumber(untl[i]) >= now))",
-        "true",
+        "elseif tonumber(u) >= now then",
+        "else",
         "held(): an elapsed lock still counts as held",
     ),
     lua(
         "held-boundary",
         "includes/messages.lua",
-        "tonumber(untl[i]) >= now",
-        "tonumber(untl[i]) > now",
+        "elseif tonumber(u) >= now then",
+        "elseif tonumber(u) > now then",
         "held(): a lock ending this very ms counts as lost",
     ),
     lua(
@@ -432,15 +432,15 @@ LUA = [
     lua(
         "cf-status",
         "complete.lua",
-        "if status and status ~= 'Disabled' and status ~= 'ReceiveDisabled' then",
-        "if status then",
+        "if status and status ~= 'Disabled' and status ~= 'ReceiveDisabled'\n",
+        "if status\n",
         "complete fast path: a receive-disabled entity's message is completed",
     ),
     lua(
         "cf-nonce",
         "complete.lua",
-        "local untl = rec and string.sub(rec, 1, #p) == p and redis.call",
-        "local untl = rec and redis.call",
+        "if rec and string.sub(rec, 1, #p) == p then",
+        "if rec then",
         "complete fast path: a lock record held by another nonce counts as ours",
     ),
     lua(
@@ -459,10 +459,11 @@ LUA = [
     ),
     lua(
         "cf-session",
-        "complete.lua",
-        "if tail > #rec then",
-        "if true then",
-        "complete fast path: a session message completed without leaving its session",
+        "includes/messages.lua",
+        "  if sid then return nonce .. '|' .. home",
+        "  if false then return nonce .. '|' .. home",
+        "lock records: a session message's carries its lock's end and no session id, so complete's "
+        "fast path takes it without leaving its session",
     ),
     lua(
         "cf-xdel",
@@ -553,9 +554,17 @@ LUA = [
     lua(
         "rf-locked",
         "receive.lua",
-        "        and #redis.call('ZRANGEBYSCORE', MAIN.locked, '-inf', '(' .. now, 'LIMIT', 0, 1) == 0\n",
-        "",
+        "\n        and #redis.call('ZRANGEBYSCORE', MAIN.locked, '-inf', '(' .. now, 'LIMIT', 0, 1) == 0 then",
+        " then",
         "receive fast path: taken with an elapsed lock to release (the message waits behind newer ones)",
+    ),
+    lua(
+        "rf-exists",
+        "receive.lua",
+        "redis.call('EXISTS', K_SCHED, K_EXP) == 0",
+        "redis.call('EXISTS', K_EXP) == 0",
+        "receive fast path: the shortcut for absent sweep sets overlooks the schedule set (a due "
+        "schedule the cursor passed waits behind newer messages)",
     ),
     lua(
         "rf-dc",

@@ -30,8 +30,13 @@ alone (complete, receive, send: ``cfg_key``), from which partition.lua names the
 ``locked`` (sorted set)
     Locked messages, score = locked-until ms; the receive sweep releases the elapsed ones.
 ``lk`` (hash)
-    seq -> lock record ``nonce|home|expires|size|delivery count``; the nonce is what a lock token
-    proves; home says where the message returns (ready or deferred).
+    seq -> lock record ``nonce|locked-until|home|expires|size|delivery count``; the nonce is what
+    a lock token proves; locked-until is ``locked``'s score (both move together), so a settlement
+    checks a lock with one read; home says where the message returns (ready or deferred). A
+    session message's record has no locked-until (its lock is its session's) and ends with its
+    session id (below). Records written before they carried locked-until
+    (``nonce|home|expires|size|delivery count``) are read as session messages' are: their lock's
+    end from ``locked`` (lua/includes/messages.lua's lock_record); no migration is needed.
 ``dc`` (hash)
     seq -> delivery count of a message that is not locked now (absent: never delivered). A locked
     message's count is in its lock record and written back only when the lock ends without a

@@ -104,9 +104,12 @@ def state_commands(k: Keys, seqs: list[int]) -> list[tuple[Any, ...]]:
 
 def lock_delivery_count(record: bytes | str) -> int:
     """The delivery count a lock record carries (includes/messages.lua ``lock_record``:
-    ``nonce|home|expires|size|delivery count[|session id]``)."""
+    ``nonce|locked-until|home|expires|size|delivery count``, or for a session message and a record
+    written before records carried their lock's end ``nonce|home|expires|size|delivery count
+    [|session id]``)."""
     text = record.decode() if isinstance(record, bytes) else record
-    return int(text.split("|", 5)[4])
+    parts = text.split("|", 6)
+    return int(parts[5] if parts[1].isdigit() else parts[4])
 
 
 def with_state(f: Fields, replies: list[Any]) -> Fields:

@@ -42,10 +42,13 @@ if ARGV[1] == 'm' and ARGV[2] == 'L' and ARGV[3] == '1' then
       and (CALLER_GEN == '' or not gen or gen == '' or gen == CALLER_GEN) then
     local now = now_ms()
     local untl = now + tonumber(c[2])
-    -- nothing for sweep() to do: a due schedule, an elapsed lock, an expiry
-    if #redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', now, 'LIMIT', 0, 1) == 0
-        and #redis.call('ZRANGEBYSCORE', MAIN.locked, '-inf', '(' .. now, 'LIMIT', 0, 1) == 0
-        and #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) == 0 then
+    -- nothing for sweep() to do: a due schedule, an elapsed lock, an expiry (without message TTLs
+    -- and schedules the schedule and expiry sets are absent: one EXISTS answers for both, 2.6 µs
+    -- less than their two reads; the locked set, which other receivers' locks keep, is read)
+    if (redis.call('EXISTS', K_SCHED, K_EXP) == 0
+        or (#redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', now, 'LIMIT', 0, 1) == 0
+        and #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) == 0))
+        and #redis.call('ZRANGEBYSCORE', MAIN.locked, '-inf', '(' .. now, 'LIMIT', 0, 1) == 0 then
       local seq, f, dc, cur
       local first = redis.call('ZRANGE', MAIN.ready, 0, 0)[1]
       if first then
@@ -72,8 +75,8 @@ if ARGV[1] == 'm' and ARGV[2] == 'L' and ARGV[3] == '1' then
         end
         if x ~= '0' then redis.call('ZREM', K_EXP, seq) end
         dc = (tonumber(dc) or 0) + 1
-        -- includes/messages.lua's lock_record(nonce, 'r', x, size, dc)
-        redis.call('HSET', MAIN.lk, seq, ARGV[4] .. '|r|' .. x .. '|' .. #f[2] .. '|' .. dc)
+        -- includes/messages.lua's lock_record(nonce, 'r', x, size, dc, nil, untl)
+        redis.call('HSET', MAIN.lk, seq, ARGV[4] .. '|' .. untl .. '|r|' .. x .. '|' .. #f[2] .. '|' .. dc)
         redis.call('ZADD', MAIN.locked, untl, seq)
         return {now, untl, 0, seq, dc, f[2], enq, tonumber(x)}
       end
@@ -133,8 +136,9 @@ if e > 0 and G.main then call_many('ZREM', K_EXP, expiring) end
 if lock then
   local locks, recs = {}, {}
   local untl_s = tostring(untl)  -- a number is formatted (sprintf) at every use: strings here
-  -- the records are includes/messages.lua's lock_record(nonce, 'r', x, size, dc), built inline
-  local head = nonce .. '|r|'
+  -- the records are includes/messages.lua's lock_record(nonce, 'r', x, size, dc, nil, untl),
+  -- built inline
+  local head = nonce .. '|' .. untl_s .. '|r|'
   local sizes = {}  -- blob length -> '|<length>|' (most messages of a batch share a few lengths)
   for i = 1, n do
     local f, seq, dc = fields[i], seqs[i], dcs[i]

@@ -73,7 +73,7 @@ for i = 5, n + 4 do
     else
       local dc = tonumber(redis.call('HGET', G.dc, seq) or '0') + 1
       if lock then
-        redis.call('HSET', G.lk, seq, lock_record(nonce, 'd', x, #f[2], dc, sid))
+        redis.call('HSET', G.lk, seq, lock_record(nonce, 'd', x, #f[2], dc, sid, untl))
         redis.call('ZADD', G.locked, untl, seq)
         if sid then redis.call('ZADD', SES.sk, 0, skey(sid, seq)) end
       else

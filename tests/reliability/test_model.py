@@ -101,6 +101,16 @@ class Seen:
     dseq: int = 0  # the dead-letter subqueue's sequence number (0: not stored there)
 
 
+def _lock_fields(rec: str, until: Any) -> tuple[str, str, str]:
+    """nonce, home and delivery count of a lock record (includes/messages.lua's lock_record); a
+    record that carries its lock's end carries the locked set's score."""
+    parts = rec.split("|")
+    if parts[1].isdigit():
+        assert int(parts[1]) == int(until), f"lock record {rec!r} ends its lock at another time than {until}"
+        del parts[1]
+    return parts[0], parts[1], parts[4]
+
+
 class QueueModel(RuleBasedStateMachine):
     def __init__(self, server: RedisServer, clock: ServerClock) -> None:
         super().__init__()
@@ -514,7 +524,7 @@ class QueueModel(RuleBasedStateMachine):
                 if places[0] == "deferred":
                     view.state = DLQ_DEFERRED
                 elif places[0] == "locked":
-                    nonce, home, _, _, count = dlk[dseq].split("|")
+                    nonce, home, count = _lock_fields(dlk[dseq], dlocked[dseq])
                     view.dc = int(count)
                     if dlocked[dseq] >= now:
                         view.state, view.until, view.nonce = DLQ_LOCKED, dlocked[dseq], nonce
@@ -549,7 +559,7 @@ class QueueModel(RuleBasedStateMachine):
         if place == "sched" and int(sched[seq]) <= now:
             state = ACTIVE
         if place == "locked":
-            nonce, home, _, _, rec_dc = lk[seq].split("|")
+            nonce, home, rec_dc = _lock_fields(lk[seq], locked[seq])
             count = int(rec_dc)
             until = int(locked[seq])
             if until >= now:

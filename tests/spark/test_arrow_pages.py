@@ -247,6 +247,8 @@ def test_a_log_entry_sbredis_did_not_write_is_refused() -> None:
         log_read.parse_page([None, [], 0, 0, 0, 0], "q", protocol.Group.MAIN)
     assert log_read.lock_delivery_count("n|r|0|10|3|sess") == 3
     assert log_read.lock_delivery_count(b"n|d|5|10|1") == 1
+    assert log_read.lock_delivery_count("n|1700000000000|r|0|10|3") == 3  # with its lock's end
+    assert log_read.lock_delivery_count(b"n|1700000000000|d|5|10|12") == 12
 
 
 def test_a_projection_without_counts_or_states_reads_the_same_rows(client: Any, make_queue: Any, url: str) -> None:

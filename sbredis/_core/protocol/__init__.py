@@ -5,7 +5,7 @@ as the script's header names them), builders returning a :class:`~.base.Call` an
 The shells run the calls and never build arguments. siphon_lease (paired namespaces) is built in
 sbredis/_core/paired.py.
 
-    base                    Call, Group and Mode (wire codes), partition_call, stamped, SWEEP_LIMIT
+    base                    Call, Group and Mode (wire codes), partition_call, stamped, stamp, SWEEP_LIMIT
     send                    store a batch in one partition        (sequence numbers)
     cancel_scheduled        cancel scheduled messages of a partition
     receive                 lock or take messages                 (messages; receive_deferred's and
@@ -56,7 +56,7 @@ from . import (
     stats,
     tx_commit,
 )
-from .base import Call, Group, Mode, group_of, mode_of, stamped
+from .base import Call, Group, Mode, group_of, mode_of, stamp, stamped
 
 MODULES = {
     m.NAME: m
@@ -94,4 +94,4 @@ MODULES = {
 SETTLE = {m.NAME: m for m in (complete, abandon, defer, dead_letter, renew)}
 """Settlement script name -> its protocol module (each has call(entity, partition, group, msgs, *extra), apply)."""
 
-__all__ = ["MODULES", "SETTLE", "Call", "Group", "Mode", "group_of", "mode_of", "stamped"]
+__all__ = ["MODULES", "SETTLE", "Call", "Group", "Mode", "group_of", "mode_of", "stamp", "stamped"]

@@ -17,6 +17,8 @@ def lock_args(msgs: Sequence[ServiceBusReceivedMessage]) -> list[Any]:
     share and their seqs (the usual case: one receive call), else '' and n pairs (seq, nonce)."""
     ref = msgs[0].lock_ref
     nonce = ref.nonce
+    if len(msgs) == 1:  # complete_message in a loop
+        return [1, nonce, msgs[0].local_seq]
     seqs = [m.local_seq for m in msgs]
     if all(m.lock_ref is ref or m.lock_ref.nonce == nonce for m in msgs):
         return [len(msgs), nonce, *seqs]

@@ -70,6 +70,11 @@ def stamped(calls: list[Call], gen: str) -> list[Call]:
     return [Call(c.script, c.keys, c.args, c.partition, gen) for c in calls]  # not replace(): half the cost
 
 
+def stamp(c: Call, gen: str) -> Call:
+    """stamped() of one call (a one-message settlement's: no list to build)."""
+    return Call(c.script, c.keys, c.args, c.partition, gen) if gen else c
+
+
 def partition_call(name: str, entity: str, partition: int, args: tuple[Any, ...]) -> Call:
     """Script `name` on partition `partition` of `entity` (its 24 keys): a queue or topic name, a
     subscription path ``topic/Subscriptions/name``, or either followed by ``/$Transfer``."""

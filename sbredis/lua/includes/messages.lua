@@ -63,20 +63,27 @@ end
 
 -- A lock record carries the delivery count of the locked delivery: the dc hash holds a count
 -- only while a message is not locked (written back when a lock ends without completion).
--- A session message's record ends with '|<session id>' (includes/sessions.lua).
+-- A message without a session has its lock's end (locked-until ms, `untl`) in its record too,
+-- after the nonce, so a settlement checks its lock with one read (the locked zset keeps the same
+-- score for the sweep of elapsed locks; renew_held writes both):
+--   nonce|until|home|expires|size|delivery count
+-- A session message's record has none (its lock is its session's: session_renew moves the
+-- locked zset alone) and ends with '|<session id>' (includes/sessions.lua):
+--   nonce|home|expires|size|delivery count|session id
+-- A record written before records carried their lock's end has the second form without a
+-- session id; held() and parse_lock() read both forms (the lock's end then from the zset).
 -- receive.lua builds the same records inline (its hot loop): change both together.
-local function lock_record(nonce, home, x, size, dc, sid)
-  local r = nonce .. '|' .. home .. '|' .. x .. '|' .. size .. '|' .. dc
-  if sid then return r .. '|' .. sid end
-  return r
+local function lock_record(nonce, home, x, size, dc, sid, untl)
+  if sid then return nonce .. '|' .. home .. '|' .. x .. '|' .. size .. '|' .. dc .. '|' .. sid end
+  return nonce .. '|' .. untl .. '|' .. home .. '|' .. x .. '|' .. size .. '|' .. dc
 end
 
 -- nonce, home ('r' ready | 'd' deferred), expires ms, size bytes, delivery count, session id (nil
--- for a message without a session)
+-- for a message without a session), locked-until ms (nil when the record has none)
 local function parse_lock(v)
-  local nonce, home, x, size, dc, sid = string.match(v, '^([^|]*)|(%a)|(%d+)|(%d+)|(%d+)|?(.*)$')
+  local nonce, untl, home, x, size, dc, sid = string.match(v, '^([^|]*)|(%d*)|?(%a)|(%d+)|(%d+)|(%d+)|?(.*)$')
   if sid == '' then sid = nil end
-  return nonce, home, tonumber(x), tonumber(size), tonumber(dc), sid
+  return nonce, home, tonumber(x), tonumber(size), tonumber(dc), sid, tonumber(untl)
 end
 
 -- Remove the log entries of k messages `done` (completed, expired). Completing in receive order
@@ -580,17 +587,16 @@ end
 -- The lock records of seqs that still hold an unexpired lock with their nonce (nonces[i], or
 -- `nonces` itself when it is one string shared by all), by the server clock `now` (false for the
 -- others): what every settlement checks first.
--- A lock record and its locked-until are written and removed together, so when no lock of the
--- group has elapsed (the common case: one ZRANGEBYSCORE) a record alone says the lock holds.
+-- A record with its lock's end in it (lock_record) is checked on its own. For the others (a
+-- session message, a record of the older form) the locked zset says: a lock record and its
+-- locked-until are written and removed together, so when no lock of the group has elapsed (one
+-- ZRANGEBYSCORE) a record alone says the lock holds.
 local function held(G, seqs, nonces, now)
   local recs = redis.call('HMGET', G.lk, unpack(seqs))
-  local untl = false
-  if #redis.call('ZRANGEBYSCORE', G.locked, '-inf', '(' .. now, 'LIMIT', 0, 1) > 0 then
-    untl = redis.call('ZMSCORE', G.locked, unpack(seqs))
-  end
   local out = {}
   local shared = type(nonces) == 'string' and nonces .. '|'
   local pfx = {}  -- nonce -> 'nonce|' (a mixed batch mostly repeats one nonce)
+  local zs = nil  -- indexes whose record has no lock end: the zset decides
   for i = 1, #seqs do
     local rec, p = recs[i], shared
     if not p then
@@ -601,10 +607,24 @@ local function held(G, seqs, nonces, now)
         pfx[nonce] = p
       end
     end
-    if rec and string.sub(rec, 1, #p) == p and (not untl or (untl[i] and tonumber(untl[i]) >= now)) then
-      out[i] = rec
-    else
-      out[i] = false
+    out[i] = false
+    if rec and string.sub(rec, 1, #p) == p then
+      local u = string.match(rec, '^(%d+)|', #p + 1)
+      if not u then
+        zs = zs or {}
+        zs[#zs + 1] = i
+        out[i] = rec
+      elseif tonumber(u) >= now then
+        out[i] = rec
+      end
+    end
+  end
+  if zs and #redis.call('ZRANGEBYSCORE', G.locked, '-inf', '(' .. now, 'LIMIT', 0, 1) > 0 then
+    local ask = {}
+    for j = 1, #zs do ask[j] = seqs[zs[j]] end
+    local untl = redis.call('ZMSCORE', G.locked, unpack(ask))
+    for j = 1, #zs do
+      if not (untl[j] and tonumber(untl[j]) >= now) then out[zs[j]] = false end
     end
   end
   return out

@@ -19,7 +19,9 @@
   A group is: log (stream, id "<seq>-0", fields b blob, e enqueued ms, x expires ms [, r, rd, os]),
   ready (zset seq -> seq: available, oldest first; in the main queue of a non-session entity only
   those at or below the cursor, the rest are available with no index), locked (zset seq -> locked-until ms),
-  lk (hash seq -> lock record "nonce|home|expires|size|delivery count"), dc (hash seq ->
+  lk (hash seq -> lock record "nonce|locked-until|home|expires|size|delivery count", or for a
+  session message "nonce|home|expires|size|delivery count|session id": includes/messages.lua's
+  lock_record), dc (hash seq ->
   delivery count of a message not locked now: a lock carries the count in its record),
   deferred (zset seq -> seq).
   ARGV[1] of every message script names the group it works on: 'm' main queue, 'd' dead-letter.
@@ -141,6 +143,10 @@ local function cursor_init()
   end
 end
 
+-- Last use of the partition (st.acc, ms): auto-delete on idle (idle.lua, at least 5 minutes) and
+-- accessed_at read it. A one-message complete leaves it alone when the receive or renewal that
+-- set the lock touched it less than ACC_SLACK_MS before (complete.lua): a write saved per message.
+local ACC_SLACK_MS = 100
 local function touch(now)
   redis.call('HSET', K_ST, 'acc', now)
 end
@@ -151,14 +157,18 @@ end
 -- a member is longer than hash- / zset-max-ziplist-value, 64 by default; that member is removed
 -- again at once), so each pair costs O(1) / O(log n) now and in the calls that follow.
 -- (byte 255 never occurs in UTF-8, so no message id, session id or seq can be this member)
-local WIDE = string.char(255) .. string.rep('~', 64)
+-- (no string.rep, and the pad pairs built only when a batch is that large: this file's opening
+-- runs at every call of every script)
+local WIDE = string.char(255) .. '~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~'
 local WIDE_ITEMS = 32
-local WIDE_PAD = {HSET = {WIDE, '', 'HDEL'}, ZADD = {0, WIDE, 'ZREM'}}  -- pad pair, its removal
 
 -- Redis caps the arguments one Lua call can unpack; large batches go in slices.
 local function call_many(cmd, key, items)
   local n = #items
-  local pad = n >= WIDE_ITEMS and WIDE_PAD[cmd]
+  local pad = nil  -- pad pair, its removal
+  if n >= WIDE_ITEMS then
+    if cmd == 'HSET' then pad = {WIDE, '', 'HDEL'} elseif cmd == 'ZADD' then pad = {0, WIDE, 'ZREM'} end
+  end
   if pad then redis.call(cmd, key, pad[1], pad[2]) end
   local i = 1
   while i <= n do

@@ -64,14 +64,23 @@ local function dead_letter_held(seq, rec, f, reason, description)
   dead_letter(seq, f, reason, description, dc)
 end
 
--- Extend held locks to `untl` (ms).
+-- Extend held locks to `untl` (ms): the locked zset, and the records that carry their lock's end
+-- (lock_record, includes/messages.lua).
 local function renew_held(G, seqs, recs, untl)
-  local renewed = {}
+  local renewed, k = {}, 0
+  local rewrite, w = {}, 0
   for i = 1, #seqs do
-    if recs[i] then
-      renewed[#renewed + 1] = untl
-      renewed[#renewed + 1] = seqs[i]
+    local rec = recs[i]
+    if rec then
+      renewed[k + 1], renewed[k + 2] = untl, seqs[i]
+      k = k + 2
+      local nonce, rest = string.match(rec, '^([^|]*)|%d+(|.*)$')
+      if nonce then
+        rewrite[w + 1], rewrite[w + 2] = seqs[i], nonce .. '|' .. untl .. rest
+        w = w + 2
+      end
     end
   end
-  if #renewed > 0 then call_many('ZADD', G.locked, renewed) end
+  if k > 0 then call_many('ZADD', G.locked, renewed) end
+  if w > 0 then call_many('HSET', G.lk, rewrite) end
 end
