@@ -12,7 +12,10 @@ from .._message import ServiceBusReceivedMessage
 from ..exceptions import InvalidArgumentError, InvalidOperationError, MessageAlreadySettled
 from .protocol import SETTLE
 
-SETTLE_CHUNK = 1000  # messages per settlement script call (Lua unpacks at most ~8000 arguments)
+# Messages per settlement script call. An abandon that dead-letters at the maximum delivery count
+# costs up to ~40 us a message on a loaded server; 250 keeps such a call near 20 ms (1,000 reached
+# 50-85 ms), and the chunks of one settlement go in one pipelined round trip.
+SETTLE_CHUNK = 250
 MAX_ABANDON_DELAY = 366 * 86400.0  # seconds: a retry delay past a year is a unit mistake
 
 
