@@ -8,7 +8,7 @@ applies: no message is locked, deferred, scheduled or was delivered before. So a
 one MULTI of the XRANGE and the sizes of those four structures (:func:`page_commands`); when they
 are all empty the log entries are the whole answer (:func:`parse_page`), else one more MULTI reads
 the page's messages' lock records, counts and states (:func:`state_commands`,
-:func:`with_state`). The result is :class:`peek.Fields`, as ``peek.parse_fields`` gives it.
+:func:`with_state`). The result is a :class:`peek.Fields`.
 
 The lock record's format belongs to the Lua scripts (includes/messages.lua, ``lock_record``):
 :func:`lock_delivery_count` is the one place here that reads it.
@@ -120,7 +120,7 @@ def with_state(f: Fields, replies: list[Any]) -> Fields:
     dc = []
     for rec, c in zip(locks, counts, strict=True):
         d = lock_delivery_count(rec) if rec is not None else int(c or 0)
-        dc.append(max(0, d - 1))  # as peek.parse_fields: the deliveries before the last
+        dc.append(max(0, d - 1))  # as peek.parse: the deliveries before the last
     state = [1 if d is not None else 2 if s is not None else 0 for d, s in zip(deferred, sched, strict=True)]
     return Fields(
         f.local_seq,

@@ -74,21 +74,3 @@ class Fields(NamedTuple):
             self.dead_letter_reason[:n],
             self.dead_letter_error_description[:n],
         )
-
-
-def parse_fields(reply: list[Any], group: str) -> Fields:
-    """The reply of `call` as columns (`parse` builds message objects instead)."""
-    dlq = group == Group.DEAD_LETTER
-    stride = 8 if dlq else 6
-    n = (len(reply) - 2) // stride
-    none: list[str | None] = [None] * n
-    return Fields(
-        [int(v) for v in reply[2::stride]],
-        [max(0, int(v) - 1) for v in reply[3::stride]],  # as parse: the deliveries before the last
-        [int(v) for v in reply[4::stride]],
-        reply[5::stride],
-        [int(v) for v in reply[6::stride]],
-        [int(v) for v in reply[7::stride]],
-        [text_or_none(v) for v in reply[8::stride]] if dlq else none,
-        [text_or_none(v) for v in reply[9::stride]] if dlq else none,
-    )
