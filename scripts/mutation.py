@@ -500,6 +500,7 @@ LUA = [
         "  if c[1] == 'Disabled' or c[1] == 'SendDisabled' then return fail('DISABLED') end\n",
         "",
         "send fast path: a send-disabled entity stores the message",
+        [IT + "test_send_one.py"],
     ),
     lua(
         "sf-msg-size",

@@ -63,3 +63,17 @@ def test_one_message_duplicate_schedule_and_disabled(admin: Any, client: Any, qu
         admin.update_queue(admin.get_queue(queue_name), status="SendDisabled")
         with pytest.raises(MessagingEntityDisabledError):
             sender.send_messages(ServiceBusMessage("refused", message_id="m3"))
+
+
+def test_one_plain_message_to_a_send_disabled_queue_is_refused(admin: Any, client: Any, queue_name: str) -> None:
+    """A blob-only send (send.lua's fast path) is refused while the queue is send-disabled and
+    stores nothing; once active again the next send is stored."""
+    admin.create_queue(queue_name)
+    with client.get_queue_sender(queue_name) as sender, client.get_queue_receiver(queue_name) as receiver:
+        sender.send_messages(ServiceBusMessage("before"))
+        admin.update_queue(admin.get_queue(queue_name), status="SendDisabled")
+        with pytest.raises(MessagingEntityDisabledError):
+            sender.send_messages(ServiceBusMessage("refused"))
+        admin.update_queue(admin.get_queue(queue_name), status="Active")
+        sender.send_messages(ServiceBusMessage("after"))
+        assert [str(m) for m in drain(receiver, 2)] == ["before", "after"]
