@@ -101,6 +101,30 @@ def plan_send(
     return calls, where
 
 
+def plan_one(
+    m: ServiceBusMessage, meta: EntityMeta, partition: int, sched_ms: int = 0, *, into_subscription: bool = False
+) -> Call:
+    """plan_send's call for one message stored in `partition` (an unkeyed message, or any on an
+    entity of one partition): the same checks and arguments, without the grouping.
+
+    Raises: as plan_send.
+    """
+    if meta.kind != ("subscription" if into_subscription else "queue"):
+        raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}: send to a topic with get_topic_sender")
+    if meta.sessions:
+        check_session_ids((m,), meta.name)
+    blob = m.encoded()
+    limit = meta.max_message_bytes
+    if len(blob) > limit:
+        raise MessageSizeExceededError(
+            f"A message of {len(blob)} bytes exceeds the maximum of {limit} bytes on '{meta.name}'."
+        )
+    if meta.dedup or sched_ms > 0 or m.ttl_ms or m.sched_ms:
+        fields = (m.id_text if meta.dedup else "", m.ttl_ms, sched_ms or m.sched_ms, blob)
+        return send.call(meta.name, partition, 1, send.FULL, fields)
+    return send.call(meta.name, partition, 1, send.BLOB_ONLY, (blob,))
+
+
 def pack(entries: Sequence[Sequence[ServiceBusMessage]], max_bytes: int, max_count: int = 1000) -> list[list[int]]:
     """Group entries (indexes) so each group's messages fit one send call: at most `max_bytes` and
     `max_count` messages, unless one entry alone is larger (it then forms its own group)."""

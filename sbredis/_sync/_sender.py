@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .._concurrency import SyncCoalescer, sync_log_failure
 from .._core import instrument, protocol, send_plan, validation
 from .._core.meta import EntityMeta
-from .._core.protocol import cancel_scheduled
+from .._core.protocol import cancel_scheduled, send
 from .._core.transaction import joinable
 from .._message import ServiceBusMessage, ServiceBusMessageBatch, schedule_ms
 from ..exceptions import (
@@ -62,6 +62,7 @@ class ServiceBusSender:
         self.entity_name = entity
         self._into_subscription = into_subscription
         self._rr = random.randrange(1 << 30)
+        self._kind = "subscription" if into_subscription else "queue"  # the entity kind send.lua stores in
         self._closed = False
         # paired namespaces: decided once, here; an unpaired client's sends go straight to _store
         paired = context.paired
@@ -83,7 +84,14 @@ class ServiceBusSender:
             meta = self._context.entity(self.entity_name)
         except ServiceBusError as e:
             return [e] * len(entries)
-        outcomes = self._store_with(meta, sched_ms, entries)
+        # send_messages(msg) in a loop (a topic's meta takes ServiceBusTopicSender's _store_with)
+        if len(entries) == 1 and len(entries[0]) == 1 and meta.kind == self._kind:
+            outcome = self._store_one(meta, sched_ms, entries[0])
+            if not isinstance(outcome, Exception):
+                return [outcome]
+            outcomes = [outcome]
+        else:
+            outcomes = self._store_with(meta, sched_ms, entries)
         stale = [i for i, o in enumerate(outcomes) if isinstance(o, MessagingEntityNotFoundError)]
         if stale and self._context.recreated(self.entity_name, meta.generation):
             meta = self._context.entity(self.entity_name)
@@ -104,6 +112,41 @@ class ServiceBusSender:
                     outcomes[i] = outcome
         return outcomes
 
+    def _store_one(self, meta: EntityMeta, sched_ms: int, entry: list[ServiceBusMessage]) -> Any:
+        """_store_with's work for one caller's one message: its one script call built and its
+        reply read directly, without packing, grouping and the per-entry outcome steps (most of a
+        one-message send's own CPU, docs/benchmarks.md "Loops against raw round trips"). Returns
+        the sequence numbers or the error, as _store_with's outcome would be. A keyed message of a
+        partitioned entity, and a partition found unreachable, take the general path (its retry
+        rounds and placement elsewhere)."""
+        count = meta.partition_count
+        m = entry[0]
+        if count > 1:
+            if send_plan.message_key(m, meta) is not None:
+                return (self._store_with(meta, sched_ms, [entry]))[0]
+            self._rr += 1
+            p = self._rr % count
+        else:
+            p = 0
+        try:
+            c = send_plan.plan_one(m, meta, p, sched_ms, into_subscription=self._into_subscription)
+        except ServiceBusError as e:
+            return e
+        c = protocol.stamp(c, meta.generation)
+        [reply] = self._context.transport.run_many([c], self.entity_name, retry="each" if count == 1 else "none")
+        if isinstance(reply, Exception):
+            # gone, or refused for what its cached metadata allowed (changed since): read it again
+            if isinstance(reply, MessagingEntityNotFoundError) or send_plan.refused_for_one(reply):
+                self._context.forget(self.entity_name)
+            elif isinstance(reply, ServiceBusConnectionError) and count > 1:
+                return (self._store_rounds(meta, sched_ms, [entry], {p}))[0]
+            outcome: Any = reply
+        else:
+            outcome = send.parse(c, reply)
+        if meta.forwards:  # auto-forwarding: move what was just stored on (see _forwarder.py)
+            self._context.forwarder.drain_quietly(self.entity_name)
+        return outcome
+
     def _store_with(self, meta: EntityMeta, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
         """Store entries in as few script calls as fit, planned with `meta`. An entry never spans
         two calls of one partition, so each caller's messages for a partition are stored all or none.
@@ -112,9 +155,15 @@ class ServiceBusSender:
         in another partition at once; a keyed entry is retried by the policy and then fails with a
         ServiceBusConnectionError naming its partition.
         """
+        return self._store_rounds(meta, sched_ms, entries, set())
+
+    def _store_rounds(
+        self, meta: EntityMeta, sched_ms: int, entries: list[list[ServiceBusMessage]], down: set[int]
+    ) -> list[Any]:
+        """_store_with's rounds; `down`: the partitions that could not be reached during this flush
+        (those _store_one found so, or none)."""
         outcomes: list[Any] = [None] * len(entries)
         pending = list(range(len(entries)))
-        down: set[int] = set()  # partitions that could not be reached during this flush
         retry = "each" if meta.partition_count == 1 else "none"
         while pending:
             failed_over = self._store_round(meta, sched_ms, entries, pending, outcomes, down, retry)
