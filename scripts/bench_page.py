@@ -896,20 +896,57 @@ LOOP_FINDINGS = [
     "other receivers' locks usually keep it, and an `EXISTS` of it too would add a call to every "
     "receive among held locks. A receive and a complete one after the other, with this and the "
     "complete above: 29.6 to 26.3 script µs per call at the fastest block, 33.4 to 30.7 at the "
-    "median (six alternating blocks of 2,000 on one server, loaded). **Send's fast path** (5 "
-    "commands: its reads and writes of cfg and st, the clock and the XADD) was left as it was.",
+    "median (six alternating blocks of 2,000 on one server, loaded).",
+    "- **send_messages(msg)'s own Python (client).** A caller's one message (not in a transaction, "
+    "not pre-settled; a keyed message of a partitioned entity excepted) is planned as its one "
+    "script call and its reply read directly (`_store_one`, `send_plan.plan_one`), without packing, "
+    "grouping, the generation stamp's list and the per-entry outcome steps; an unreachable "
+    "partition of a partitioned entity, a recreated entity, a refusal the metadata may have changed "
+    "and topics go on through the general path. Measured alternating with the general path (the "
+    "code without `_store_one`) in one run (load average 5.5; four pairs, 2,000 sends each, 100 B, "
+    "each send timed next to a raw `XADD`, then CPU over a block of 2,000 sends; the same "
+    "redis-server):",
     "",
-    "Not reached: an iterating loop at 0.8x the raw round-trip rate (0.52-0.58x sync and "
-    "0.64-0.72x async by CPU over the pairs, from 0.47-0.50x and 0.53-0.70x) and single "
-    "operations at 1.3x the comparable raw command (complete 1.57-1.65x raw XACK, from "
-    "1.85-1.93x, and 1.20-1.23x raw EVALSHA; receive 1.42-1.51x; send 2.05-2.22x, as before). The "
-    "sync loop's client CPU per message (34-35 µs) is now near a raw EVALSHA's (28); its server CPU "
-    "(36-39 µs) is about three raw round trips' (13): the EVALSHA's own cost (12-13 µs, a raw "
-    "command's), complete's script (19-24 µs) and a hundredth of a receive of 100. By CPU, 0.8x "
-    "would leave the loop about 17 µs of server time per message, little more than one EVALSHA: "
-    "beyond reach for a script call per settlement, whatever the script does. What is left to "
-    "take: the lazy key names above, receive's read of the locked set, and send's Python (13 µs above the "
-    "call, spread over planning, grouping and outcome steps).",
+    "  | send, sync | before | after |",
+    "  | --- | --- | --- |",
+    "  | p50 / raw XADD p50 (same loop) | 1.55-1.56x (82.6-85.1 / 53.3-54.4 µs) | 1.30-1.31x "
+    "(66.2-66.5 / 50.6-51.3 µs) |",
+    "  | client CPU µs per send (raw XADD: 28.6-30.5) | 41.7-42.6 | 29.5-30.2 |",
+    "  | server CPU µs per send (raw XADD: 13.1-13.9) | 36.1-37.4 | 31.6-32.6 |",
+    "  | script µs (INFO commandstats) | 22.9-24.0 | 20.7-24.3 |",
+    "",
+    "  Async, `await sender.send_messages(msg)` in a loop of 3,000 (three pairs): 6.3-8.4k to "
+    "9.5-10.7k sends/s, client CPU 73-100 to 54-61 µs per send, server 42-56 to 39-42. (This loop "
+    "times only send and XADD; the table above, where receive, complete and five raw commands run "
+    "between sends, put send at 2.17x.) Seven more pairs with send.lua's narrower read below, at a "
+    "time when everything cost about twice the CPU (raw XADD 60-84 µs client CPU, load average "
+    "1.1-1.2): p50 1.21-1.26x to 1.08-1.13x raw XADD, client CPU per send 70-97 to 53-80 µs.",
+    "- **send.lua's fast path (server).** Script µs per call, cutting the script at points of its "
+    "fast path (five rounds of 2,000 EVALSHA on one server): a script returning 1, 2.0; "
+    "partition.lua's opening, 7.3; with `load_cfg` (the cfg `HMGET`, 1.1 µs in commandstats, and "
+    "its table), 10.9-11.1; with the size checks and st's `HMGET`, 12.3; with the clock, 14.6; the "
+    "whole send, 22.0-22.4. Its five commands are 3.7 µs of commandstats time; the XADD and the "
+    "final `HSET`, the script's first writes, cost 7.4 µs between them in the script (the write's "
+    "propagation included). None of the five can go without moving st's fields into cfg (a keyspace "
+    "change) or dropping the enqueue time's clock read. What went is `load_cfg`'s table: the fast "
+    "path reads the six settings it uses (status, generation, sessions, size limits, default TTL) "
+    "as values and the other sends read all ten as before (a session entity's blob-only send reads "
+    "cfg twice): 23.0 to 21.5 script µs per send (medians of eight alternating blocks of 2,000 on "
+    "one server; 22.5-23.8 and 20.8-25.3), server CPU 36.0 to 34.5 µs. The rest is partition.lua's "
+    "opening (5.3 µs over a script returning 1), shared with every script.",
+    "",
+    "Not reached: an iterating loop at 0.8x the raw round-trip rate (0.52-0.58x sync and 0.64-0.72x "
+    "async by CPU over the pairs, from 0.47-0.50x and 0.53-0.70x) and single operations at 1.3x the "
+    "comparable raw command (complete 1.57-1.65x raw XACK, from 1.85-1.93x, and 1.20-1.23x raw "
+    "EVALSHA; receive 1.42-1.51x; send 2.05-2.22x, as before, and 1.30-1.31x raw XADD in a loop of "
+    "sends and XADDs alone after its one-message path, from 1.55-1.56x). The sync loop's client CPU "
+    "per message (34-35 µs) is now near a raw EVALSHA's (28); its server CPU (36-39 µs) is about "
+    "three raw round trips' (13): the EVALSHA's own cost (12-13 µs, a raw command's), complete's "
+    "script (19-24 µs) and a hundredth of a receive of 100. By CPU, 0.8x would leave the loop about "
+    "17 µs of server time per message, little more than one EVALSHA: beyond reach for a script call "
+    "per settlement, whatever the script does. What is left to take: the lazy key names above and "
+    "receive's read of the locked set (send's Python above the call: 12 µs less client CPU per send "
+    "with its one-message path).",
     "",
 ]
 
