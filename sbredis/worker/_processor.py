@@ -599,6 +599,13 @@ class Worker:
         except Exception as e:
             error = e
         self._handler_done()
+        return await self._conclude(receiver, m, error)
+
+    async def _conclude(
+        self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage, error: BaseException | None
+    ) -> str | None:
+        """Settle `m` after its handler: complete, or as a failure says; None when the drain
+        abandoned it already."""
         if id(m) in self._released:
             return None
         if error is None:
@@ -653,11 +660,7 @@ class Worker:
         op.fail(error)
         if self.middleware:
             await self._hook("after_process", m, error, reverse=True)
-        if id(m) in self._released:
-            return None  # abandoned by the drain already
-        if error is None:
-            return await self._settle(receiver, m, "complete")
-        return await self._settle_failed(receiver, m, error)
+        return await self._conclude(receiver, m, error)
 
     async def _settle_failed(
         self, receiver: ServiceBusReceiver, m: ServiceBusReceivedMessage, error: BaseException
