@@ -69,6 +69,8 @@ class ServiceBusSender:
         store = self._store if paired is None or into_subscription else paired.route(entity, self._store)
         self._pipe = SyncCoalescer(store, max_pending_sends)
 
+    _one_message_path = True  # one caller's one message to the sender's kind of entity: _store_one
+
     def store_entries(self, sched_ms: int, entries: list[list[ServiceBusMessage]]) -> list[Any]:
         """Internal, for sbredis's own integrations (paired namespaces, Spark): store entries (each
         one caller's messages) without coalescing, one outcome (sequence numbers or the exception)
@@ -84,8 +86,9 @@ class ServiceBusSender:
             meta = self._context.entity(self.entity_name)
         except ServiceBusError as e:
             return [e] * len(entries)
-        # send_messages(msg) in a loop (a topic's meta takes ServiceBusTopicSender's _store_with)
-        if len(entries) == 1 and len(entries[0]) == 1 and meta.kind == self._kind:
+        # send_messages(msg) in a loop; a topic sender publishes through its _store_with, whatever
+        # the entity turns out to be (it refuses a queue there)
+        if self._one_message_path and len(entries) == 1 and len(entries[0]) == 1 and meta.kind == self._kind:
             outcome = self._store_one(meta, sched_ms, entries[0])
             if not isinstance(outcome, Exception):
                 return [outcome]

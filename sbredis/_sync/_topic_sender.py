@@ -25,6 +25,8 @@ class ServiceBusTopicSender(ServiceBusSender):
     returns the topic's sequence numbers; ``cancel_scheduled_messages`` takes them back out of
     every subscription."""
 
+    _one_message_path = False
+
     def _topic(self) -> fanout.TopicMeta:
         meta = self._context.entity(self.entity_name)
         if not isinstance(meta, fanout.TopicMeta):

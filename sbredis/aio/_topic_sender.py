@@ -24,6 +24,8 @@ class ServiceBusTopicSender(ServiceBusSender):
     returns the topic's sequence numbers; ``cancel_scheduled_messages`` takes them back out of
     every subscription."""
 
+    _one_message_path = False
+
     async def _topic(self) -> fanout.TopicMeta:
         meta = await self._context.entity(self.entity_name)
         if not isinstance(meta, fanout.TopicMeta):
