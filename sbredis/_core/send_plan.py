@@ -38,6 +38,22 @@ def unkeyed(messages: Iterable[ServiceBusMessage], meta: EntityMeta) -> bool:
     return all(message_key(m, meta) is None for m in messages)
 
 
+def checked_blobs(messages: Sequence[ServiceBusMessage], meta: EntityMeta, into_subscription: bool) -> list[bytes]:
+    """The messages' stored forms, once the entity's kind, its sessions and its size limit allow
+    them (plan_send's and plan_one's checks; raises as plan_send)."""
+    if meta.kind != ("subscription" if into_subscription else "queue"):
+        raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}: send to a topic with get_topic_sender")
+    if meta.sessions:
+        check_session_ids(messages, meta.name)
+    blobs = [m.encoded() for m in messages]
+    size = max(map(len, blobs), default=0)
+    if size > meta.max_message_bytes:
+        raise MessageSizeExceededError(
+            f"A message of {size} bytes exceeds the maximum of {meta.max_message_bytes} bytes on '{meta.name}'."
+        )
+    return blobs
+
+
 def plan_send(
     messages: Sequence[ServiceBusMessage],
     meta: EntityMeta,
@@ -58,17 +74,8 @@ def plan_send(
         InvalidOperationError: the entity is not a queue (with into_subscription: not a
             subscription), or requires sessions and a message has no session_id.
     """
-    if meta.kind != ("subscription" if into_subscription else "queue"):
-        raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}: send to a topic with get_topic_sender")
-    if meta.sessions:
-        check_session_ids(messages, meta.name)
+    blobs = checked_blobs(messages, meta, into_subscription)
     count, dedup, limit = meta.partition_count, meta.dedup, meta.max_message_bytes
-    blobs = [m.encoded() for m in messages]
-    size = max(map(len, blobs), default=0)
-    if size > limit:
-        raise MessageSizeExceededError(
-            f"A message of {size} bytes exceeds the maximum of {limit} bytes on '{meta.name}'."
-        )
     # send.lua's w: 4 arguments per message, or the blob alone when all take the defaults
     full = dedup or sched_ms > 0 or any(map(_TTL_MS, messages)) or any(map(_SCHED_MS, messages))
     if count > 1:
@@ -109,16 +116,7 @@ def plan_one(
 
     Raises: as plan_send.
     """
-    if meta.kind != ("subscription" if into_subscription else "queue"):
-        raise InvalidOperationError(f"'{meta.name}' is a {meta.kind}: send to a topic with get_topic_sender")
-    if meta.sessions:
-        check_session_ids((m,), meta.name)
-    blob = m.encoded()
-    limit = meta.max_message_bytes
-    if len(blob) > limit:
-        raise MessageSizeExceededError(
-            f"A message of {len(blob)} bytes exceeds the maximum of {limit} bytes on '{meta.name}'."
-        )
+    [blob] = checked_blobs((m,), meta, into_subscription)
     if meta.dedup or sched_ms > 0 or m.ttl_ms or m.sched_ms:
         fields = (m.id_text if meta.dedup else "", m.ttl_ms, sched_ms or m.sched_ms, blob)
         return send.call(meta.name, partition, 1, send.FULL, fields)
