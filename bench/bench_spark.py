@@ -2,7 +2,7 @@
 """Spark jobs against the single-process client on the same data: bulk load and consume.
 
     python bench/bench_spark.py [--n 200000] [--body-bytes 170] [--partitions 16] [--rounds 3]
-                                [--master local[2]] [--url redis://host:port/db]
+                                [--master local[2]] [--url redis://host:port/db] [--only NAME [--merge]]
 
 The input is --n rows (body of --body-bytes random bytes, messageId) in 4 Parquet files, made
 once with pyarrow. The figures, each one run over all N messages, every round (client and Spark
@@ -413,6 +413,28 @@ def summarize(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return out
 
 
+def merge(summary: list[dict[str, Any]], rounds: list[list[dict[str, Any]]], args: Any, info: dict[str, Any]) -> None:
+    """Replace the figures named by --only (their summaries and per-round rows) in the saved
+    results, in OPS order, and note the run they came from under "merged"."""
+    picked = {op for op in OPS if any(w in op for w in args.only)}
+    saved = json.loads(RESULTS.read_text())
+    if (saved["n"], saved["partitions"], saved["master"]) != (args.n, args.partitions, args.master):
+        raise SystemExit("--merge: the saved results were made with other --n/--partitions/--master")
+    fresh = {s["operation"]: s for s in summary if s["operation"] in picked}
+    kept = {s["operation"]: s for s in saved["summary"] if s["operation"] not in fresh}
+    saved["summary"] = [{**kept, **fresh}[op] for op in OPS if op in kept or op in fresh]
+    for i, rnd in enumerate(rounds):
+        if i < len(saved["rows"]):
+            saved["rows"][i] = [r for r in saved["rows"][i] if r["operation"] not in fresh] + [
+                r for r in rnd if r["operation"] in fresh
+            ]
+    saved.setdefault("merged", [])
+    saved["merged"] = [m for m in saved["merged"] if not set(m["figures"]) <= set(fresh)]
+    saved["merged"].append({"figures": sorted(fresh, key=OPS.index), "rounds": len(rounds), "machine": info})
+    RESULTS.write_text(json.dumps(saved, indent=2) + "\n")
+    print(f"merged {len(fresh)} figure(s) into {RESULTS.relative_to(ROOT)}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=200_000, help="messages (default 200,000)")
@@ -428,6 +450,11 @@ def main() -> int:
         action="append",
         default=[],
         help="run only the figures whose name contains this (repeatable), with their baselines; implies --no-save",
+    )
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="with --only: replace those figures (not their baselines) in bench/results/spark.json, keep the others",
     )
     args = ap.parse_args()
 
@@ -521,6 +548,8 @@ def main() -> int:
         f"{args.rounds} rounds, spark session start {startup:.1f} s and warm-up jobs {warmup:.1f} s (not included); "
         f"machine {info['cpus']} cpus, load at start {info['loadavg_at_start']}"
     )
+    if args.merge and args.only and not args.no_save:
+        merge(summary, rounds, args, info)
     if not args.no_save and not args.only:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(
