@@ -194,11 +194,14 @@ class Pushed:
         return lo, max(lo, hi)
 
 
-def _next_offsets(opts: SourceOptions) -> dict[int, int]:
-    client = _broker.connect(opts.url, opts.socket_timeout)
-    try:
+def _next_offsets(opts: SourceOptions, client: Any = None) -> dict[int, int]:
+    """Per partition, the offset the next message will get; over `client`, or a client of its own."""
+    if client is not None:  # the entity's record is read every time: it may have been deleted
         meta = _broker.readable(_broker.meta(client, opts.entity))
         return _broker.next_offsets(client, opts.entity, opts.group, meta.partition_count)
+    client = _broker.connect(opts.url, opts.socket_timeout)
+    try:
+        return _next_offsets(opts, client)
     finally:
         client.close()
 
@@ -319,10 +322,21 @@ class StreamReader(DataSourceStreamReader):
         self._last: dict[int, int] | None = None  # PySpark 4.0/4.1 call latestOffset() without start
         self._ckpt = Checkpoint(opts)
         self._latest: dict[int, int] | None = None  # what the last latestOffset() saw
+        self._client: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_client": None}  # a connection stays in its process
+
+    def _next_offsets(self) -> dict[int, int]:
+        """The entity's next offsets, over the reader's one client: Spark asks for offsets several
+        times per micro-batch, and a client per call cost a connection each time."""
+        if self._client is None:
+            self._client = _broker.connect(self.opts.url, self.opts.socket_timeout)
+        return _next_offsets(self.opts, self._client)
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802
         o = self.opts
-        return self._ckpt.wrap(resolve("startingOffsets", o.starting, LATEST, o.entity, _next_offsets(o)))
+        return self._ckpt.wrap(resolve("startingOffsets", o.starting, LATEST, o.entity, self._next_offsets()))
 
     def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802
         """The offsets the entity had when the last micro-batch was planned (progress' latestOffset)."""
@@ -337,7 +351,7 @@ class StreamReader(DataSourceStreamReader):
 
     def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, Any]:  # noqa: N802
         begin = self._ckpt.unwrap(start) if start is not None else self._last
-        latest = _next_offsets(self.opts)
+        latest = self._next_offsets()
         self._latest = latest
         if self._target is not None:
             latest = {p: min(v, self._target.get(p, v)) for p, v in latest.items()}
@@ -369,6 +383,11 @@ class StreamReader(DataSourceStreamReader):
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: the reads held no locks."""
 
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
 
 if HAS_READ_LIMITS:
 
@@ -376,7 +395,7 @@ if HAS_READ_LIMITS:
         """Trigger.AvailableNow: read up to the offsets there were when the query started."""
 
         def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
-            self._target = _next_offsets(self.opts)
+            self._target = self._next_offsets()
 
 
 class SbRedisDataSource(DataSource):
