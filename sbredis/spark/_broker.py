@@ -96,6 +96,23 @@ def next_offsets(client: ServiceBusClient, entity: str, group: protocol.Group, p
     return {p: (s.last_dlq_seq if dlq else s.last_seq) + 1 for p, s in enumerate(replies)}
 
 
+def active_count(client: ServiceBusClient, entity: str, partitions: int, dead_letter: bool = False) -> int:
+    """Active messages (ready, locked and deferred, as the runtime properties count them) of a
+    queue or subscription path, or of its dead-letter subqueue: one pipelined ``stats`` call per
+    partition on `client`'s connection, without an administration client (which would connect
+    and run its maintenance on every call).
+
+    Raises:
+        ServiceBusError: the entity is gone or Redis failed.
+    """
+    calls = [protocol.stats.call(entity, p) for p in range(partitions)]
+    total = 0
+    for r in retrying(lambda: _run(client, calls, entity)):
+        s = protocol.stats.parse(r)
+        total += s.dlq_ready + s.dlq_locked + s.dlq_deferred if dead_letter else s.ready + s.locked + s.deferred
+    return total
+
+
 def peek_range(
     client: ServiceBusClient, entity: str, partition: int, group: protocol.Group, start: int, end: int, page: int
 ) -> Iterator[ServiceBusReceivedMessage]:
@@ -306,17 +323,20 @@ def complete_tokens(client: ServiceBusClient, entity: str, group: str, generatio
     Raises:
         ServiceBusError: a partition's complete failed otherwise (Redis away, entity disabled).
     """
-    groups: dict[tuple[int, str], list[int]] = {}
+    bad = next((t for t in tokens if len(t) != 36), None)
+    if bad is not None:
+        raise ValueError(f"not a lock token: {bad!r}")
+    # A token is the lock nonce (16 hex digits) and the sequence number (16: the partition in the
+    # top 6, the partition-local number in the last 10), formatted as a UUID: its first 26
+    # characters name the (partition, nonce) group, the last 10 the message within it.
+    groups: dict[str, list[int]] = {}
     for t in tokens:
-        if len(t) != 36:
-            raise ValueError(f"not a lock token: {t!r}")
-        seq = int(t[19:23] + t[24:], 16)
-        groups.setdefault((seq >> PARTITION_SHIFT, t[:8] + t[9:13] + t[14:18]), []).append(
-            seq & ((1 << PARTITION_SHIFT) - 1)
-        )
+        groups.setdefault(t[:26], []).append(int(t[26:], 16))
     calls = [
-        protocol.complete.call_by_nonce(entity, p, protocol.Group(group), nonce, chunk)
-        for (p, nonce), seqs in groups.items()
+        protocol.complete.call_by_nonce(
+            entity, int(key[19:23] + key[24:], 16), protocol.Group(group), key[:8] + key[9:13] + key[14:18], chunk
+        )
+        for key, seqs in groups.items()
         for chunk in (seqs[i : i + settlement.SETTLE_CHUNK] for i in range(0, len(seqs), settlement.SETTLE_CHUNK))
     ]
     lost = 0

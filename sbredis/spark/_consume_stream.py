@@ -240,12 +240,9 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 "use a new checkpointLocation for another entity"
             )
 
-    def _open(self, query: str) -> Ledger:
-        if self._ledger is None or self._query != query:
-            if self._ledger is not None:
-                self._ledger.close()
-            self._query = query
-            self._ledger = Ledger(self.opts.url, query, self.opts.socket_timeout)
+    def _connect(self) -> None:
+        """The driver's one client (and receiver, renewer) for the reader's life: every offset,
+        count and settlement call of the query goes over it."""
         if self._client is None:
             count, lock, _ = queue_settings(self.opts.url, self.opts.entity)
             self._partitions, self._lock_seconds = count, lock
@@ -253,41 +250,40 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._receiver = _broker.receiver(self._client, self.opts.entity, _sub_queue(self.opts))
             self._generation = _broker.meta(self._client, self.opts.entity).generation
             self._renewer = AutoLockRenewer(max_lock_renewal_duration=self.opts.max_renewal)
+
+    def _open(self, query: str) -> Ledger:
+        if self._ledger is None or self._query != query:
+            if self._ledger is not None:
+                self._ledger.close()
+            self._query = query
+            self._ledger = Ledger(self.opts.url, query, self.opts.socket_timeout)
+        self._connect()
         return self._ledger
 
     def _active(self) -> int:
-        from ..management import ServiceBusAdministrationClient
-
-        topic, sep, sub = self.opts.entity.partition("/Subscriptions/")
-        with ServiceBusAdministrationClient.from_connection_string(self.opts.url) as admin:
-            if sep:
-                props: Any = admin.get_subscription_runtime_properties(topic, sub)
-            else:
-                props = admin.get_queue_runtime_properties(self.opts.entity)
-        if self.opts.dead_letter:
-            return int(props.dead_letter_message_count)
-        return int(props.active_message_count)
+        self._connect()
+        return _broker.active_count(self._client, self.opts.entity, self._partitions, self.opts.dead_letter)
 
     def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, Any]:  # noqa: N802
         start = start if start is not None else self._last
         if start is None:
             start = self.initialOffset()
         self._check(start)
-        ledger = self._open(str(start["query"]))
-        active = self._active()
-        pending = [b for b in ledger.batches() if b <= _batch(start)]
-        ours = sum(ledger.count(b) for b in pending)
-        # active counts the locks this query still holds (Spark commits a batch only when it
-        # plans the next one): those are not there to take
-        available = max(0, active - ours)
+        # Spark asks for the offsets after `start` only once the batch ending there is in its
+        # commit log (a restarted query first runs again a batch that is not): its sink has the
+        # rows, so its locks are completed here, without waiting for Spark's commit() call,
+        # which comes only when a further batch is planned (an AvailableNow query would need
+        # one more, empty, batch for it).
+        self._settle(self._open(str(start["query"])), _batch(start))
+        available = self._active()
         self.backlog = available
-        if not available and not pending:
+        if not available:
             self._last = start
             return start
         budget = _limit(limit, self.opts.max_per_trigger)
         if self._target is not None:
             budget = max(0, min(budget, self._target - self._planned))
-            if not budget and not pending:
+            if not budget:
                 self._last = start
                 return start
         end = {**start, "batch": _batch(start) + 1, "quota": min(available, budget)}
@@ -379,12 +375,16 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     continue
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Complete the locks of every batch up to `end` (Spark has stored its results)."""
+        """Complete the locks of every batch up to `end` (Spark has stored its results); mostly
+        done already, by the latestOffset that planned the batch after `end`."""
         self._check(end)
-        ledger = self._open(str(end["query"]))
+        self._settle(self._open(str(end["query"])), _batch(end))
+
+    def _settle(self, ledger: Ledger, upto: int) -> None:
+        """Complete the recorded locks of every batch up to `upto` and drop their ledger."""
         with self._guard:
             for batch in ledger.batches():
-                if batch > _batch(end):
+                if batch > upto:
                     continue
                 self._poll(batch, renew=False)  # about to be completed
                 tokens = [t for e in self._held.pop(batch, []) for t in e.tokens]

@@ -111,14 +111,6 @@ class Ledger:
                 out.extend(parse(text[:end]))
         return out
 
-    def count(self, batch: int) -> int:
-        """How many locks `batch` recorded (its tasks may still be adding)."""
-        slots = [int(s) for s in self._r.smembers(self._slots(batch))]
-        if not slots:
-            return 0
-        texts: list[bytes | None] = self._r.mget([self._slot(batch, s) for s in slots])  # type: ignore[assignment]
-        return sum(len(e.tokens) for t in texts if t for e in parse(t))
-
     def drop(self, batch: int) -> None:
         slots = [int(s) for s in self._r.smembers(self._slots(batch))]
         p = self._r.pipeline(transaction=False)
