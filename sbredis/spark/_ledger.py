@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import redis
 
+from .._core.packer import driver_options
+
 PREFIX = "sbredis-spark:"
 KEEP_SECONDS = 7 * 24 * 3600
 
@@ -56,7 +58,7 @@ class Ledger:
 
     def __init__(self, url: str, query: str, socket_timeout: float = 30.0) -> None:
         self.query = query
-        self._r = redis.Redis.from_url(url, socket_timeout=socket_timeout)
+        self._r = redis.Redis.from_url(url, socket_timeout=socket_timeout, **driver_options())
 
     def close(self) -> None:
         self._r.close()

@@ -61,7 +61,22 @@ def test_only_the_sync_client_gets_the_packer() -> None:
     import redis.asyncio
 
     assert isinstance(connection_options(redis.Redis)["command_packer"], CommandPacker)
-    assert connection_options(redis.asyncio.Redis) == {}
+    assert "command_packer" not in connection_options(redis.asyncio.Redis)
+
+
+def test_connections_report_redis_py_without_looking_its_version_up_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    # redis-py 8 looks its version up with importlib.metadata per connection unless told it
+    import redis
+    import redis.asyncio
+
+    pytest.importorskip("redis.driver_info")
+    looked_up: list[str] = []
+    monkeypatch.setattr("importlib.metadata.version", lambda name: looked_up.append(name) or "0")
+    for cls in (redis.Redis, redis.asyncio.Redis):
+        pool = cls.from_url("redis://127.0.0.1:1", **connection_options(cls)).connection_pool
+        for conn in (pool.make_connection(), pool.make_connection()):
+            assert (conn.driver_info.formatted_name, conn.driver_info.lib_version) == ("redis-py", redis.__version__)
+    assert looked_up == []
 
 
 @pytest.mark.parametrize("args", CASES, ids=range(len(CASES)))
