@@ -71,8 +71,8 @@ RECEIVE_BATCH = 100
 pc = time.perf_counter
 
 
-def _proc_table() -> dict[int, tuple[str, int, float]]:
-    """pid -> (name, parent pid, CPU seconds of it and its reaped children)."""
+def _proc_table() -> dict[int, tuple[str, int, float, float]]:
+    """pid -> (name, parent pid, CPU seconds of it, CPU seconds of its reaped children)."""
     out = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -84,20 +84,23 @@ def _proc_table() -> dict[int, tuple[str, int, float]]:
             continue
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2 :].split()
-        out[int(d)] = (name, int(fields[1]), sum(int(x) for x in fields[11:15]) / TCK)
+        own, reaped = sum(int(x) for x in fields[11:13]) / TCK, sum(int(x) for x in fields[13:15]) / TCK
+        out[int(d)] = (name, int(fields[1]), own, reaped)
     return out
 
 
 def cpu_split(redis: Any) -> dict[str, float]:
     """CPU seconds so far of this process ("driver"), the Spark JVM it started ("jvm"), the
     Python workers under that JVM ("workers") and the redis-server ("redis", from INFO cpu). A
-    worker that exited is counted through its parent's reaped-children time."""
+    worker that exited is counted through its parent's reaped-children time: the JVM's children
+    are all Python processes (the worker daemon, and the process that runs a streaming source's
+    driver side, which exits with its query)."""
     ps = _proc_table()
     me = os.getpid()
     kids: dict[int, list[int]] = {}
-    for pid, (_, ppid, _) in ps.items():
+    for pid, (_, ppid, _, _) in ps.items():
         kids.setdefault(ppid, []).append(pid)
-    out = {"driver": ps[me][2] if me in ps else 0.0, "jvm": 0.0, "workers": 0.0, "redis": 0.0}
+    out = {"driver": sum(ps[me][2:]) if me in ps else 0.0, "jvm": 0.0, "workers": 0.0, "redis": 0.0}
     todo = [(k, "") for k in kids.get(me, [])]
     while todo:
         pid, under = todo.pop()
@@ -106,8 +109,11 @@ def cpu_split(redis: Any) -> dict[str, float]:
             kind = "workers" if name.startswith("python") or under == "workers" else "jvm"
         else:
             kind = "jvm" if name == "java" else ""
-        if kind:
-            out[kind] += ps[pid][2]
+        if kind == "jvm":
+            out["jvm"] += ps[pid][2]
+            out["workers"] += ps[pid][3]
+        elif kind:
+            out[kind] += ps[pid][2] + ps[pid][3]
         todo += [(k, kind) for k in kids.get(pid, [])]
     cpu = redis.info("cpu")
     out["redis"] = float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"])
