@@ -5,9 +5,10 @@ Offsets are micro-batch numbers, not message positions: the checkpoint's offset 
 made when the query first starts (kept by the checkpoint, so a restart finds its ledger) and
 ``quota`` the most messages that batch may take.
 
-* Driver, ``latestOffset``: when the entity has active messages (or an earlier batch still holds
-  locks to complete) the next batch is ``batch + 1`` with a quota of
-  min(active messages, maxMessagesPerTrigger or 10,000).
+* Driver, ``latestOffset(start)``: Spark asks for it only once the batch ending at ``start`` is
+  in its commit log, so it first completes the locks of the batches up to ``start`` (see
+  ``commit``); then, when the entity has active messages, the next batch is ``batch + 1`` with a
+  quota of min(active messages, maxMessagesPerTrigger or 10,000).
 * Driver, ``partitions``: the quota split over ``consumerTasks`` input partitions (default: one
   per ``minOffsetsPerTask`` messages of the quota, at most the entity's partition count and 8);
   the driver starts watching the batch's ledger.
@@ -20,7 +21,9 @@ made when the query first starts (kept by the checkpoint, so a restart finds its
   locks with an ``AutoLockRenewer``, so they stay held while Spark processes the batch and until
   it commits.
 * Driver, ``commit(end)``: completes every recorded lock of the batches up to ``end``, one
-  script call per broker partition (the receiver's ``complete_messages``), and drops their ledger.
+  script call per broker partition and lock nonce, and drops their ledger. Spark calls it only
+  when it plans the batch after the next one, so ``latestOffset`` has mostly done it already; an
+  AvailableNow query needs no extra, empty, batch to complete its last one.
 
 A batch that fails, or a query that dies, completes nothing: the renewals stop, the locks elapse
 and the messages are delivered again with their delivery count one higher, to this query's next
