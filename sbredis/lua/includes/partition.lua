@@ -45,7 +45,7 @@ if #KEYS <= 2 then  -- the cfg key alone, or with a topic partition's fan-out jo
   K_CFG, K_ST, K_SCHED, K_EXP, K_DD, K_FJ = KEYS[1], p .. 'st', p .. 'sched', p .. 'exp', p .. 'dd', KEYS[2]
   -- A group's (and the sessions') key names are built on first use, as the group's prefix
   -- (g[0]) followed by the field's name, which is the key's name in keys.PARTITION_KEY_NAMES: a
-  -- one-message call uses three to five of the 18, and this opening runs at every call.
+  -- one-message call uses three to five of the 19, and this opening runs at every call.
   local named = {__index = function(g, f)
     local k = g[0] .. f
     g[f] = k
