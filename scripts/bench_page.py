@@ -981,8 +981,9 @@ LOOP_FINDINGS = [
     "is higher with no sbredis Python at all: the script call in the loop costs the client 23 µs "
     "(the transport's 16 and the wait for a 20 µs script), the server 31 µs (a round trip's 14 and "
     "complete's script), and a hundredth of a receive of 100 costs 2.5 client and 4.8 server µs: "
-    "about 61 µs, 0.66x. For a single complete the same sum against raw XACK's 41 µs is about "
-    "1.3x with sbredis's 5 µs of Python left out; 1.3x against a raw EVALSHA is reached. 0.8x "
+    "about 61 µs, 0.66-0.70x of a raw EVALSHA's 40-43. For a single complete the same sum "
+    "against raw XACK's 41 µs is about 1.3x with sbredis's 5 µs of Python left out; 1.3x against "
+    "a raw EVALSHA is reached. 0.8x "
     "needs a settlement whose script does about a third less work on the server than complete's "
     "seven commands (the status, the lock record, the clock, and four writes), or a client that "
     "does not block on its reply.",
