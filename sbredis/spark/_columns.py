@@ -338,13 +338,39 @@ _HEADER_KEYS = {
 _NEEDS_HEADER = {*_HEADER_KEYS, "partitionKey", "applicationProperties"}
 
 
-def _props_text(props: dict[str, Any] | None) -> list[tuple[str, str | None]] | None:
-    """Stored application properties as the map column's (key, text) pairs."""
-    if props is None:
-        return None
-    if any(isinstance(v, dict) for v in props.values()):  # tagged types (bytes, datetime, ...)
-        props = codec.decode_properties(props)
-    return [(k, _prop_text(v)) for k, v in props.items()]
+def _tagged_text(value: Any) -> str | None:
+    """A stored property value as the map column's text, a tagged one (bytes, datetime, ...) decoded."""
+    if isinstance(value, dict):
+        value = codec.decode_properties({"": value})[""]
+    return _prop_text(value)
+
+
+def _props_column(props: list[dict[str, Any] | None], kind: Any) -> Any:
+    """The stored application properties of a page's rows as one Arrow map array: the keys and
+    values of every row end to end with their offsets (MapArray.from_arrays), which costs a
+    quarter of building the array from a list of (key, text) pairs per row, the map column
+    being the priciest of the read."""
+    import pyarrow as pa
+
+    offsets = [0]
+    keys: list[str] = []
+    values: list[Any] = []
+    nulls = 0
+    for ap in props:
+        if ap is None:
+            nulls += 1
+        else:
+            keys.extend(ap)
+            values.extend(ap.values())
+        offsets.append(len(keys))
+    if nulls == len(props):
+        return pa.nulls(nulls, kind)
+    if set(map(type, values)) - {str}:  # numbers, booleans, nulls and tagged types as text
+        values = [v if type(v) is str else _tagged_text(v) for v in values]
+    mask = pa.array([ap is None for ap in props], pa.bool_()) if nulls else None
+    return pa.MapArray.from_arrays(
+        pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(values, pa.string()), kind, mask=mask
+    )
 
 
 class ArrowPages:
@@ -404,7 +430,7 @@ class ArrowPages:
                 pk, sid = codec.FIELDS["partition_key"], codec.FIELDS["session_id"]
                 a = pa.array([h.get(pk, h.get(sid)) for h in headers], field.type)
             elif name == "applicationProperties":
-                a = pa.array([_props_text(h.get("ap")) for h in headers], field.type)
+                a = _props_column([h.get("ap") for h in headers], field.type)
             elif name == "enqueuedTime":
                 a = pa.array([ms * 1000 for ms in f.enqueued_ms], pa.int64()).cast(ts)
             elif name == "expiresAt":
