@@ -226,7 +226,7 @@ class BatchReader(DataSourceReader):
                 )
         if o.ending is not None and offset_spec("endingOffsets", o.ending, o.entity) == EARLIEST:
             raise InvalidArgumentError("endingOffsets cannot be 'earliest'")
-        return pack([(p, *self.pushed.bound(p, start[p], end[p])) for p in sorted(nxt)], o.min_per_task)
+        return pack([(p, *self.pushed.bound(p, start[p], end[p])) for p in sorted(nxt)], o.read_per_task)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)
