@@ -1109,7 +1109,7 @@ def spark(d: Json) -> Iterator[str]:
         "row; other rows, and rows the per-row checks must judge (a null body, an empty or too long "
         "id, a message over the size limit), go row by row: standalone 5.6 -> 3.7 µs/msg of writer "
         "CPU over 100,000 rows. The collector is paused while a batch is encoded and sent, as in the "
-        "read (its object per row pushed older ones into full collections: workers 3.7 -> 3.1 "
+        "read (its object per row would push older ones into full collections: workers 3.7 -> 3.1 "
         "µs/msg). The JVM's share (reading Parquet and handing the rows to Python as Arrow) is "
         "Spark's; two workers share the 2 cores with the JVM and redis-server."
     )
