@@ -998,6 +998,8 @@ SPARK_SHORT = {
 
 
 SPARK_SCHEMA_READ = "spark batch read, schema 'body binary'"
+SPARK_FLOOR = "spark floor: ready Arrow batches"
+SPARK_FLOOR_BODY = "spark floor: ready Arrow batches, schema 'body binary'"
 
 
 def spark(d: Json) -> Iterator[str]:
@@ -1068,9 +1070,31 @@ def spark(d: Json) -> Iterator[str]:
         f"{rate(by['spark stream (mode consume)']['rate_median'])} at {d['n']:,} messages."
     )
     yield ""
+    if SPARK_FLOOR in by:
+
+        def cpu(op: str) -> str:
+            c = by[op]["cpu_us_per_msg_by_process"]
+            return f"{c['jvm']:.1f} JVM + {c['workers']:.1f} workers"
+
+        yield (
+            "The floor figures are Spark's own share of a batch read: a trivial Python data source "
+            "(in `bench/bench_spark.py`) whose tasks yield ready Arrow batches of the same rows and "
+            "columns, made by Arrow without Redis, read and aggregated as the batch read is. It "
+            f"reaches {vs(SPARK_FLOOR)} of XRANGE with every column and {vs(SPARK_FLOOR_BODY)} with "
+            f"the body alone, at {cpu(SPARK_FLOOR)} and {cpu(SPARK_FLOOR_BODY)} µs/msg of CPU, "
+            f"against the sbredis read's {cpu('spark batch read')} and {cpu(SPARK_SCHEMA_READ)} "
+            "(and its redis-server's). So of the batch read's CPU per message, the floor's is "
+            "Spark's (the JVM turning Arrow batches into rows, PySpark's worker passing the batches "
+            "on), the rest the source's: its Python reading `XRANGE` pages and building the "
+            "columns, and Redis serving them. A query's fixed cost is mostly Spark's too: warm, a "
+            "read of 1,000 messages takes 0.3-0.4 s, and one of 20,000 took 0.46 s against the "
+            "floor source's 0.49 s (`--n 20000`, one round)."
+        )
+        yield ""
     yield (
         "Where the time goes (the tasks' Python code profiled standalone against a real "
-        "redis-server with cProfile, each change measured alternating with and without it):"
+        "redis-server with cProfile, and in Spark's Python workers with py-spy; each change "
+        "measured alternating with and without it):"
     )
     yield ""
     yield (
@@ -1084,10 +1108,24 @@ def spark(d: Json) -> Iterator[str]:
         "µs/msg more in Python's cyclic garbage collector (in a Spark worker its full collections go "
         "over every object of PySpark and pyarrow), until the collector was paused while a page is "
         "read and parsed: the task's CPU is then what it was with the script (2.5 µs/msg with every "
-        "column, 1.4 with the body alone). What is left is Spark's: PySpark 4.3 hands a Python "
-        "source the full schema whatever the query uses (no column pruning), and the JVM spends "
-        "about 4.5 µs/msg taking 18 columns out of the Arrow batches against 2.6 for one; a query's "
-        "planning costs the JVM 0.5-0.6 s of CPU and 1-1.4 s of wall time (1,000 messages, warm)."
+        "column, 1.4 with the body alone). A page's columns are built by Arrow where they can be: "
+        "constant columns repeated, sequence numbers and times computed, a header key that no "
+        "message of the page has a null column, and `applicationProperties` one map array of every "
+        "row's keys and values end to end (`MapArray.from_arrays`), a quarter of the cost of a list "
+        "of pairs per row, the priciest column built that way (standalone, every column: 7.4 -> 4.0 "
+        "µs/msg with two properties a message, 1.6 -> 1.1 with an id alone). The collector is also "
+        "paused while a batch is built (its parsed headers are a dict per row: workers 3.65 -> 3.4 "
+        "µs/msg). PySpark 4.3 hands a Python source the full schema whatever the query uses (no "
+        "column pruning: its data source API has no call for it), so a query that needs few "
+        "columns is cheaper with a schema of those. Every Spark task costs Spark about 60 ms of CPU "
+        "(the JVM's and the workers' CPU reading 200,000 messages in 16 tasks: 12.8 µs/msg, in 4: "
+        "6.5, in 2: 5.9, in 1: 5.4; 1 to 4 tasks in the same wall time on 2 loaded cores, 4 rounds "
+        "alternating), so a batch read packs partitions into tasks of at least "
+        "100,000 offsets unless `minOffsetsPerTask` says otherwise (a stream's micro-batch, 50,000). "
+        "The Python workers that plan a query (PySpark's `create_data_source` and "
+        "`plan_data_source_read`) and run its tasks are forked by one daemon per kind, and an idle "
+        "one ends after a minute: a query after a pause starts up to three, each importing sbredis "
+        "(about 0.3 s on an idle core) before it does anything."
     )
     yield (
         "* **Streams: the query's start and stop.** Warm, `start()` returns in 0.1-0.3 s and the "
@@ -1110,8 +1148,10 @@ def spark(d: Json) -> Iterator[str]:
         "by column from the Arrow batch into the send planning, without a `ServiceBusMessage` per "
         "row; other rows, and rows the per-row checks must judge (a null body, an empty or too long "
         "id, a message over the size limit), go row by row: standalone 5.6 -> 3.7 µs/msg of writer "
-        "CPU over 100,000 rows. The JVM's share (reading Parquet into Arrow) is now the larger one, "
-        "and two workers share the 2 cores with the JVM and redis-server."
+        "CPU over 100,000 rows. The collector is paused while a batch is encoded and sent, as in the "
+        "read (its object per row would push older ones into full collections: workers 3.7 -> 3.1 "
+        "µs/msg). The JVM's share (reading Parquet and handing the rows to Python as Arrow) is "
+        "Spark's; two workers share the 2 cores with the JVM and redis-server."
     )
     yield (
         "* **Consume job.** Each task receives from all its partitions in one pipelined round trip "
