@@ -19,6 +19,10 @@ alternating, fresh queues each round):
   * spark batch read  ``spark.read.format("sbredis")``, count and total body length; and the
                       same with ``.schema("body binary")`` (PySpark hands a source the full
                       schema whatever the query uses)
+  * spark floor       what Spark itself costs for such a read: a trivial Python data source whose
+                      tasks yield ready Arrow batches of the same rows and columns (made with
+                      Arrow, no Redis), with every column and with ``body`` alone; the gap
+                      between it and the batch read is the sbredis source's own
   * spark stream      ``readStream`` mode peek (from earliest) and mode consume (a fresh load of
                       the same rows, maxOffsetsPerTrigger 100,000), Trigger.AvailableNow into
                       the noop sink; the time includes the query's start (the figure's rate
@@ -220,6 +224,78 @@ def spark_read(spark: Any, url: str, q: str, schema: str | None = None) -> tuple
     return int(row["n"]), pc() - t0
 
 
+def floor_source() -> Any:
+    """The trivial data source of the floor figures (``format("sbredis_bench_floor")``, option
+    ``n``): READ_SCHEMA's columns for n messages shaped as the bench's (170 B bodies, an id, one
+    partition per task), in Arrow batches of the read's size, made column-wise by Arrow so that
+    the tasks' Python costs next to nothing. Defined in the script: cloudpickle ships it by value."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class FloorReader(DataSourceReader):
+        def __init__(self, names: list[str], n: int, tasks: int) -> None:
+            self.names, self.n, self.tasks = names, n, tasks
+
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(self.tasks)]
+
+        def read(self, partition: InputPartition) -> Any:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            from sbredis.spark import _columns
+
+            kinds, types = dict(_columns.READ_FIELDS), _columns._arrow_types()
+            per = -(-self.n // self.tasks)
+            lo, hi = partition.value * per, min(self.n, (partition.value + 1) * per)
+            for start in range(lo, hi, _columns.BATCH_ROWS):
+                rows = min(_columns.BATCH_ROWS, hi - start)
+                seq = pa.array(range(start + 1, start + rows + 1), pa.int64())
+                offsets = pa.array(range(0, 170 * (rows + 1), 170), pa.int32())
+                cols = {
+                    "entity": pa.repeat(pa.scalar("floor"), rows),
+                    "partition": pa.repeat(pa.scalar(partition.value, pa.int32()), rows),
+                    "offset": seq,
+                    "sequenceNumber": seq,
+                    "body": pa.BinaryArray.from_buffers(
+                        pa.binary(), rows, [None, offsets.buffers()[1], pa.py_buffer(os.urandom(170 * rows))]
+                    ),
+                    "messageId": pc.binary_join_element_wise("m-", pc.cast(seq, pa.string()), ""),
+                    "enqueuedTime": pc.cast(pc.multiply(seq, 1000), types["TIMESTAMP"]),
+                    "state": pa.repeat(pa.scalar("active"), rows),
+                    "deliveryCount": pa.repeat(pa.scalar(0, pa.int32()), rows),
+                }
+                yield pa.RecordBatch.from_arrays(
+                    [cols[c] if c in cols else pa.nulls(rows, types[kinds[c]]) for c in self.names], names=self.names
+                )
+
+    class FloorSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "sbredis_bench_floor"
+
+        def schema(self) -> str:
+            from sbredis.spark._columns import READ_SCHEMA
+
+            return READ_SCHEMA
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            n = int(self.options["n"])
+            return FloorReader(schema.fieldNames(), n, max(1, -(-n // 100_000)))
+
+    return FloorSource
+
+
+def spark_floor(spark: Any, n: int, schema: str | None = None) -> tuple[int, float]:
+    """The floor source's read, counted and summed as spark_read's."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    t0 = pc()
+    reader = spark.read.format("sbredis_bench_floor").option("n", str(n))
+    df = (reader.schema(schema) if schema else reader).load()
+    row = df.agg(F.count("*").alias("n"), F.sum(F.length("body")).alias("b")).collect()[0]
+    return int(row["n"]), pc() - t0
+
+
 STREAM_TRIGGERS: dict[str, float] = {}  # mode -> seconds in the last query's triggers
 
 
@@ -284,6 +360,8 @@ OPS = (
     "spark consume",
     "spark stream (mode consume)",
     "spark batch read, schema 'body binary'",
+    "spark floor: ready Arrow batches",
+    "spark floor: ready Arrow batches, schema 'body binary'",
 )
 BASELINE = {  # what each figure is compared with, in the same round
     "spark bulk_load": "client send (1 process)",
@@ -291,6 +369,8 @@ BASELINE = {  # what each figure is compared with, in the same round
     "spark batch read": "plain redis-py XRANGE (1 process)",
     "spark batch read, schema 'body binary'": "plain redis-py XRANGE (1 process)",
     "spark stream (mode peek)": "plain redis-py XRANGE (1 process)",
+    "spark floor: ready Arrow batches": "plain redis-py XRANGE (1 process)",
+    "spark floor: ready Arrow batches, schema 'body binary'": "plain redis-py XRANGE (1 process)",
 }
 
 
@@ -325,12 +405,12 @@ def one_round(
                 n, _ = client_send(url, qc, paths)
             record(OPS[0], m, n)
             assert active(admin, qc) == n_expected
-        if any(want(op) for op in OPS[1:5] + OPS[6:7] + OPS[8:9]):
+        if any(want(op) for op in OPS[1:5] + OPS[6:7] + OPS[8:]):
             with Measured(r) as m:
                 summary = bulk_load(spark, url, qs, paths)
             record(OPS[1], m, summary.messages)
             assert active(admin, qs) == n_expected
-        if want(OPS[2]) or want(OPS[3]) or want(OPS[4]) or want(OPS[8]):
+        if want(OPS[2]) or want(OPS[3]) or want(OPS[4]) or want(OPS[8]) or want(OPS[9]) or want(OPS[10]):
             with Measured(r) as m:
                 n, _ = plain_xrange(url, qs, args.partitions)
             record(OPS[2], m, n)
@@ -342,6 +422,11 @@ def one_round(
             with Measured(r) as m:
                 n, _ = spark_read(spark, url, qs, "body binary")
             record(OPS[8], m, n)
+        for op, schema in ((OPS[9], None), (OPS[10], "body binary")):
+            if want(op):
+                with Measured(r) as m:
+                    n, _ = spark_floor(spark, n_expected, schema)
+                record(op, m, n)
         if want(OPS[4]):
             with Measured(r) as m:
                 n, _ = spark_stream(spark, url, qs, "peek", work / tag)
@@ -502,10 +587,12 @@ def main() -> int:
         )
         spark.sparkContext.setLogLevel("ERROR")
         register(spark)
+        spark.dataSource.register(floor_source())
         startup = pc() - t0
         t0 = pc()
         bulk_load(spark, url, qw, paths[:1], limit=1000)  # starts the Python workers
         spark_read(spark, url, qw)  # the data source's planning and read paths, too
+        spark_floor(spark, 1000)
         consume(spark, url, qw, "builtins:id", idle_seconds=0.1)
         warmup = pc() - t0
         admin.delete_queue(qw)

@@ -884,10 +884,16 @@ LOOP_FINDINGS = [
     "(three blocks of 20,000 each). Iterating over the prefetch buffer costs 0.8 µs a message "
     "and a receive of 100 about 2-2.4 µs a message, so a `complete_message` in the loop (30-33 "
     "µs client CPU, its script call included) is about a raw redis-py EVALSHA (28-29).",
-    "- **partition.lua's opening (server, every call).** Naming the keys and building the group "
+    "- **partition.lua's opening (server, every call).** Naming all 23 keys and building the group "
     "tables costs 3.5-4.5 µs a call over a script that returns at once (1.7-1.9 µs); building "
-    "call_many's pad pairs only for a batch large enough to need them saved about 1 µs of it. "
-    "Naming keys lazily (on first use) would save an estimated 1.5-2 µs a call more; not done.",
+    "call_many's pad pairs only for a batch large enough to need them saves about 1 µs of it. A "
+    "group's and the sessions' keys are named on first use (one shared metatable: a field's name "
+    "is its key's name after the group's prefix), so a one-message call builds the three to five "
+    "it uses. With the real sync calls, scripts naming all 23 and scripts naming on first use "
+    "alternating on one redis-server (four ABBA blocks of 2,000 of each operation): script µs per "
+    "call 20.8 to 20.0 (complete), 20.5 to 19.3 (send), 33.9 to 33.1 (receive of one); server CPU "
+    "0.7-1.3 µs less per call. With complete's key and arguments the opening costs 1.7 µs over a "
+    "script returning `{0}` (2.6 µs).",
     "- **Receive's one-message path** checked that nothing is due for the sweep with three reads "
     "(due schedules, elapsed locks, expiries). Without message TTLs and schedules the schedule and "
     "expiry sets are absent, and one `EXISTS` of the two answers for both: 2.6 µs less per call "
@@ -896,7 +902,12 @@ LOOP_FINDINGS = [
     "other receivers' locks usually keep it, and an `EXISTS` of it too would add a call to every "
     "receive among held locks. A receive and a complete one after the other, with this and the "
     "complete above: 29.6 to 26.3 script µs per call at the fastest block, 33.4 to 30.7 at the "
-    "median (six alternating blocks of 2,000 on one server, loaded).",
+    "median (six alternating blocks of 2,000 on one server, loaded). Its first `EXISTS` asks about "
+    "ready too: when none of the three exists (no TTLs or schedules, nothing abandoned or "
+    "returned: a receive past the cursor) ready's `ZRANGE` is not sent; when one does, a second "
+    "`EXISTS` of the two sweep sets follows (a call more while abandoned messages wait). Script µs "
+    "per receive of one against the `EXISTS` of the two sets alone: 34.5 against 36.0 and 30.6 "
+    "against 31.4 (two runs of four and six ABBA blocks of 2,000, load average 7-9).",
     "- **send_messages(msg)'s own Python (client).** A caller's one message (not in a transaction, "
     "not pre-settled; a keyed message of a partitioned entity excepted) is planned as its one "
     "script call and its reply read directly (`_store_one`, `send_plan.plan_one`), without packing, "
@@ -934,19 +945,48 @@ LOOP_FINDINGS = [
     "cfg twice): 23.0 to 21.5 script µs per send (medians of eight alternating blocks of 2,000 on "
     "one server; 22.5-23.8 and 20.8-25.3), server CPU 36.0 to 34.5 µs. The rest is partition.lua's "
     "opening (5.3 µs over a script returning 1), shared with every script.",
+    "- **What a complete costs the server: the floor of a script call per settlement.** The "
+    "loop's complete calls replayed with the same key and arguments against stand-in scripts, "
+    "alternating on one server (four rounds of 2,000, load average 7.6), script µs / server CPU µs "
+    "per call: a script returning `{0}`, 2.6 / 13.6 (a raw command's round trip); partition.lua's "
+    "opening, 4.3 / 15.3; complete's seven commands on keys that hold nothing, 10.2 / 20.6; the "
+    "real complete, 20.0 / 30.7. Calling a command from Lua costs about 1 µs; the rest is the "
+    "commands' work on real data. Each left out alone, alternating with the whole script (a "
+    "measurement, not a change): the log entry's `XDEL` 3.8 µs, the locked set's `ZREM` 3.7 "
+    "(17.1-23.5 against 21.3-23.4), the lock record's `HDEL` 1.5, the size's `HINCRBY` 0.7. An "
+    "`XDEL` alone costs 2.1 µs at the default `stream-node-max-bytes` (4096), 1.3-1.5 at 1024 or "
+    "256, oldest or newest entry first alike. None can go: the status and generation (a disabled "
+    "or recreated entity refuses), the lock record (held, not elapsed), the clock, and the log "
+    "entry, record, locked-set entry (lock counts, the sweep of elapsed locks) and size (the "
+    "quota) that the complete removes.",
+    "- **What a complete_message costs the client.** In one run: the loop 33.3 µs CPU per message; "
+    "the loop with complete's script call replaced by its reply 7.4 (iterating, with a hundredth "
+    "of a receive of 100, 2.5; complete_message's own Python 4.9, of which the settle checks 0.6, "
+    "building the `Call` 1.5, the generation stamp 0.6, reading the status 0.4); the transport's "
+    "call of the same bytes to a script returning 1, 15.7 (redis-py's `evalsha` of a script "
+    "returning 1: 27.5). In the loop the script call itself costs 23.4 µs: a reply that takes 20 "
+    "µs or more makes the client block in `recv`, a voluntary context switch per call (0.06 to "
+    "0.98 per call by `getrusage`, a raw connection calling scripts of 1.3, 22 and 45 µs, three "
+    "rounds of 5,000) and 2-4 µs more client CPU; a raw command's reply is back before the client "
+    "blocks.",
     "",
-    "Not reached: an iterating loop at 0.8x the raw round-trip rate (0.52-0.58x sync and 0.64-0.72x "
-    "async by CPU over the pairs, from 0.47-0.50x and 0.53-0.70x) and single operations at 1.3x the "
-    "comparable raw command (complete 1.57-1.65x raw XACK, from 1.85-1.93x, and 1.20-1.23x raw "
-    "EVALSHA; receive 1.42-1.51x; send 2.05-2.22x, as before, and 1.30-1.31x raw XADD in a loop of "
-    "sends and XADDs alone after its one-message path, from 1.55-1.56x). The sync loop's client CPU "
-    "per message (34-35 µs) is now near a raw EVALSHA's (28); its server CPU (36-39 µs) is about "
-    "three raw round trips' (13): the EVALSHA's own cost (12-13 µs, a raw command's), complete's "
-    "script (19-24 µs) and a hundredth of a receive of 100. By CPU, 0.8x would leave the loop about "
-    "17 µs of server time per message, little more than one EVALSHA: beyond reach for a script call "
-    "per settlement, whatever the script does. What is left to take: the lazy key names above and "
-    "receive's read of the locked set (send's Python above the call: 12 µs less client CPU per send "
-    "with its one-message path).",
+    "Not reached, in four pairs of runs of the design above and the one before it, alternating "
+    "(load average 4.8 to 10.1): an iterating loop at 0.8x the raw round-trip rate (sync 0.57-0.60x "
+    "by CPU, from 0.53-0.58x; by rate 0.46-0.80x and 0.48-0.63x, as the load moved; async "
+    "0.68-0.73x by CPU, from 0.69-0.71x) and single operations at 1.3x the comparable raw command "
+    "(p50: send 1.64-1.70x raw XADD, from 1.68-1.72x; receive 1.62-1.64x raw XREADGROUP, from "
+    "1.64-1.66x; complete 1.59-1.62x raw XACK, from 1.59-1.63x, and 1.20-1.21x raw EVALSHA). The "
+    "sync loop costs 35-36 µs client and 37-38 µs server CPU per message (from 36-40 and 38-42), a "
+    "raw EVALSHA 28-29 and 14. By CPU, 0.8x allows about 53 µs a message. The floor measured above "
+    "is higher with no sbredis Python at all: the script call in the loop costs the client 23 µs "
+    "(the transport's 16 and the wait for a 20 µs script), the server 31 µs (a round trip's 14 and "
+    "complete's script), and a hundredth of a receive of 100 costs 2.5 client and 4.8 server µs: "
+    "about 61 µs, 0.66-0.70x of a raw EVALSHA's 40-43. For a single complete the same sum "
+    "against raw XACK's 41 µs is about 1.3x with sbredis's 5 µs of Python left out; 1.3x against "
+    "a raw EVALSHA is reached. 0.8x "
+    "needs a settlement whose script does about a third less work on the server than complete's "
+    "seven commands (the status, the lock record, the clock, and four writes), or a client that "
+    "does not block on its reply.",
     "",
 ]
 
@@ -958,6 +998,8 @@ SPARK_SHORT = {
 
 
 SPARK_SCHEMA_READ = "spark batch read, schema 'body binary'"
+SPARK_FLOOR = "spark floor: ready Arrow batches"
+SPARK_FLOOR_BODY = "spark floor: ready Arrow batches, schema 'body binary'"
 
 
 def _reaches(d: Json, target: float = 50_000) -> str:
@@ -1058,9 +1100,31 @@ def spark(d: Json) -> Iterator[str]:
         f"{rate(by['spark stream (mode consume)']['rate_median'])} at {d['n']:,} messages."
     )
     yield ""
+    if SPARK_FLOOR in by:
+
+        def cpu(op: str) -> str:
+            c = by[op]["cpu_us_per_msg_by_process"]
+            return f"{c['jvm']:.1f} JVM + {c['workers']:.1f} workers"
+
+        yield (
+            "The floor figures are Spark's own share of a batch read: a trivial Python data source "
+            "(in `bench/bench_spark.py`) whose tasks yield ready Arrow batches of the same rows and "
+            "columns, made by Arrow without Redis, read and aggregated as the batch read is. It "
+            f"reaches {vs(SPARK_FLOOR)} of XRANGE with every column and {vs(SPARK_FLOOR_BODY)} with "
+            f"the body alone, at {cpu(SPARK_FLOOR)} and {cpu(SPARK_FLOOR_BODY)} µs/msg of CPU, "
+            f"against the sbredis read's {cpu('spark batch read')} and {cpu(SPARK_SCHEMA_READ)} "
+            "(and its redis-server's). So of the batch read's CPU per message, the floor's is "
+            "Spark's (the JVM turning Arrow batches into rows, PySpark's worker passing the batches "
+            "on), the rest the source's: its Python reading `XRANGE` pages and building the "
+            "columns, and Redis serving them. A query's fixed cost is mostly Spark's too: warm, a "
+            "read of 1,000 messages takes 0.3-0.4 s, and one of 20,000 took 0.46 s against the "
+            "floor source's 0.49 s (`--n 20000`, one round)."
+        )
+        yield ""
     yield (
         "Where the time goes (the tasks' Python code profiled standalone against a real "
-        "redis-server with cProfile, each change measured alternating with and without it):"
+        "redis-server with cProfile, and in Spark's Python workers with py-spy; each change "
+        "measured alternating with and without it):"
     )
     yield ""
     yield (
@@ -1074,10 +1138,24 @@ def spark(d: Json) -> Iterator[str]:
         "µs/msg more in Python's cyclic garbage collector (in a Spark worker its full collections go "
         "over every object of PySpark and pyarrow), until the collector was paused while a page is "
         "read and parsed: the task's CPU is then what it was with the script (2.5 µs/msg with every "
-        "column, 1.4 with the body alone). What is left is Spark's: PySpark 4.3 hands a Python "
-        "source the full schema whatever the query uses (no column pruning), and the JVM spends "
-        "about 4.5 µs/msg taking 18 columns out of the Arrow batches against 2.6 for one; a query's "
-        "planning costs the JVM 0.5-0.6 s of CPU and 1-1.4 s of wall time (1,000 messages, warm)."
+        "column, 1.4 with the body alone). A page's columns are built by Arrow where they can be: "
+        "constant columns repeated, sequence numbers and times computed, a header key that no "
+        "message of the page has a null column, and `applicationProperties` one map array of every "
+        "row's keys and values end to end (`MapArray.from_arrays`), a quarter of the cost of a list "
+        "of pairs per row, the priciest column built that way (standalone, every column: 7.4 -> 4.0 "
+        "µs/msg with two properties a message, 1.6 -> 1.1 with an id alone). The collector is also "
+        "paused while a batch is built (its parsed headers are a dict per row: workers 3.65 -> 3.4 "
+        "µs/msg). PySpark 4.3 hands a Python source the full schema whatever the query uses (no "
+        "column pruning: its data source API has no call for it), so a query that needs few "
+        "columns is cheaper with a schema of those. Every Spark task costs Spark about 60 ms of CPU "
+        "(the JVM's and the workers' CPU reading 200,000 messages in 16 tasks: 12.8 µs/msg, in 4: "
+        "6.5, in 2: 5.9, in 1: 5.4; 1 to 4 tasks in the same wall time on 2 loaded cores, 4 rounds "
+        "alternating), so a batch read packs partitions into tasks of at least "
+        "100,000 offsets unless `minOffsetsPerTask` says otherwise (a stream's micro-batch, 50,000). "
+        "The Python workers that plan a query (PySpark's `create_data_source` and "
+        "`plan_data_source_read`) and run its tasks are forked by one daemon per kind, and an idle "
+        "one ends after a minute: a query after a pause starts up to three, each importing sbredis "
+        "(about 0.3 s on an idle core) before it does anything."
     )
     yield (
         "* **Streams: the query's start and stop are mostly Spark's.** A trivial Python streaming "
@@ -1111,8 +1189,10 @@ def spark(d: Json) -> Iterator[str]:
         "by column from the Arrow batch into the send planning, without a `ServiceBusMessage` per "
         "row; other rows, and rows the per-row checks must judge (a null body, an empty or too long "
         "id, a message over the size limit), go row by row: standalone 5.6 -> 3.7 µs/msg of writer "
-        "CPU over 100,000 rows. The JVM's share (reading Parquet into Arrow) is now the larger one, "
-        "and two workers share the 2 cores with the JVM and redis-server."
+        "CPU over 100,000 rows. The collector is paused while a batch is encoded and sent, as in the "
+        "read (its object per row would push older ones into full collections: workers 3.7 -> 3.1 "
+        "µs/msg). The JVM's share (reading Parquet and handing the rows to Python as Arrow) is "
+        "Spark's; two workers share the 2 cores with the JVM and redis-server."
     )
     yield (
         "* **Consume job.** Each task receives from all its partitions in one pipelined round trip "

@@ -44,13 +44,16 @@ if ARGV[1] == 'm' and ARGV[2] == 'L' and ARGV[3] == '1' then
     local untl = now + tonumber(c[2])
     -- nothing for sweep() to do: a due schedule, an elapsed lock, an expiry (without message TTLs
     -- and schedules the schedule and expiry sets are absent: one EXISTS answers for both, 2.6 µs
-    -- less than their two reads; the locked set, which other receivers' locks keep, is read)
-    if (redis.call('EXISTS', K_SCHED, K_EXP) == 0
+    -- less than their two reads; the locked set, which other receivers' locks keep, is read).
+    -- The first EXISTS asks about ready too: absent (nothing abandoned or returned; the usual
+    -- case past the cursor) it also saves ready's ZRANGE, present it costs the second EXISTS.
+    local quiet = redis.call('EXISTS', K_SCHED, K_EXP, MAIN.ready) == 0
+    if (quiet or redis.call('EXISTS', K_SCHED, K_EXP) == 0
         or (#redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', now, 'LIMIT', 0, 1) == 0
         and #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) == 0))
         and #redis.call('ZRANGEBYSCORE', MAIN.locked, '-inf', '(' .. now, 'LIMIT', 0, 1) == 0 then
       local seq, f, dc, cur
-      local first = redis.call('ZRANGE', MAIN.ready, 0, 0)[1]
+      local first = not quiet and redis.call('ZRANGE', MAIN.ready, 0, 0)[1]
       if first then
         local e = redis.call('XRANGE', MAIN.log, first, first)[1]
         if e then seq, f, dc = first, e[2], redis.call('HGET', MAIN.dc, first) end

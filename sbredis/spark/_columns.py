@@ -338,13 +338,39 @@ _HEADER_KEYS = {
 _NEEDS_HEADER = {*_HEADER_KEYS, "partitionKey", "applicationProperties"}
 
 
-def _props_text(props: dict[str, Any] | None) -> list[tuple[str, str | None]] | None:
-    """Stored application properties as the map column's (key, text) pairs."""
-    if props is None:
-        return None
-    if any(isinstance(v, dict) for v in props.values()):  # tagged types (bytes, datetime, ...)
-        props = codec.decode_properties(props)
-    return [(k, _prop_text(v)) for k, v in props.items()]
+def _tagged_text(value: Any) -> str | None:
+    """A stored property value as the map column's text, a tagged one (bytes, datetime, ...) decoded."""
+    if isinstance(value, dict):
+        value = codec.decode_properties({"": value})[""]
+    return _prop_text(value)
+
+
+def _props_column(props: list[dict[str, Any] | None], kind: Any) -> Any:
+    """The stored application properties of a page's rows as one Arrow map array: the keys and
+    values of every row end to end with their offsets (MapArray.from_arrays), which costs a
+    quarter of building the array from a list of (key, text) pairs per row, the map column
+    being the priciest of the read."""
+    import pyarrow as pa
+
+    offsets = [0]
+    keys: list[str] = []
+    values: list[Any] = []
+    nulls = 0
+    for ap in props:
+        if ap is None:
+            nulls += 1
+        else:
+            keys.extend(ap)
+            values.extend(ap.values())
+        offsets.append(len(keys))
+    if nulls == len(props):
+        return pa.nulls(nulls, kind)
+    if set(map(type, values)) - {str}:  # numbers, booleans, nulls and tagged types as text
+        values = [v if type(v) is str else _tagged_text(v) for v in values]
+    mask = pa.array([ap is None for ap in props], pa.bool_()) if nulls else None
+    return pa.MapArray.from_arrays(
+        pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(values, pa.string()), kind, mask=mask
+    )
 
 
 class ArrowPages:
@@ -367,6 +393,7 @@ class ArrowPages:
         Raises:
             ValueError: a stored value that sbredis did not write."""
         import pyarrow as pa
+        import pyarrow.compute as pc  # type: ignore[import-untyped]
 
         n = len(f.raw)
         ends = [5 + int.from_bytes(b[1:5], "big") for b in f.raw]
@@ -380,43 +407,56 @@ class ArrowPages:
             if self.header and n
             else []
         )
+        # Constant, absent and numeric columns are made by Arrow, not a Python value per row: the
+        # keys no header of the page has (most messages set few properties) are null columns.
+        present: set[str] = set().union(*headers) if headers else set()
         ts = pa.timestamp("us", tz="UTC")
         arrays = []
         for name, field in zip(self.names, self.schema, strict=True):
             if name == "entity":
-                a = pa.array([entity] * n, field.type)
+                a = pa.repeat(pa.scalar(entity, field.type), n)
             elif name == "partition":
-                a = pa.array([partition] * n if each is None else each, field.type)
+                a = pa.repeat(pa.scalar(partition, field.type), n) if each is None else pa.array(each, field.type)
             elif name == "offset":
                 a = pa.array(f.local_seq, field.type)
             elif name == "sequenceNumber":
-                if each is None:
-                    base = partition << 40  # type: ignore[operator]
-                    a = pa.array([base | s for s in f.local_seq], field.type)
+                if isinstance(partition, int):
+                    high = pa.scalar(partition << 40, pa.int64())
                 else:
-                    a = pa.array([p << 40 | s for p, s in zip(each, f.local_seq, strict=True)], field.type)
+                    high = pc.shift_left(pa.array(partition, pa.int64()), 40)
+                a = pc.bit_wise_or(pa.array(f.local_seq, pa.int64()), high)
             elif name == "body":
                 a = pa.array([b[e:] for b, e in zip(f.raw, ends, strict=True)], field.type)
             elif name in _HEADER_KEYS:
                 key = _HEADER_KEYS[name]
-                a = pa.array([h.get(key) for h in headers], field.type)
+                a = pa.array([h.get(key) for h in headers], field.type) if key in present else pa.nulls(n, field.type)
             elif name == "partitionKey":
                 pk, sid = codec.FIELDS["partition_key"], codec.FIELDS["session_id"]
-                a = pa.array([h.get(pk, h.get(sid)) for h in headers], field.type)
+                if pk in present or sid in present:
+                    a = pa.array([h.get(pk, h.get(sid)) for h in headers], field.type)
+                else:
+                    a = pa.nulls(n, field.type)
             elif name == "applicationProperties":
-                a = pa.array([_props_text(h.get("ap")) for h in headers], field.type)
+                a = (
+                    _props_column([h.get("ap") for h in headers], field.type)
+                    if "ap" in present
+                    else pa.nulls(n, field.type)
+                )
             elif name == "enqueuedTime":
-                a = pa.array([ms * 1000 for ms in f.enqueued_ms], pa.int64()).cast(ts)
-            elif name == "expiresAt":
-                a = pa.array([ms * 1000 if ms else None for ms in f.expires_ms], pa.int64()).cast(ts)
+                a = pc.multiply(pa.array(f.enqueued_ms, pa.int64()), 1000).cast(ts)
+            elif name == "expiresAt":  # 0: never expires
+                ms = pa.array(f.expires_ms, pa.int64())
+                a = pc.if_else(pc.equal(ms, 0), pa.scalar(None, pa.int64()), pc.multiply(ms, 1000)).cast(ts)
             elif name == "deliveryCount":
                 a = pa.array(f.delivery_count, field.type)
             elif name == "deadLetterReason":
                 a = pa.array(f.dead_letter_reason, field.type)
             elif name == "deadLetterErrorDescription":
                 a = pa.array(f.dead_letter_error_description, field.type)
-            else:  # state
+            elif any(f.state):  # state
                 a = pa.array([_STATES[s] for s in f.state], field.type)
+            else:
+                a = pa.repeat(pa.scalar(_STATES[0], field.type), n)
             arrays.append(a)
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 

@@ -28,8 +28,9 @@ receiveWaitSeconds         consume: how long a task waits for a first message (d
 maxLockRenewalSeconds      consume: how long a batch's locks are renewed at most (default 3600)
 pageSize                   messages per peek call when reading (default 1000)
 minOffsetsPerTask          peek reads: broker partitions are packed into one Spark task until it
-                           covers at least this many offsets (default 50000; 1: one task each);
-                           consume: the default consumerTasks is one per this many messages
+                           covers at least this many offsets (default 100000 for a batch read,
+                           50000 for a stream's micro-batch; 1: one task each); consume: the
+                           default consumerTasks is one per this many messages (default 50000)
 deliveryGuarantee          streaming write: ``exactlyOnce`` (default; the entity must have
                            duplicate detection) or ``atLeastOnce`` (any entity)
 sendBatchSize              messages per send call when writing (default 500; also bounded by the
@@ -91,7 +92,10 @@ class SourceOptions:
     partial_ending: bool = False  # endingOffsets may leave partitions out (they read to latest)
     filter_pushdown: bool = False  # batch read: push partition/offset/sequenceNumber filters
     at_least_once: bool = False  # streaming write: allowed on an entity without duplicate detection
-    min_per_task: int = 50_000  # offsets (peek) or messages (consume) a Spark task takes at least
+    min_per_task: int = 50_000  # offsets (peek stream) or messages (consume) a Spark task takes at least
+    # offsets a batch read's Spark task takes at least: a task costs Spark about 60 ms of CPU
+    # (its Python worker's round and the JVM's), a tenth of a 100,000-message task's
+    read_per_task: int = 100_000
 
     @property
     def dead_letter(self) -> bool:
@@ -234,6 +238,7 @@ def parse(options: Mapping[str, Any]) -> SourceOptions:
         filter_pushdown=_flag("filterPushdown", opts.get("filterpushdown")),
         at_least_once=_guarantee(opts.get("deliveryguarantee")),
         min_per_task=_positive_int("minOffsetsPerTask", opts.get("minoffsetspertask"), 50_000) or 50_000,
+        read_per_task=_positive_int("minOffsetsPerTask", opts.get("minoffsetspertask"), 100_000) or 100_000,
     )
     for name, value in (("startingOffsets", parsed.starting), ("endingOffsets", parsed.ending)):
         if value is not None:

@@ -159,18 +159,24 @@ class RowSender:
 
     def send_batches(self, batches: Iterator[Any]) -> SendReport:
         """Send the rows of Arrow batches: encoded column-wise where a batch allows it
-        (_columns.encoded_rows), else row by row."""
+        (_columns.encoded_rows), else row by row.
+
+        Python's cyclic collector is paused while a batch is encoded and sent: a batch's new
+        objects (an Encoded or a message per row) would push older ones through its generations
+        into full collections, which in a Spark worker go over every object of PySpark and
+        pyarrow (in a 200,000-row bulk load, 0.6 of the workers' 3.7 us/msg)."""
         i = 0
         for batch in batches:
-            fast = _columns.encoded_rows(batch, self._meta.max_message_bytes) if self.plain else None
-            if fast is None:
-                for row in batch.to_pylist():
-                    self.add(i, row)
+            with _broker.collector_paused():
+                fast = _columns.encoded_rows(batch, self._meta.max_message_bytes) if self.plain else None
+                if fast is None:
+                    for row in batch.to_pylist():
+                        self.add(i, row)
+                        i += 1
+                    continue
+                for e in fast:
+                    self._queue(i, e, len(e.blob))
                     i += 1
-                continue
-            for e in fast:
-                self._queue(i, e, len(e.blob))
-                i += 1
         self.flush(i)
         return self.report
 

@@ -116,12 +116,19 @@ def _read_range(opts: SourceOptions, r: OffsetRange, columns: tuple[int, ...]) -
             held.append((p, f))
             rows += len(f.raw)
             if rows >= _columns.BATCH_ROWS:
-                yield _columns.joined_batch(pages, opts.entity, held)
+                yield _batch(pages, opts.entity, held)
                 held, rows = [], 0
         if held:
-            yield _columns.joined_batch(pages, opts.entity, held)
+            yield _batch(pages, opts.entity, held)
     finally:
         client.close()
+
+
+def _batch(pages: _columns.ArrowPages, entity: str, held: list[tuple[int, Any]]) -> Any:
+    """joined_batch with the cyclic collector paused: a batch's parsed headers are a dict per row,
+    which would push older objects into full collections over PySpark's and pyarrow's objects."""
+    with _broker.collector_paused():
+        return _columns.joined_batch(pages, entity, held)
 
 
 _SHIFT = 40  # sequenceNumber = partition << 40 | offset
@@ -229,7 +236,7 @@ class BatchReader(DataSourceReader):
                 )
         if o.ending is not None and offset_spec("endingOffsets", o.ending, o.entity) == EARLIEST:
             raise InvalidArgumentError("endingOffsets cannot be 'earliest'")
-        return pack([(p, *self.pushed.bound(p, start[p], end[p])) for p in sorted(nxt)], o.min_per_task)
+        return pack([(p, *self.pushed.bound(p, start[p], end[p])) for p in sorted(nxt)], o.read_per_task)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)

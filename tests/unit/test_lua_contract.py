@@ -190,17 +190,20 @@ def own_body(path: Path) -> str:
 
 @cache
 def partition_bindings() -> dict[str, int]:
-    """Key variable (K_CFG, MAIN.log, DLQ.ready, ...) -> KEYS index, from includes/partition.lua
-    (which binds them through PK: KEYS, or the names it builds from KEYS[1] alone)."""
+    """Key variable (K_CFG, MAIN.log, DLQ.ready, ...) -> KEYS index, from includes/partition.lua's
+    binding of all 24 keys as they come (given the cfg key alone, it names the same variables from
+    it: test_partition_lua_names_what_keys_py_names)."""
     code = code_only((INCLUDES / "partition.lua").read_text())
     found: dict[str, int] = {}
-    for names, values in re.findall(r"local ((?:\w+ , )*\w+) = ((?:PK \[ \d+ \] , )*PK \[ \d+ \])", code):
+    # a whole assignment of KEYS[i]s: not a field of a table, not the start of a longer list
+    binding = r"(?<![,{] )\b((?:\w+ , )*\w+) = ((?:KEYS \[ \d+ \] , )*KEYS \[ \d+ \])(?! ,)"
+    for names, values in re.findall(binding, code):
         ns = [n.strip() for n in names.split(",")]
-        vs = [int(v) for v in re.findall(r"PK \[ (\d+) \]", values)]
+        vs = [int(v) for v in re.findall(r"KEYS \[ (\d+) \]", values)]
         assert len(ns) == len(vs), (names, values)
         found.update(zip(ns, vs, strict=True))
-    for table, body in re.findall(r"local (\w+) = \{(.*?)\}", code):
-        for field, idx in re.findall(r"(\w+) = PK \[ (\d+) \]", body):
+    for table, body in re.findall(r"(\w+) = \{(.*?)\}", code):
+        for field, idx in re.findall(r"(\w+) = KEYS \[ (\d+) \]", body):
             found[f"{table}.{field}"] = int(idx)
     return found
 

@@ -5,8 +5,9 @@
   hash tag (see sbredis/_core/keys.py for the keyspace table), or with the first of them (cfg) alone
   (complete, receive and send, the calls of a one-message loop: 23 fewer arguments to pack, send
   and parse at every call); then the others are named here from it, as keys.py names them: the
-  cfg key's prefix followed by each name of keys.PARTITION_KEY_NAMES. All share the hash tag, so
-  they are in the declared key's cluster slot (docs/keyspace.md, "Keys a script names itself").
+  cfg key's prefix followed by each name of keys.PARTITION_KEY_NAMES (st, sched, exp and dd at
+  once, a group's or the sessions' keys when the script first uses them). All share the hash tag,
+  so they are in the declared key's cluster slot (docs/keyspace.md, "Keys a script names itself").
     KEYS[1] cfg    hash    entity settings copied into the partition
     KEYS[2] st     hash    seq, dseq (last sequence numbers), size (bytes stored), acc (last use, ms),
                            cur (the main queue's cursor: includes/messages.lua's cursor_of)
@@ -33,27 +34,35 @@
   caller read its metadata before the entity was deleted and created again, and reloads it. An
   empty generation (admin tools, entities created before generations) is not checked.
 ]]
-local PK = KEYS
-if #KEYS <= 2 then  -- the cfg key alone, or with a topic partition's fan-out journal after it
-  local p = string.sub(KEYS[1], 1, -4)  -- '<tag>:' of '<tag>:cfg' (keys.PARTITION_KEY_NAMES, in order)
-  PK = {KEYS[1], p .. 'st', p .. 'log', p .. 'ready', p .. 'locked', p .. 'lk', p .. 'dc', p .. 'deferred',
-        p .. 'sched', p .. 'exp', p .. 'dd', p .. 'd:log', p .. 'd:ready', p .. 'd:locked', p .. 'd:lk',
-        p .. 'd:dc', p .. 'd:deferred', p .. 'sr', p .. 'sa', p .. 'sl', p .. 'sx', p .. 'sk', p .. 'ss',
-        p .. 'su', KEYS[2]}
-end
-local K_CFG, K_ST = PK[1], PK[2]
-local K_SCHED, K_EXP, K_DD = PK[9], PK[10], PK[11]
-local MAIN = {log = PK[3], ready = PK[4], locked = PK[5], lk = PK[6], dc = PK[7],
-              deferred = PK[8], main = true}
-local DLQ = {log = PK[12], ready = PK[13], locked = PK[14], lk = PK[15], dc = PK[16],
-             deferred = PK[17], main = false}
-local SES = {sr = PK[18], sa = PK[19], sl = PK[20], sx = PK[21], sk = PK[22], ss = PK[23],
-             su = PK[24]}
+local K_CFG, K_ST, K_SCHED, K_EXP, K_DD, MAIN, DLQ, SES
 -- after the 24 (or after the cfg key alone): a topic partition's fan-out journal
 -- (keys.journal_key) in publish.lua and in a subscription's receive.lua, the only scripts that
 -- read it (a queue's receive passes none: nil; in a call of several key sets, KEYS[25] starts the
 -- next set)
-local K_FJ = PK[25]
+local K_FJ
+if #KEYS <= 2 then  -- the cfg key alone, or with a topic partition's fan-out journal after it
+  local p = string.sub(KEYS[1], 1, -4)  -- '<tag>:' of '<tag>:cfg' (keys.PARTITION_KEY_NAMES, in order)
+  K_CFG, K_ST, K_SCHED, K_EXP, K_DD, K_FJ = KEYS[1], p .. 'st', p .. 'sched', p .. 'exp', p .. 'dd', KEYS[2]
+  -- A group's (and the sessions') key names are built on first use, as the group's prefix
+  -- (g[0]) followed by the field's name, which is the key's name in keys.PARTITION_KEY_NAMES: a
+  -- one-message call uses three to five of the 19, and this opening runs at every call.
+  local named = {__index = function(g, f)
+    local k = g[0] .. f
+    g[f] = k
+    return k
+  end}
+  MAIN = setmetatable({[0] = p, main = true}, named)
+  DLQ = setmetatable({[0] = p .. 'd:', main = false}, named)
+  SES = setmetatable({[0] = p}, named)
+else
+  K_CFG, K_ST, K_SCHED, K_EXP, K_DD, K_FJ = KEYS[1], KEYS[2], KEYS[9], KEYS[10], KEYS[11], KEYS[25]
+  MAIN = {log = KEYS[3], ready = KEYS[4], locked = KEYS[5], lk = KEYS[6], dc = KEYS[7], deferred = KEYS[8],
+          main = true}
+  DLQ = {log = KEYS[12], ready = KEYS[13], locked = KEYS[14], lk = KEYS[15], dc = KEYS[16],
+         deferred = KEYS[17], main = false}
+  SES = {sr = KEYS[18], sa = KEYS[19], sl = KEYS[20], sx = KEYS[21], sk = KEYS[22], ss = KEYS[23],
+         su = KEYS[24]}
+end
 local CALLER_GEN = table.remove(ARGV) or ''
 local CFG_STALE = false  -- load_cfg() found the partition under another generation than the caller's
 
@@ -159,15 +168,16 @@ end
 -- (byte 255 never occurs in UTF-8, so no message id, session id or seq can be this member)
 -- (no string.rep, and the pad pairs built only when a batch is that large: this file's opening
 -- runs at every call of every script)
-local WIDE = string.char(255) .. '~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~'
+local WIDE_TAIL = '~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~'  -- after byte 255
 local WIDE_ITEMS = 32
 
 -- Redis caps the arguments one Lua call can unpack; large batches go in slices.
 local function call_many(cmd, key, items)
   local n = #items
-  local pad = nil  -- pad pair, its removal
+  local pad, wide = nil, nil  -- pad pair, its removal
   if n >= WIDE_ITEMS then
-    if cmd == 'HSET' then pad = {WIDE, '', 'HDEL'} elseif cmd == 'ZADD' then pad = {0, WIDE, 'ZREM'} end
+    wide = string.char(255) .. WIDE_TAIL
+    if cmd == 'HSET' then pad = {wide, '', 'HDEL'} elseif cmd == 'ZADD' then pad = {0, wide, 'ZREM'} end
   end
   if pad then redis.call(cmd, key, pad[1], pad[2]) end
   local i = 1
@@ -178,6 +188,6 @@ local function call_many(cmd, key, items)
   end
   if pad then
     cmd = pad[3]
-    redis.call(cmd, key, WIDE)
+    redis.call(cmd, key, wide)
   end
 end
