@@ -1172,17 +1172,17 @@ def spark(d: Json) -> Iterator[str]:
         "connection, in the source's first offset call and in every task's connections. Mode "
         "consume completes a batch's locks when Spark asks for the next batch's offsets, once the "
         "batch is in Spark's commit log, so an AvailableNow query ends after its last batch, with "
-        "that batch's locks completed (0.4-0.5 s per 100,000 on this machine), and no empty batch "
+        "that batch's locks completed (0.3-0.5 s per 100,000 on this machine), and no empty batch "
         f"after it. {_reaches(d)}"
     )
     yield (
         "* **Mode consume.** Tasks receive in pipelined rounds parsed as columns: standalone over "
-        "100,000 messages with every column, a task's Python spends 7.3 µs/msg, about half of it "
-        "building the columns, and Redis about 4.6 in the receive script. Completing 100,000 locks "
-        "costs the driver's Python about 2 µs/msg and Redis 2.6-3.1 (one call per partition and "
-        "lock nonce, the tokens grouped by their text). Within the triggers the CPU per message "
-        "goes to the JVM and the workers (about 17 µs together) and Redis (7.5), over 2 cores: "
-        "about 12 µs of wall time per message at best, some 80k msgs/s, before any other load."
+        "100,000 messages with every column, a task's Python spends 6.3-6.8 µs/msg and Redis 4.4 "
+        "in the receive script. Completing 100,000 locks takes 0.34-0.38 s: the driver's Python "
+        "1.1-1.2 µs/msg and Redis 2.3-2.4 (one call per partition and lock nonce, the tokens "
+        "grouped by their text). Within the triggers the CPU per message goes to the JVM and the "
+        "workers (about 16 µs together) and Redis (7.6), over 2 cores: about 12 µs of wall time "
+        "per message at best, some 85k msgs/s, before any other load."
     )
     yield (
         "* **Bulk load.** Rows of a body and a `messageId` (the job's usual input) are encoded column "
