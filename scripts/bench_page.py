@@ -1043,7 +1043,7 @@ def spark(d: Json) -> Iterator[str]:
         "to start (not counted). `--only NAME` runs some figures (with their baselines) and saves nothing; "
         "with `--merge` it replaces those figures in the results and keeps the others."
         + "".join(
-            f" {_names(m['figures'])} come from a run of {m['rounds']} rounds at {m['machine']['git']} "
+            f" {_names(m['figures'])} come from a later run of {m['rounds']} rounds "
             f"(load average {m['machine']['loadavg_at_start'][0]:.1f} at its start)."
             for m in d.get("merged", [])
         )
