@@ -71,6 +71,11 @@ TLS_HINT = (
 _SCRIPT_WRAPPED = re.compile(r"^Error running script .*?: -([A-Z]+ .*)$", re.DOTALL)
 
 
+# A command inside a script that the ACL refuses: Redis 6.2 (wrapped as above, but with no error
+# code), 7.0 and 8.x each word it differently, and none starts it with NOPERM.
+_SCRIPT_ACL = re.compile(r"The user executing the script can't|^ACL failure in script")
+
+
 def _unwrapped(text: str) -> str:
     match = _SCRIPT_WRAPPED.match(text)
     return match.group(1) if match else text
@@ -91,7 +96,7 @@ def map_error(err: Exception, entity: str = "") -> ex.ServiceBusError:
         )
     if isinstance(err, rx.AuthenticationError):
         return ex.ServiceBusAuthenticationError("Redis refused the credentials.", error=type(err))
-    if isinstance(err, rx.NoPermissionError) or text.startswith("NOPERM"):
+    if isinstance(err, rx.NoPermissionError) or text.startswith("NOPERM") or _SCRIPT_ACL.search(text):
         return ex.ServiceBusAuthorizationError(
             "Redis refused the operation for this user (ACL): " + _first_line(text), error=type(err)
         )

@@ -173,6 +173,10 @@ assert {key for _, key in _CORRELATION_FIELDS} <= set(codec.FIELDS.values())
 MAX_EXPRESSION_LENGTH = 1024
 MAX_ACTION_STATEMENTS = 32
 MAX_NESTING = 64
+# Every publish to the topic walks each rule's program, and that walk is not counted in work units
+# (docs/rules.md, Limits): a 1024-character expression compiles to at most about 8 KiB, so this
+# bounds what parameters substituted at each use, or a correlation filter's properties, add.
+MAX_PROGRAM_BYTES = 32 * 1024
 _INT64_MAX = 2**63 - 1
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "LIKE", "ESCAPE", "IS", "NULL", "TRUE", "FALSE", "EXISTS"})
@@ -646,7 +650,8 @@ def compile_filter(rule_filter: RuleFilter | None) -> str:
 
     Raises:
         RuleSyntaxError: a SQL expression is malformed (``position`` says where).
-        RuleCompileError: an empty correlation filter, or a value of an unsupported type.
+        RuleCompileError: an empty correlation filter, a value of an unsupported type, or a
+            program over MAX_PROGRAM_BYTES.
     """
     if rule_filter is None or type(rule_filter) is TrueRuleFilter:
         node: Any = True
@@ -660,7 +665,17 @@ def compile_filter(rule_filter: RuleFilter | None) -> str:
         node = _correlation(rule_filter)
     else:
         raise RuleCompileError(f"not a rule filter: {type(rule_filter).__name__}")
-    return _dumps([PROGRAM_VERSION, node])
+    return _program("filter", [PROGRAM_VERSION, node])
+
+
+def _program(what: str, program: list[Any]) -> str:
+    text = _dumps(program)
+    if len(text.encode()) > MAX_PROGRAM_BYTES:
+        raise RuleCompileError(
+            f"the {what} compiles to {len(text.encode())} bytes, over the limit of {MAX_PROGRAM_BYTES}"
+            " (fewer or shorter parameters or correlation properties)"
+        )
+    return text
 
 
 def _correlation(f: CorrelationRuleFilter) -> Any:
@@ -688,7 +703,8 @@ def compile_action(action: SqlRuleAction) -> str:
     Raises:
         RuleSyntaxError: the expression is malformed, removes a system property or sets one the
             broker owns (``position`` says where).
-        RuleCompileError: no expression, or a parameter of an unsupported type.
+        RuleCompileError: no expression, a parameter of an unsupported type, or a program over
+            MAX_PROGRAM_BYTES.
     """
     if not isinstance(action, SqlRuleAction):
         raise RuleCompileError(f"not a rule action: {type(action).__name__}")
@@ -718,7 +734,7 @@ def compile_action(action: SqlRuleAction) -> str:
             p.advance()
         elif p.tok.kind != "eof" and not (p.is_kw("SET") or p.is_kw("REMOVE")):
             raise p.fail("expected ';', SET, REMOVE or the end of the action")
-    return _dumps([PROGRAM_VERSION, *stmts])
+    return _program("action", [PROGRAM_VERSION, *stmts])
 
 
 def _check_target(p: _Parser, target: _Node, settable: bool) -> None:

@@ -20,7 +20,7 @@ import pytest
 import redis
 
 from sbredis import ServiceBusClient, ServiceBusMessage
-from sbredis.exceptions import ServiceBusConnectionError, ServiceBusQuotaExceededError
+from sbredis.exceptions import ServiceBusAuthorizationError, ServiceBusConnectionError, ServiceBusQuotaExceededError
 from sbredis.management import ServiceBusAdministrationClient
 from tests.redis_server import RedisServer, free_port
 
@@ -93,3 +93,18 @@ def test_read_only_replica_is_a_connection_error(small_server: RedisServer) -> N
         sender.send_messages(ServiceBusMessage("x"))
     assert info.value.retryable is True
     assert "cannot take writes" in str(info.value)
+
+
+def test_a_command_the_acl_refuses_inside_a_script_is_an_authorization_error(small_server: RedisServer) -> None:
+    """A user allowed EVALSHA but not a command the script runs got a plain ServiceBusError, in
+    each version's own words ("ACL failure in script", "The user executing the script can't")."""
+    with ServiceBusAdministrationClient.from_connection_string(small_server.url) as admin:
+        admin.create_queue("q")
+    raw = redis.Redis.from_url(small_server.url)
+    raw.execute_command("ACL", "SETUSER", "noxadd", "on", ">pw-noxadd", "~*", "+@all", "-xadd")
+    url = small_server.url.replace("redis://", "redis://noxadd:pw-noxadd@")
+    client = ServiceBusClient.from_connection_string(url, retry_total=0)
+    with client, client.get_queue_sender("q") as sender, pytest.raises(ServiceBusAuthorizationError) as info:
+        sender.send_messages(ServiceBusMessage("x"))
+    assert "pw-noxadd" not in str(info.value)
+    assert raw.xlen("{sb:q:0}:log") == 0

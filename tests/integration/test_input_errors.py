@@ -20,7 +20,7 @@ from sbredis import (
     ServiceBusMessage,
     ServiceBusReceiveMode,
 )
-from sbredis.exceptions import InvalidArgumentError
+from sbredis.exceptions import InvalidArgumentError, MessageSizeExceededError
 from tests.redis_server import RedisServer
 
 pytestmark = [pytest.mark.integration]
@@ -149,6 +149,24 @@ def test_lone_surrogates_in_session_ids_and_state(env: Any) -> None:
     client.get_queue_sender("sq").send_messages(ServiceBusMessage("x", session_id="a"))
     with client.get_queue_receiver("sq", session_id="a") as r:
         refused(raw, lambda: r.session.set_state(f"state {LONE}"))
+
+
+@BOTH_APIS
+def test_a_session_state_over_the_size_limit_is_refused_before_it_is_sent(env: Any) -> None:
+    """A 100 MiB state reached the script, which held Redis about 90 ms to refuse it; a limit
+    raised since the receiver read it still lets a state up to the new limit through."""
+    admin, client, raw = env
+    admin.create_queue("small", requires_session=True, max_message_size_in_kilobytes=1)
+    client.get_queue_sender("small").send_messages(ServiceBusMessage("x", session_id="a"))
+    with client.get_queue_receiver("small", session_id="a") as r:
+        r.session.set_state(b"s")
+        sent = raw.info("stats")["total_net_input_bytes"]
+        with pytest.raises(MessageSizeExceededError, match="8388608 bytes exceeds the maximum of 1024"):
+            r.session.set_state(b"x" * (8 << 20))
+        assert raw.info("stats")["total_net_input_bytes"] - sent < 64 * 1024  # not sent
+        admin.update_queue(admin.get_queue("small"), max_message_size_in_kilobytes=2)
+        r.session.set_state(b"y" * 2000)
+        assert r.session.get_state() == b"y" * 2000
 
 
 @BOTH_APIS

@@ -18,7 +18,15 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from sbredis import ServiceBusMessage, ServiceBusReceiveMode, ServiceBusSubQueue
-from sbredis._core.rules import MAX_ACTION_STATEMENTS, MAX_NESTING, SqlRuleAction, SqlRuleFilter, TrueRuleFilter
+from sbredis._core.rules import (
+    MAX_ACTION_STATEMENTS,
+    MAX_NESTING,
+    CorrelationRuleFilter,
+    RuleCompileError,
+    SqlRuleAction,
+    SqlRuleFilter,
+    TrueRuleFilter,
+)
 from sbredis.exceptions import MessageSizeExceededError
 from tests.redis_server import RedisServer
 from tests.reliability import solo
@@ -132,6 +140,22 @@ def test_a_rule_over_its_work_limit_dead_letters_the_copy(admin: Any, client: An
     assert d.dead_letter_reason == "RuleEvaluationLimitExceeded"
     assert "work units" in (d.dead_letter_error_description or "")
     assert len(drain(client, topic, "all")) == 1
+
+
+def test_a_rule_too_large_to_walk_at_every_publish_is_refused(admin: Any, client: Any, slowlog: Any) -> None:
+    """A correlation filter of 100,000 properties was stored, and every publish to its topic then
+    held Redis 190-480 ms walking it; the largest accepted one costs about a millisecond."""
+    topic = make_topic(admin, {"s": (None, None)})
+    with pytest.raises(RuleCompileError):
+        admin.create_rule(
+            topic, "s", "huge", filter=CorrelationRuleFilter(properties={f"k{i}": i for i in range(100_000)})
+        )
+    largest = CorrelationRuleFilter(properties={f"k{i}": i for i in range(1000)} | {"k0": 0})
+    admin.create_rule(topic, "s", "large", filter=largest)
+    assert sorted(r.name for r in admin.list_rules(topic, "s")) == ["large", "r"]
+    with client.get_topic_sender(topic) as s:
+        s.send_messages([ServiceBusMessage(f"m{i}", application_properties={"k0": 0}) for i in range(20)])
+    assert len(drain(client, topic, "s")) == 20
 
 
 def test_a_large_batch_of_ordinary_rules_stays_within_the_publish_budget(admin: Any, client: Any) -> None:
