@@ -317,8 +317,11 @@ local function expire_chunk(cfg, nums, seqs, a, b, fs_head)
   end
   if n == 0 then return gone, 0 end
   local counted = redis.call('HLEN', MAIN.dc) > 0
+  -- the seqs whose delivery count goes: a dead-letter copy knows which have one, a drop reads none
+  local uncount = gone
   if cfg.dl_exp then  -- dead_letter() of each
     local dcs = counted and redis.call('HMGET', MAIN.dc, unpack(gone)) or {}
+    uncount = {}
     local dseq = redis.call('HINCRBY', K_ST, 'dseq', n) - n
     local ready, counts, nc = {}, {}, 0
     local reason, description = 'TTLExpiredException', 'The message expired and was dead lettered.'
@@ -328,6 +331,7 @@ local function expire_chunk(cfg, nums, seqs, a, b, fs_head)
                  'rd', description, 'os', gone[i])
       ready[2 * i - 1], ready[2 * i] = d, d
       local dc = dcs[i]
+      if dc then uncount[#uncount + 1] = gone[i] end
       if dc and dc ~= '0' then
         counts[nc + 1], counts[nc + 2] = d, dc
         nc = nc + 2
@@ -343,7 +347,7 @@ local function expire_chunk(cfg, nums, seqs, a, b, fs_head)
   else
     remove_run(MAIN, gnums, gone, 1, n)
   end
-  if counted then call_many('HDEL', MAIN.dc, gone) end
+  if counted and #uncount > 0 then call_many('HDEL', MAIN.dc, uncount) end
   return gone, n
 end
 
