@@ -115,11 +115,7 @@ class Forwarder:
                     log.warning("forwarding from partition %d of %s failed: %s", p, path, reply.message)
                     continue
                 if forward_out.journal_pending(reply):  # finish the topic's fan-out first, then again
-                    try:
-                        await finish_journal(self._transport, path.partition(SUBSCRIPTIONS)[0], p)
-                    except ServiceBusError as err:
-                        log.warning("forwarding from partition %d of %s waits for its topic: %s", p, path, err.message)
-                        continue
+                    await finish_journal(self._transport, path.partition(SUBSCRIPTIONS)[0], p)
                     swept.append(p)
                     continue
                 inc, entries = forward_out.parse(reply)
