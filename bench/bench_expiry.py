@@ -7,7 +7,10 @@ Per case and N: N messages of 16 B with a 1 s TTL are sent in batches of 2,500, 
 one live message is sent, and a receiver (max_wait_time=10) times ``receive_messages(1)`` until
 the live message comes back. Cases: ``drop`` (a plain queue: expired messages are dropped),
 ``dead_letter`` (dead_lettering_on_message_expiration: each goes to the dead-letter queue with
-its reason), ``session`` (a session queue, all messages in one session, received by session id).
+its reason), ``session`` (a session queue, all messages in one session, received by session id),
+``dead_letter_deferred`` (as ``dead_letter``, behind one deferred message without a TTL at the head
+of the log: the sweep cannot trim the expired ones off the log's head and deletes each; not in the
+default set).
 
 Figures per receive, medians of --rounds with their spread ((max - min) / median), the cases and
 sizes of one round run in turn so that the machine's load hits all of them alike:
@@ -128,13 +131,18 @@ def one(
         pid = None  # a server on another host
     q = f"exp-{case}-{uuid.uuid4().hex[:8]}"
     kw: dict[str, Any] = {}
-    if case == "dead_letter":
+    if case.startswith("dead_letter"):
         admin.create_queue(q, dead_lettering_on_message_expiration=True)
     elif case == "session":
         admin.create_queue(q, requires_session=True)
         kw["session_id"] = "s"
     else:
         admin.create_queue(q)
+    if case.endswith("_deferred"):  # the log's oldest entry: deferred, never expiring
+        with client.get_queue_sender(q) as s:
+            s.send_messages(ServiceBusMessage("deferred"))
+        with client.get_queue_receiver(q, max_wait_time=5) as r:
+            r.defer_message(r.receive_messages(1)[0])
     with client.get_queue_sender(q) as s:
         for i in range(0, n, BATCH):
             s.send_messages([ServiceBusMessage(b"e" * 16, time_to_live=TTL, **kw) for _ in range(min(BATCH, n - i))])

@@ -286,7 +286,9 @@ def expiry(d: Json) -> Iterator[str]:
     yield (
         "`bench/bench_expiry.py`: one `receive_messages(1)` that finds the one live message sent after N expired "
         "messages of 16 B (1 partition): on a plain queue (they are dropped), with dead-lettering on expiration, "
-        "and in a session queue (one session). Wall time of the receive, its script calls and the slowest "
+        "in a session queue (one session), and with dead-lettering behind one deferred message at the head of "
+        "the log (dead-letter-deferred: the sweep cannot trim the expired entries off the log's head, and "
+        "deletes each with `XDEL`). Wall time of the receive, its script calls and the slowest "
         "(SLOWLOG), the server's main-thread CPU per expired message (`INFO cpu`, which moves far less with the "
         "machine's load than wall time), the receive's wall time outside the scripts per call (the client and "
         "the round trip), and how long redis-server waited for a CPU during the receive (`/proc/<pid>/schedstat`: "
