@@ -7,7 +7,10 @@ Per case and N: N messages of 16 B with a 1 s TTL are sent in batches of 2,500, 
 one live message is sent, and a receiver (max_wait_time=10) times ``receive_messages(1)`` until
 the live message comes back. Cases: ``drop`` (a plain queue: expired messages are dropped),
 ``dead_letter`` (dead_lettering_on_message_expiration: each goes to the dead-letter queue with
-its reason), ``session`` (a session queue, all messages in one session, received by session id).
+its reason), ``session`` (a session queue, all messages in one session, received by session id),
+``dead_letter_deferred`` (as ``dead_letter``, behind one deferred message without a TTL at the head
+of the log: the sweep cannot trim the expired ones off the log's head and deletes each; not in the
+default set).
 
 Figures per receive, medians of --rounds with their spread ((max - min) / median), the cases and
 sizes of one round run in turn so that the machine's load hits all of them alike:
@@ -23,7 +26,11 @@ sizes of one round run in turn so that the machine's load hits all of them alike
 - ``server_wait_ms``: how long redis-server waited for a CPU during the receive
   (/proc/<pid>/schedstat, a local server only): what the machine's load added to the wall time;
 - ``load1``: the 1-minute load average when the round's case started (recorded, since the machine
-  is shared).
+  is shared);
+- ``commands_us_per_expired``: where the scripts' time goes, per expired message, by the Redis
+  command they call (INFO commandstats counts a script's own calls): a command's own time, not
+  the conversion of its arguments and reply between Lua and Redis, which is the rest of
+  ``script_us_per_expired`` (commands under 0.05 µs left out).
 
 Results go to bench/results/expiry.json with the machine and versions. Nothing is asserted.
 """
@@ -100,6 +107,16 @@ def evalsha(raw: redis.Redis) -> tuple[int, int]:
     return calls, us
 
 
+def commands(raw: redis.Redis, n: int) -> dict[str, float]:
+    """µs per expired message of each command the scripts called, since the last CONFIG RESETSTAT."""
+    out = {}
+    for k, v in raw.info("commandstats").items():
+        name = k.removeprefix("cmdstat_")
+        if name not in ("evalsha", "eval", "script", "info", "config", "slowlog") and int(v["usec"]) / n >= 0.05:
+            out[name] = round(int(v["usec"]) / n, 2)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def spread(xs: list[float]) -> float:
     m = statistics.median(xs)
     return round((max(xs) - min(xs)) / m, 2) if m else 0.0
@@ -107,20 +124,25 @@ def spread(xs: list[float]) -> float:
 
 def one(
     client: ServiceBusClient, admin: ServiceBusAdministrationClient, raw: redis.Redis, case: str, n: int
-) -> dict[str, float]:
+) -> dict[str, Any]:
     la = load1()
     pid = int(raw.info("server")["process_id"]) if Path("/proc/self").exists() else None
     if pid is not None and not Path(f"/proc/{pid}").exists():
         pid = None  # a server on another host
     q = f"exp-{case}-{uuid.uuid4().hex[:8]}"
     kw: dict[str, Any] = {}
-    if case == "dead_letter":
+    if case.startswith("dead_letter"):
         admin.create_queue(q, dead_lettering_on_message_expiration=True)
     elif case == "session":
         admin.create_queue(q, requires_session=True)
         kw["session_id"] = "s"
     else:
         admin.create_queue(q)
+    if case.endswith("_deferred"):  # the log's oldest entry: deferred, never expiring
+        with client.get_queue_sender(q) as s:
+            s.send_messages(ServiceBusMessage("deferred"))
+        with client.get_queue_receiver(q, max_wait_time=5) as r:
+            r.defer_message(r.receive_messages(1)[0])
     with client.get_queue_sender(q) as s:
         for i in range(0, n, BATCH):
             s.send_messages([ServiceBusMessage(b"e" * 16, time_to_live=TTL, **kw) for _ in range(min(BATCH, n - i))])
@@ -144,6 +166,7 @@ def one(
         cpu = cpu_s(raw) - cpu0
         waited = server_wait_s(pid) - w0
         calls, us = evalsha(raw)
+        per_command = commands(raw, n)
         slow = [
             int(e["duration"])
             for e in raw.slowlog_get(4096)
@@ -154,6 +177,7 @@ def one(
         r.complete_messages(got)
     admin.delete_queue(q)
     return {
+        "commands_us_per_expired": per_command,
         "ok": float(ok),
         "wall_ms": wall * 1000,
         "calls": calls,
@@ -182,7 +206,7 @@ def main() -> None:
     raw = redis.Redis.from_url(url)
     raw.config_set("slowlog-max-len", 4096)
     info = machine_info(raw)
-    runs: dict[tuple[str, int], list[dict[str, float]]] = {(c, n): [] for c in cases for n in sizes}
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = {(c, n): [] for c in cases for n in sizes}
     try:
         with (
             ServiceBusAdministrationClient.from_connection_string(url) as admin,
@@ -208,7 +232,10 @@ def main() -> None:
             row[k] = round(statistics.median(xs), 2)
             row[k + "_spread"] = spread(xs)
         row["max_call_us_max"] = max(r["max_call_us"] for r in rs)
-        row["rounds"] = [{k: round(v, 2) for k, v in r.items()} for r in rs]
+        names = {c for r in rs for c in r["commands_us_per_expired"]}
+        medians = {c: statistics.median(r["commands_us_per_expired"].get(c, 0.0) for r in rs) for c in sorted(names)}
+        row["commands_us_per_expired"] = {c: round(v, 2) for c, v in medians.items() if v >= 0.05}
+        row["rounds"] = [{k: round(v, 2) for k, v in r.items() if k != "commands_us_per_expired"} for r in rs]
         rows.append(row)
     print(
         f"{'case':12} {'expired':>8} {'wall ms':>9} {'calls':>6} {'max call us':>12} "

@@ -286,7 +286,9 @@ def expiry(d: Json) -> Iterator[str]:
     yield (
         "`bench/bench_expiry.py`: one `receive_messages(1)` that finds the one live message sent after N expired "
         "messages of 16 B (1 partition): on a plain queue (they are dropped), with dead-lettering on expiration, "
-        "and in a session queue (one session). Wall time of the receive, its script calls and the slowest "
+        "in a session queue (one session), and with dead-lettering behind one deferred message at the head of "
+        "the log (dead-letter-deferred: the sweep cannot trim the expired entries off the log's head, and "
+        "deletes each with `XDEL`). Wall time of the receive, its script calls and the slowest "
         "(SLOWLOG), the server's main-thread CPU per expired message (`INFO cpu`, which moves far less with the "
         "machine's load than wall time), the receive's wall time outside the scripts per call (the client and "
         "the round trip), and how long redis-server waited for a CPU during the receive (`/proc/<pid>/schedstat`: "
@@ -316,6 +318,29 @@ def expiry(d: Json) -> Iterator[str]:
         "Each round's figures are in the JSON."
     )
     yield ""
+    split = [r for r in d["rows"] if r.get("commands_us_per_expired")]
+    if not split:
+        return
+    yield (
+        "Where the server's CPU per expired message goes (medians): the commands the scripts call, each its own "
+        "time (`INFO commandstats`), and the rest: the Lua code, and the conversion of each command's arguments "
+        "and reply between Lua and Redis (a chunk of 500 log entries read into Lua took about three times "
+        "the `XRANGE`'s own time)."
+    )
+    yield ""
+    rows = []
+    for r in split:
+        cmds = r["commands_us_per_expired"]
+        top = sorted(cmds.items(), key=lambda kv: -kv[1])
+        rows.append(
+            [
+                r["case"].replace("_", "-"),
+                f"{r['expired']:,}",
+                ", ".join(f"{c.upper()} {v:.2f}" for c, v in top[:5]),
+                f"{max(r['server_us_per_expired'] - sum(cmds.values()), 0.0):.2f}",
+            ]
+        )
+    yield from table(["case", "expired", "commands, µs/expired", "the rest, µs/expired"], rows)
 
 
 def topics(d: Json) -> Iterator[str]:

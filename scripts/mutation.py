@@ -750,6 +750,15 @@ LUA = [
         "if cfg.dedup_ms > 0 and w == 1 then",
         "store: duplicate detection skipped for messages with ids",
     ),
+    # a forwarding subscription's drain checks its topic partition's fan-out journal first
+    lua(
+        "fwd-journal",
+        "forward_out.lua",
+        "if journal_to_finish() then return {0, '', 2} end",
+        "if false and journal_to_finish() then return {0, '', 2} end",
+        "forward_out: a drain forwards cancelled copies that fell due, and never finishes a stalled publish",
+        [IT + "test_topics_wide.py", "-k", "forwarding_subscription and sync"],
+    ),
 ]
 
 

@@ -114,6 +114,10 @@ class Forwarder:
                 if isinstance(reply, ServiceBusError):
                     log.warning("forwarding from partition %d of %s failed: %s", p, path, reply.message)
                     continue
+                if forward_out.journal_pending(reply):  # finish the topic's fan-out first, then again
+                    await finish_journal(self._transport, path.partition(SUBSCRIPTIONS)[0], p)
+                    swept.append(p)
+                    continue
                 inc, entries = forward_out.parse(reply)
                 if (
                     len(entries) >= forward_out.OUTBOX_RETURN

@@ -7,19 +7,30 @@
   id travels in the message, so the destination keeps the session (fanout.destination_partition
   puts a session in one partition, and a destination that requires sessions files it there).
   A Disabled entity moves nothing (its outbox is still returned).
-  KEYS: the partition's 24 keys, then its transfer queue's 24 (includes/keysets.lua)
+  KEYS: the partition's 24 keys, then its transfer queue's 24 (includes/keysets.lua); a
+        subscription's call passes its topic partition's fan-out journal (keys.journal_key) after
+        them
   ARGV[1] most messages to move   ARGV[2] most entries to return   ARGV[3] sweep limit
   (moves and returns also stop once READ_BYTES of messages were read: includes/messages.lua)
   Returns: {now_ms, incarnation, more, then 7 per entry: outbox seq, destination, hop count,
            expires_ms, blob, dead-letter reason, dead-letter description}
            (the reason is '' for a message forwarded from the main queue); more: 1 when the
            sweep stopped on its expiry budget with expired messages left (a live message may
-           wait behind them: call again), else 0
+           wait behind them: call again), else 0;
+           {0, '', 2} and nothing else: a fan-out to the subscriptions (or a cancel of their
+           copies) is unfinished and its writer stalled, or a cancelled message falls due
+           (includes/journal.lua, as in receive.lua): the caller finishes it, then calls again
   Errors:  NOTFOUND
 ]]
 --@include partition
 --@include messages
 --@include keysets
+--@include journal
+-- a subscription forwards no copy a receive would not hand out: a stalled fan-out or a cancel
+-- whose messages fall due is finished first (receive.lua). The journal follows the two key sets,
+-- not the first (includes/partition.lua's K_FJ).
+K_FJ = key_after(1)
+if journal_to_finish() then return {0, '', 2} end
 local cfg = load_cfg()
 if not cfg then return fail('NOTFOUND') end
 local T = keyset(1)

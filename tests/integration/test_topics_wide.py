@@ -395,3 +395,60 @@ def test_a_cancelled_message_that_falls_due_is_never_received(
     assert not journal(raw_redis, topic)
     for s in SUBS:
         assert drain(client, topic, s) == [], s
+
+
+def forwarded(client: Any, q: str) -> list[str]:
+    """What a receiver of `q` gets: its receive pulls what forwards into `q` (the drain)."""
+    with client.get_queue_receiver(q, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE) as r:
+        out: list[str] = []
+        while got := r.receive_messages(250, max_wait_time=1.5):
+            out += [str(m) for m in got]
+        return out
+
+
+@killing
+def test_a_forwarding_subscription_never_forwards_a_cancelled_message_that_falls_due(
+    admin: Any, client: Any, raw_redis: Any, url: str
+) -> None:
+    """As a receive does (test_a_cancelled_message_that_falls_due_is_never_received), a drain of
+    a forwarding subscription finishes a cancel whose messages fall due before it moves any copy:
+    the destination gets none of them."""
+    from datetime import UTC, datetime, timedelta
+
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q)
+    topic = wide_topic(admin, SUBS[:-1])
+    admin.create_subscription(topic, SUBS[-1], forward_to=q)
+    at = datetime.now(UTC) + timedelta(seconds=5)
+    killed_cancel(url, topic, chunks=1, at=at)
+    live(raw_redis, topic)
+    assert peeked(client, topic, SUBS[-1])  # the cancel has not reached the forwarding one's copies
+    deadline = time.monotonic() + 15
+    while server_ms(raw_redis) <= int(at.timestamp() * 1000):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert forwarded(client, q) == []
+    assert not journal(raw_redis, topic)
+    for s in SUBS:
+        assert drain(client, topic, s) == [], s
+
+
+@killing
+def test_a_forwarding_subscription_finishes_a_killed_publish(admin: Any, client: Any, raw_redis: Any, url: str) -> None:
+    """A publisher killed mid fan-out, on a topic whose subscriptions all forward (nobody
+    receives from them): once the journal has stalled, the drain finishes it, and every copy
+    arrives at the destinations, in order."""
+    qs = ["q-" + uuid.uuid4().hex[:10] for _ in SUBS]
+    for q in qs:
+        admin.create_queue(q)
+    topic = "t-" + uuid.uuid4().hex[:10]
+    admin.create_topic(topic)
+    for s, q in zip(SUBS, qs, strict=True):
+        admin.create_subscription(topic, s, forward_to=q)
+    killed_publish(url, topic, "sync", chunks=1)
+    assert journal(raw_redis, topic)
+    until_stalled(raw_redis, topic)
+    assert forwarded(client, qs[-1]) == bodies("a")
+    assert not journal(raw_redis, topic)
+    for q in qs[:-1]:
+        assert forwarded(client, q) == bodies("a"), q

@@ -452,11 +452,21 @@ def test_publish_passes_the_fan_keys_of_each_subscription() -> None:
     assert len({key_slot(k.encode()) for k in c.keys}) == 1
 
 
+def test_a_subscriptions_forward_out_passes_its_topic_partitions_journal_after_the_two_key_sets() -> None:
+    c = fanout.forward_out_call("t/Subscriptions/a", 5)
+    n = keys.NUM_PARTITION_KEYS
+    assert len(c.keys) == 2 * n + 1 and len(set(c.keys)) == len(c.keys)
+    assert c.keys[:n] == keys.subscription_keys("t", "a", 5)
+    assert c.keys[2 * n] == keys.journal_key("t", 5)
+    assert len({key_slot(k.encode()) for k in c.keys}) == 1
+    assert "K_FJ = key_after(1)" in (LUA / "forward_out.lua").read_text()
+
+
 def _multi_keyset_calls() -> list[object]:
     subs = fanout.TopicSubs("3", ("a", "b.c"), ("a",))
     return [
         pytest.param(fanout.cancel_call("t", 5, subs, [1]), 3, id="cancel_topic_scheduled"),
-        pytest.param(fanout.forward_out_call("t/Subscriptions/a", 5), 2, id="forward_out"),
+        pytest.param(fanout.forward_out_call("q", 5), 2, id="forward_out"),
         pytest.param(fanout.forward_ack_call("q", 5, []), 2, id="forward_ack"),
         pytest.param(fanout.idle_call("t", "topic", 5, ["a", "b.c"], "check", 0), 3, id="idle"),
         pytest.param(fanout.forward_in_call("q", 5, "s", []), 1, id="forward_in"),

@@ -9,6 +9,7 @@ from .. import keys, scripts
 from .base import SWEEP_LIMIT, Call, text
 
 NAME = "forward_out"
+JOURNAL = 2  # reply[2] of a subscription's call that found its topic partition's fan-out journal to finish
 ARGV = ("most messages to move", "most entries to return", "sweep limit")
 OUTBOX_MOVE = 500  # messages moved into an outbox per forward_out call
 OUTBOX_RETURN = 500  # outbox entries delivered per round
@@ -28,13 +29,22 @@ class OutboxEntry:
 
 
 def outbox_keys(path: str, partition: int) -> tuple[str, ...]:
-    """The partition's keys, then its transfer queue's (the outbox, same hash tag)."""
+    """The partition's keys, then its transfer queue's (the outbox, same hash tag), then for a
+    subscription its topic partition's fan-out journal (as a subscription's receive passes it)."""
     own = keys.entity_keys(path, partition)
-    return (*own, *keys.transfer_keys(own))
+    topic, sep, _ = path.partition(keys.SUBSCRIPTIONS)
+    journal = (keys.journal_key(topic, partition),) if sep and not path.endswith(keys.TRANSFER) else ()
+    return (*own, *keys.transfer_keys(own), *journal)
 
 
 def call(path: str, partition: int) -> Call:
     return Call(scripts.load(NAME), outbox_keys(path, partition), (OUTBOX_MOVE, OUTBOX_RETURN, SWEEP_LIMIT), partition)
+
+
+def journal_pending(reply: list[Any]) -> bool:
+    """A subscription's call found a fan-out (or a cancel of its copies) to finish first and moved
+    nothing: finish it (finish_journal), then call again."""
+    return int(reply[2]) == JOURNAL
 
 
 def more(reply: list[Any]) -> bool:

@@ -20,6 +20,13 @@ local function keyset(i)
                  sk = KEYS[b + 22], ss = KEYS[b + 23], su = KEYS[b + 24]}}
 end
 
+-- The key passed after the first 24 and `sets` further sets (nil when none was): a subscription's
+-- forward_out passes its topic partition's fan-out journal there.
+local function key_after(sets)
+  local b = 24 * (sets + 1)
+  return KEYS[b + 1]
+end
+
 local function keyset_count()
   return math.floor(#KEYS / 24) - 1
 end

@@ -316,9 +316,22 @@ local function expire_chunk(cfg, nums, seqs, a, b, fs_head)
     end
   end
   if n == 0 then return gone, 0 end
-  local counted = redis.call('HLEN', MAIN.dc) > 0
+  -- The delivery counts of these messages (seq -> count, those that have one), and the seqs whose
+  -- count goes. The dc hash holds the counts of messages delivered and not locked now (abandoned,
+  -- deferred): usually far fewer than a chunk, so the whole hash is read rather than a field per
+  -- message; a larger one is asked for these seqs alone, or not at all when they are dropped.
+  local nd = redis.call('HLEN', MAIN.dc)
+  local dcs, uncount = {}, {}
+  if nd > 0 and nd <= n then
+    local all = redis.call('HGETALL', MAIN.dc)
+    for i = 1, #all, 2 do dcs[all[i]] = all[i + 1] end
+  elseif nd > 0 and cfg.dl_exp then
+    local got = redis.call('HMGET', MAIN.dc, unpack(gone))
+    for i = 1, n do dcs[gone[i]] = got[i] end
+  elseif nd > 0 then
+    uncount = gone
+  end
   if cfg.dl_exp then  -- dead_letter() of each
-    local dcs = counted and redis.call('HMGET', MAIN.dc, unpack(gone)) or {}
     local dseq = redis.call('HINCRBY', K_ST, 'dseq', n) - n
     local ready, counts, nc = {}, {}, 0
     local reason, description = 'TTLExpiredException', 'The message expired and was dead lettered.'
@@ -327,7 +340,7 @@ local function expire_chunk(cfg, nums, seqs, a, b, fs_head)
       redis.call('XADD', DLQ.log, d .. '-0', 'b', f[2], 'e', f[4], 'x', '0', 'r', reason,
                  'rd', description, 'os', gone[i])
       ready[2 * i - 1], ready[2 * i] = d, d
-      local dc = dcs[i]
+      local dc = dcs[gone[i]]
       if dc and dc ~= '0' then
         counts[nc + 1], counts[nc + 2] = d, dc
         nc = nc + 2
@@ -343,7 +356,12 @@ local function expire_chunk(cfg, nums, seqs, a, b, fs_head)
   else
     remove_run(MAIN, gnums, gone, 1, n)
   end
-  if counted then call_many('HDEL', MAIN.dc, gone) end
+  if nd > 0 and uncount ~= gone then
+    for i = 1, n do
+      if dcs[gone[i]] then uncount[#uncount + 1] = gone[i] end
+    end
+  end
+  if #uncount > 0 then call_many('HDEL', MAIN.dc, uncount) end
   return gone, n
 end
 
