@@ -11,6 +11,8 @@
 * log_failure: a done-callback for work nobody awaits (pre-settled sends): log its error.
 * send_command: send a command on a pooled connection (the asyncio variant skips redis-py's
   per-command write task).
+* read_reply: read a command's reply on a pooled connection (the asyncio variant reads it from
+  the connection's hiredis reader under a plain timer, without redis-py's per-read layers).
 * AutoLockRenewer: renews registered message locks, from one background task (asyncio) or one
   daemon thread (sync); a renewal that fails unexpectedly (a bug, not a Redis error) is logged and
   reported to ``on_lock_renew_failure`` in both.
@@ -31,8 +33,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Hasha
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
 from ._core.renewal import FailureCallback, Registration, Schedule, describe
 from .exceptions import InvalidArgumentError, ServiceBusError
+
+try:  # redis-py's hiredis parser (private): without it replies are read as redis-py reads them
+    from redis._parsers.hiredis import NOT_ENOUGH_DATA, _AsyncHiredisParser
+except ImportError:  # pragma: no cover - redis-py 5 to 8 have both
+    NOT_ENOUGH_DATA = _AsyncHiredisParser = None  # type: ignore[assignment,misc]
 
 log = logging.getLogger("sbredis")
 T = TypeVar("T")
@@ -44,6 +55,7 @@ UNASYNC = {
     "AsyncAutoLockRenewer": "SyncAutoLockRenewer",
     "async_items": "sync_items",
     "async_send_command": "sync_send_command",
+    "async_read_reply": "sync_read_reply",
 }
 
 # run(key, entries) -> one outcome per entry: a result, or an exception to raise in its submitter
@@ -204,6 +216,53 @@ async def async_send_command(conn: Any, *args: Any) -> None:
         await asyncio.wait_for(writer.drain(), conn.socket_timeout)
 
 
+async def async_read_reply(conn: Any) -> Any:
+    """``conn.read_response()`` on a redis.asyncio connection, read from its hiredis reader and
+    stream under a plain timer. redis-py's read goes through four coroutines, an
+    ``asyncio.timeout`` context and a push-notification check per reply: 7 to 10 µs CPU of an
+    awaited round trip's 25 to 30 (docs/benchmarks.md "Loops against raw round trips"). The timer
+    cancels this task past the socket timeout; that cancellation is turned into redis-py's
+    TimeoutError, any other one goes on as it came. An error reply is raised as redis-py raises it,
+    a closed socket as its ConnectionError; the caller drops the connection after either. A
+    connection without the hiredis parser this expects, or speaking RESP3 (push replies), reads
+    as redis-py does."""
+    parser: Any = conn._parser
+    reader: Any = getattr(parser, "_reader", None)
+    if type(parser) is not _AsyncHiredisParser or reader is None or conn.protocol in (3, "3"):
+        return await conn.read_response()
+    reply = reader.gets()
+    if reply is NOT_ENOUGH_DATA:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        expired = []
+
+        def expire() -> None:
+            expired.append(True)
+            task.cancel()
+
+        timer = loop.call_at(loop.time() + conn.socket_timeout, expire)
+        stream = conn._reader
+        try:
+            while reply is NOT_ENOUGH_DATA:
+                data = await stream.read(parser._read_size)
+                if not data:
+                    raise RedisConnectionError("Connection closed by server.")
+                reader.feed(data)
+                reply = reader.gets()
+        except asyncio.CancelledError:
+            if expired and task.uncancel() == 0:
+                raise RedisTimeoutError(f"Timeout reading from {conn._host_error()}") from None
+            raise
+        except OSError as e:
+            raise RedisConnectionError(f"Error while reading from {conn._host_error()} : {e.args}") from None
+        finally:
+            timer.cancel()
+    if isinstance(reply, (ResponseError, RedisConnectionError)):  # hiredis returns both as values
+        raise reply
+    return reply
+
+
 SyncRunner = Callable[[Any, list[list[Any]]], list[Any]]
 
 
@@ -265,6 +324,11 @@ def sync_gather(calls: list[Any]) -> list[Any]:
 def sync_send_command(conn: Any, *args: Any) -> None:
     """async_send_command's twin: the sync connection sends at once, with no task to skip."""
     conn.send_command(*args)
+
+
+def sync_read_reply(conn: Any) -> Any:
+    """async_read_reply's twin: redis-py's read, whose layers cost a sync call little."""
+    return conn.read_response()
 
 
 # -------------------------------------------------------------------------- lock renewal
