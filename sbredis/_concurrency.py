@@ -218,48 +218,62 @@ async def async_send_command(conn: Any, *args: Any) -> None:
 
 async def async_read_reply(conn: Any) -> Any:
     """``conn.read_response()`` on a redis.asyncio connection, read from its hiredis reader and
-    stream under a plain timer. redis-py's read goes through four coroutines, an
-    ``asyncio.timeout`` context and a push-notification check per reply: 7 to 10 µs CPU of an
-    awaited round trip's 25 to 30 (docs/benchmarks.md "Loops against raw round trips"). The timer
-    cancels this task past the socket timeout; that cancellation is turned into redis-py's
-    TimeoutError, any other one goes on as it came. An error reply is raised as redis-py raises it,
-    a closed socket as its ConnectionError; the caller drops the connection after either. A
-    connection without the hiredis parser this expects, or speaking RESP3 (push replies), reads
-    as redis-py does."""
+    stream under a plain timer. redis-py's read goes through four coroutines and an
+    ``asyncio.timeout`` context per reply: about 7 µs CPU of an awaited round trip's 30
+    (docs/benchmarks.md "Loops against raw round trips"). The timer cancels this task past the
+    socket timeout; that cancellation is turned into redis-py's TimeoutError, any other goes on
+    as it came. An error reply is raised as redis-py raises it, a closed socket as its
+    ConnectionError (the caller drops the connection); a RESP3 push notification goes to the
+    parser's handler and the reply is the next one, as redis-py does. A connection without the
+    hiredis parser this expects reads as redis-py does."""
     parser: Any = conn._parser
     reader: Any = getattr(parser, "_reader", None)
-    if type(parser) is not _AsyncHiredisParser or reader is None or conn.protocol in (3, "3"):
+    if type(parser) is not _AsyncHiredisParser or reader is None:
         return await conn.read_response()
-    reply = reader.gets()
-    if reply is NOT_ENOUGH_DATA:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        expired = []
-
-        def expire() -> None:
-            expired.append(True)
-            task.cancel()
-
-        timer = loop.call_at(loop.time() + conn.socket_timeout, expire)
-        stream = conn._reader
-        try:
-            while reply is NOT_ENOUGH_DATA:
-                data = await stream.read(parser._read_size)
-                if not data:
-                    raise RedisConnectionError("Connection closed by server.")
-                reader.feed(data)
-                reply = reader.gets()
-        except asyncio.CancelledError:
-            if expired and task.uncancel() == 0:
-                raise RedisTimeoutError(f"Timeout reading from {conn._host_error()}") from None
-            raise
-        except OSError as e:
-            raise RedisConnectionError(f"Error while reading from {conn._host_error()} : {e.args}") from None
-        finally:
-            timer.cancel()
+    push: Any = parser._hiredis_PushNotificationType
+    while True:
+        reply = reader.gets()
+        if reply is NOT_ENOUGH_DATA:
+            reply = await _read_more(conn, parser, reader)
+        if push is None or not isinstance(reply, push):
+            break
+        # pushes come with CLIENT TRACKING or pub/sub, which sbredis never turns on for a script connection
+        await parser.handle_push_response(reply)  # type: ignore[no-untyped-call]  # pragma: no cover
     if isinstance(reply, (ResponseError, RedisConnectionError)):  # hiredis returns both as values
         raise reply
+    return reply
+
+
+def _expire(task: asyncio.Task[Any], fired: list[bool]) -> None:
+    fired.append(True)
+    task.cancel()
+
+
+async def _read_more(conn: Any, parser: Any, reader: Any) -> Any:
+    """Read from the connection's stream until the reader holds a whole reply, within the
+    connection's socket timeout."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    fired: list[bool] = []
+    timer = loop.call_at(loop.time() + conn.socket_timeout, _expire, task, fired)
+    stream = conn._reader
+    reply = NOT_ENOUGH_DATA
+    try:
+        while reply is NOT_ENOUGH_DATA:
+            data = await stream.read(parser._read_size)
+            if not data:
+                raise RedisConnectionError("Connection closed by server.")
+            reader.feed(data)
+            reply = reader.gets()
+    except asyncio.CancelledError:
+        if fired and task.uncancel() == 0:
+            raise RedisTimeoutError(f"Timeout reading from {conn._host_error()}") from None
+        raise
+    except OSError as e:
+        raise RedisConnectionError(f"Error while reading from {conn._host_error()} : {e.args}") from None
+    finally:
+        timer.cancel()
     return reply
 
 
