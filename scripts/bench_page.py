@@ -969,8 +969,38 @@ LOOP_FINDINGS = [
     "0.98 per call by `getrusage`, a raw connection calling scripts of 1.3, 22 and 45 µs, three "
     "rounds of 5,000) and 2-4 µs more client CPU; a raw command's reply is back before the client "
     "blocks.",
+    "- **Why the async loop costs the server more than the sync loop (server).** The same messages "
+    "cost redis-server 41-42 µs CPU each under the async loop and 35-38 under the sync one (two "
+    "runs of 5,000 each, alternating; raw async EVALSHA 15). Not from more requests or wake-ups "
+    "per request: per message both loops send the same 8.25 commands and 164 bytes and get 204 back "
+    "(INFO stats), the server does one read, one write and one `epoll_wait` (`strace -c` on "
+    "redis-server over 3,000 messages: 3,065, 3,089 and 3,046 async; 3,051, 3,088 and 3,042 sync), "
+    "and the async client writes each request in one `sendto` and reads its reply in one "
+    "`recvfrom` on its one kept connection (3,033 and 3,066). What differs is how often redis-server "
+    "sleeps between two requests (voluntary context switches per message, /proc: 0.94 async, "
+    "0.79-0.81 sync) and its script time (INFO commandstats, µs per message: 26.7-27.3 async, "
+    "23.0-25.3 sync): the longer the client's turn between a reply and the next request, the more "
+    "often the server sleeps and the colder its caches when it wakes. A raw sync EVALSHA of a "
+    "script returning 1 shows the same with nothing but a busy wait in the client between calls "
+    "(two rounds of 5,000): server CPU per call 12.1 µs with none, 12.6-19.9 with 20 µs, "
+    "18.9-19.3 with 50, 14.1-17.1 with 100. What is ours of it is the client's time per message.",
+    "- **redis.asyncio's read (async client).** Per awaited script call (a script returning 1, "
+    "one process, 6 to 12 alternating blocks of 4,000 to 5,000): a write to the stream and a read "
+    "into the connection's hiredis reader cost 18.8 µs CPU, with an `asyncio.timeout` around the "
+    "read 25.7, with a plain `loop.call_at` timer instead 21.8, through `read_response` (four "
+    "coroutines, its timeout context and the push check) 28.1-31.1. The async transport reads the "
+    "reply itself under such a timer, which cancels the task past the socket timeout (turned into "
+    "redis-py's TimeoutError; any other cancellation goes on as it came), RESP3 (redis-py 8's "
+    "default) included (`_concurrency.async_read_reply`): 24.3-26.3 µs per call. The async "
+    "iterating loop, old and new read alternating in one process (eight rounds of 3,000): client "
+    "CPU 63.3 to 56.1 µs per message (60.2-72.5 and 53.8-65.7), server 42.8 to 41.5, 7.8k to 9.5k "
+    "messages/s against 14.0k raw async EVALSHA. In the three pairs of whole runs of the table "
+    "above: the async iterating loop 0.75-0.81x the raw async EVALSHA by CPU (from 0.69-0.78x) and "
+    "0.64-0.91x by rate (from 0.57-0.72x), 55-59 µs client and 40-43 µs server CPU per message "
+    "(from 66-85 and 44-53); receive 100 and complete one at a time 0.76-0.79x by CPU (from "
+    "0.62-0.83x).",
     "",
-    "Not reached, in four pairs of runs of the design above and the one before it, alternating "
+    "Not reached, in four pairs of runs of the one-key design and the one naming all 23 keys, alternating "
     "(load average 4.8 to 10.1): an iterating loop at 0.8x the raw round-trip rate (sync 0.57-0.60x "
     "by CPU, from 0.53-0.58x; by rate 0.46-0.80x and 0.48-0.63x, as the load moved; async "
     "0.68-0.73x by CPU, from 0.69-0.71x) and single operations at 1.3x the comparable raw command "
@@ -986,7 +1016,11 @@ LOOP_FINDINGS = [
     "a raw EVALSHA is reached. 0.8x "
     "needs a settlement whose script does about a third less work on the server than complete's "
     "seven commands (the status, the lock record, the clock, and four writes), or a client that "
-    "does not block on its reply.",
+    "does not block on its reply. The async iterating loop with the transport's own read reaches "
+    "0.8x of the raw async round-trip rate in two of three pairs of runs (0.80x and 0.91x) and not "
+    "in the third (0.64x); by CPU 0.75-0.81x. Its client costs about what a raw redis.asyncio "
+    "EVALSHA costs (55-59 against 57-62 µs); the rest is the server's 40-43 µs against 15-17: "
+    "complete's script and the colder server that a longer client turn leaves (above).",
     "",
 ]
 
