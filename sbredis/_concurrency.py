@@ -12,7 +12,7 @@
 * send_command: send a command on a pooled connection (the asyncio variant skips redis-py's
   per-command write task).
 * read_reply: read a command's reply on a pooled connection (the asyncio variant reads it from
-  the connection's hiredis reader under a plain timer, without redis-py's per-read layers).
+  the connection's hiredis reader under one timer per connection, without redis-py's per-read layers).
 * AutoLockRenewer: renews registered message locks, from one background task (asyncio) or one
   daemon thread (sync); a renewal that fails unexpectedly (a bug, not a Redis error) is logged and
   reported to ``on_lock_renew_failure`` in both.

@@ -970,10 +970,10 @@ LOOP_FINDINGS = [
     "rounds of 5,000) and 2-4 µs more client CPU; a raw command's reply is back before the client "
     "blocks.",
     "- **Why the async loop costs the server more than the sync loop (server).** The same messages "
-    "cost redis-server 41-42 µs CPU each under the async loop and 35-38 under the sync one (two "
-    "runs of 5,000 each, alternating; raw async EVALSHA 15). Not from more requests or wake-ups "
-    "per request: per message both loops send the same 8.25 commands and 164 bytes and get 204 back "
-    "(INFO stats), the server does one read, one write and one `epoll_wait` (`strace -c` on "
+    "cost redis-server 41-42 µs CPU each under the async loop (with redis-py's read) and 35-38 "
+    "under the sync one (two runs of 5,000 each, alternating; raw async EVALSHA 15). Not from more "
+    "requests or wake-ups per request: per message both loops send the same 8.25 commands and "
+    "164 bytes and get 204 back (INFO stats), the server does one read, one write and one `epoll_wait` (`strace -c` on "
     "redis-server over 3,000 messages: 3,065, 3,089 and 3,046 async; 3,051, 3,088 and 3,042 sync), "
     "and the async client writes each request in one `sendto` and reads its reply in one "
     "`recvfrom` on its one kept connection (3,033 and 3,066). What differs is how often redis-server "
@@ -987,18 +987,21 @@ LOOP_FINDINGS = [
     "- **redis.asyncio's read (async client).** Per awaited script call (a script returning 1, "
     "one process, 6 to 12 alternating blocks of 4,000 to 5,000): a write to the stream and a read "
     "into the connection's hiredis reader cost 18.8 µs CPU, with an `asyncio.timeout` around the "
-    "read 25.7, with a plain `loop.call_at` timer instead 21.8, through `read_response` (four "
-    "coroutines, its timeout context and the push check) 28.1-31.1. The async transport reads the "
-    "reply itself under such a timer, which cancels the task past the socket timeout (turned into "
-    "redis-py's TimeoutError; any other cancellation goes on as it came), RESP3 (redis-py 8's "
-    "default) included (`_concurrency.async_read_reply`): 24.3-26.3 µs per call. The async "
-    "iterating loop, old and new read alternating in one process (eight rounds of 3,000): client "
-    "CPU 63.3 to 56.1 µs per message (60.2-72.5 and 53.8-65.7), server 42.8 to 41.5, 7.8k to 9.5k "
-    "messages/s against 14.0k raw async EVALSHA. In the three pairs of whole runs of the table "
-    "above: the async iterating loop 0.75-0.81x the raw async EVALSHA by CPU (from 0.69-0.78x) and "
-    "0.64-0.91x by rate (from 0.57-0.72x), 55-59 µs client and 40-43 µs server CPU per message "
-    "(from 66-85 and 44-53); receive 100 and complete one at a time 0.76-0.79x by CPU (from "
-    "0.62-0.83x).",
+    "read 25.7, with a `loop.call_at` timer per read 21.8, through `read_response` (four "
+    "coroutines, its timeout context and the push check) 28.1-33.3. The async transport reads the "
+    "reply itself, RESP3 (redis-py 8's default) included (`_concurrency.async_read_reply`), under "
+    "one timer per connection: reads on a connection come one after another, so a timer armed "
+    "once, which moves itself to the deadline of the read in flight when it fires early, enforces "
+    "the socket timeout (past it the task is cancelled, and that cancellation is raised as "
+    "redis-py's TimeoutError; any other goes on as it came). Per call 23.2-24.4 µs against "
+    "30.5-33.3 through `read_response` (with a timer per read, 24.3-26.3). The async iterating "
+    "loop, redis-py's read and this one alternating in one process (eight rounds of 3,000): client "
+    "CPU 62.6 to 50.8 µs per message, server 42.6 to 40.1, 9.1k to 10.9k messages/s against 13.7k "
+    "raw async EVALSHAs (0.67x to 0.80x by rate, 0.68x to 0.78x by CPU). In the three pairs of "
+    "whole runs of the table above (load average 2.1 to 3.6): the async iterating loop 0.76-0.88x "
+    "the raw async EVALSHA by CPU (from 0.68-0.70x) and 0.66-0.82x by rate (from 0.65-0.68x), "
+    "50-71 µs client and 40-52 µs server CPU per message (from 60-86 and 41-57); receive 100 and "
+    "complete one at a time 0.73-1.04x by CPU (from 0.69-0.70x).",
     "",
     "Not reached, in four pairs of runs of the one-key design and the one naming all 23 keys, alternating "
     "(load average 4.8 to 10.1): an iterating loop at 0.8x the raw round-trip rate (sync 0.57-0.60x "
@@ -1017,10 +1020,10 @@ LOOP_FINDINGS = [
     "needs a settlement whose script does about a third less work on the server than complete's "
     "seven commands (the status, the lock record, the clock, and four writes), or a client that "
     "does not block on its reply. The async iterating loop with the transport's own read reaches "
-    "0.8x of the raw async round-trip rate in two of three pairs of runs (0.80x and 0.91x) and not "
-    "in the third (0.64x); by CPU 0.75-0.81x. Its client costs about what a raw redis.asyncio "
-    "EVALSHA costs (55-59 against 57-62 µs); the rest is the server's 40-43 µs against 15-17: "
-    "complete's script and the colder server that a longer client turn leaves (above).",
+    "0.8x of the raw async round-trip rate in two of three pairs of whole runs (0.82x and 0.80x) "
+    "and not in the third (0.66x); by CPU 0.76-0.88x. Its client costs less than a raw "
+    "redis.asyncio EVALSHA (50-71 against 56-79 µs); the rest is the server's 40-52 µs against "
+    "15-19: complete's script and the colder server that a longer client turn leaves (above).",
     "",
 ]
 
