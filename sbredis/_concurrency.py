@@ -28,23 +28,13 @@ import asyncio
 import inspect
 import logging
 import threading
-import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Hashable
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
 from ._core.renewal import FailureCallback, Registration, Schedule, describe
 from .exceptions import InvalidArgumentError, ServiceBusError
-
-try:  # redis-py's hiredis parser (private): without it replies are read as redis-py reads them
-    from redis._parsers.hiredis import NOT_ENOUGH_DATA, _AsyncHiredisParser
-except ImportError:  # pragma: no cover - redis-py 5 to 8 have both
-    NOT_ENOUGH_DATA = _AsyncHiredisParser = None  # type: ignore[assignment,misc]
 
 log = logging.getLogger("sbredis")
 T = TypeVar("T")
@@ -218,93 +208,12 @@ async def async_send_command(conn: Any, *args: Any) -> None:
 
 
 async def async_read_reply(conn: Any) -> Any:
-    """``conn.read_response()`` on a redis.asyncio connection, read from its hiredis reader and
-    stream under the connection's one read timer (_ReadTimer). redis-py's read goes through four
-    coroutines and an ``asyncio.timeout`` context per reply: about 9 µs CPU of an awaited round
-    trip's 30 (docs/benchmarks.md "Loops against raw round trips"). The timer cancels this task
-    past the socket timeout; that cancellation is turned into redis-py's TimeoutError, any other
-    goes on as it came. An error reply is raised as redis-py raises it, a closed socket as its
-    ConnectionError (the caller drops the connection); a RESP3 push notification goes to the
-    parser's handler and the reply is the next one, as redis-py does. A connection without the
-    hiredis parser this expects reads as redis-py does."""
-    parser: Any = conn._parser
-    reader: Any = getattr(parser, "_reader", None)
-    if type(parser) is not _AsyncHiredisParser or reader is None:
-        return await conn.read_response()
-    push: Any = parser._hiredis_PushNotificationType
-    while True:
-        reply = reader.gets()
-        if reply is NOT_ENOUGH_DATA:
-            reply = await _read_more(conn, parser, reader)
-        if push is None or not isinstance(reply, push):
-            break
-        # pushes come with CLIENT TRACKING or pub/sub, which sbredis never turns on for a script connection
-        await parser.handle_push_response(reply)  # type: ignore[no-untyped-call]  # pragma: no cover
-    if isinstance(reply, (ResponseError, RedisConnectionError)):  # hiredis returns both as values
-        raise reply
-    return reply
-
-
-class _ReadTimer:
-    """A connection's read deadline and the one timer that enforces it. Reads on a connection
-    come one after another, each moving the deadline forward; the timer is armed once and, when it
-    fires before the read in flight is due, moves itself to that read's deadline. A read then
-    costs setting three fields, not a timer of its own (about 3 µs CPU a call)."""
-
-    __slots__ = ("due", "fired", "loop", "task", "timer")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.task: asyncio.Task[Any] | None = None  # the task reading, None between reads
-        self.due = 0.0
-        self.timer: asyncio.TimerHandle | None = None
-        self.fired = False
-
-    def check(self) -> None:
-        task = self.task
-        if task is None:
-            self.timer = None
-        elif self.loop.time() >= self.due:
-            self.timer = None
-            self.fired = True
-            task.cancel()
-        else:
-            self.timer = self.loop.call_at(self.due, self.check)
-
-
-_read_timers: weakref.WeakKeyDictionary[Any, _ReadTimer] = weakref.WeakKeyDictionary()
-
-
-async def _read_more(conn: Any, parser: Any, reader: Any) -> Any:
-    """Read from the connection's stream until the reader holds a whole reply, within the
-    connection's socket timeout."""
-    rt = _read_timers.get(conn)
-    task = asyncio.current_task(rt.loop) if rt is not None else None
-    if rt is None or task is None:  # the connection's first read (in this event loop)
-        rt = _read_timers[conn] = _ReadTimer(asyncio.get_running_loop())
-        task = asyncio.current_task(rt.loop)
-        assert task is not None
-    rt.task, rt.due, rt.fired = task, rt.loop.time() + conn.socket_timeout, False
-    if rt.timer is None:
-        rt.timer = rt.loop.call_at(rt.due, rt.check)
-    stream = conn._reader
-    reply = NOT_ENOUGH_DATA
-    try:
-        while reply is NOT_ENOUGH_DATA:
-            data = await stream.read(parser._read_size)
-            if not data:
-                raise RedisConnectionError("Connection closed by server.")
-            reader.feed(data)
-            reply = reader.gets()
-    except asyncio.CancelledError:
-        if rt.fired and task.uncancel() == 0:
-            raise RedisTimeoutError(f"Timeout reading from {conn._host_error()}") from None
-        raise
-    except OSError as e:
-        raise RedisConnectionError(f"Error while reading from {conn._host_error()} : {e.args}") from None
-    finally:
-        rt.task = None
-    return reply
+    """``conn.read_response()``, or the connection's own ``read_reply`` where sbredis gave its pool
+    a connection class with one (_core/packer.py: redis-py's read goes through four coroutines and
+    an ``asyncio.timeout`` per reply, about 9 µs CPU of an awaited round trip's 30;
+    docs/benchmarks.md "Loops against raw round trips")."""
+    read = getattr(conn, "read_reply", None)
+    return await (read() if read is not None else conn.read_response())
 
 
 SyncRunner = Callable[[Any, list[list[Any]]], list[Any]]
