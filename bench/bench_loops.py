@@ -2,6 +2,7 @@
 """The ways a program loops over messages, each next to its raw redis-py counterpart, in one run.
 
     python bench/bench_loops.py [--url redis://host:port/db] [--messages 3000] [--rounds 5] [--quick]
+                                [--only async]
 
 Loops (msgs/s; each message is received and completed; the queue is prefilled, not timed):
 
@@ -22,7 +23,9 @@ rounds, with the spread ((max - min) / median); the loops alternate within a rou
 operation also reports CPU µs per message: this process's (time.process_time) and redis-server's
 (INFO cpu), which move far less with the machine's load than wall-clock rates (the single
 operations' CPU is measured in a block of each kind after the interleaved timings). Results go to
-bench/results/loops.json. Without --url a private redis-server is started.
+bench/results/loops.json. Without --url a private redis-server is started. ``--only async`` runs
+the async iterating loop and its two raw counterparts alone, with no single operations, and
+prints them without writing the results file (for alternating runs of two versions of the code).
 """
 
 from __future__ import annotations
@@ -402,6 +405,10 @@ LOOPS: list[tuple[str, list[str], str]] = [
 ]
 
 
+# --only: the loops run (the first against the second: the ratio printed)
+ONLY = {"async": ["async iterate", "raw EVALSHA (async)", "raw HSET (async)"]}
+
+
 def spread(xs: list[float]) -> float:
     med = statistics.median(xs)
     return (max(xs) - min(xs)) / med * 100 if med else 0.0
@@ -419,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--latency-ops", type=int, default=1000, help="single operations of each kind per round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds of 500 messages, 200 single operations")
+    ap.add_argument("--only", choices=["async"], help="the async iterating loop and its raw counterparts alone")
     args = ap.parse_args(argv)
     n, ops, rounds = (500, 200, 2) if args.quick else (args.messages, args.latency_ops, args.rounds)
 
@@ -447,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
             "async receive 100, complete_messages(list)": lambda: b.run_async(b.batch_list),
             "raw pipeline of 100 HSET (async)": lambda: b.run_async(b.araw_pipeline_hset),
         }
+        if args.only:
+            runs = {k: v for k, v in runs.items() if k in ONLY[args.only]}
         rates: dict[str, list[float]] = {k: [] for k in runs}
         cpus: dict[str, list[tuple[float, float]]] = {k: [] for k in runs}
         lat: dict[str, dict[str, list[float]]] = {}
@@ -461,6 +471,8 @@ def main(argv: list[str] | None = None) -> int:
                         f"CPU/msg client {b.cpu[0]:6.1f} µs server {b.cpu[1]:6.1f} µs",
                         flush=True,
                     )
+                if args.only:
+                    continue
                 times, cpu = b.latency()
                 for op, xs in times.items():
                     d = lat.setdefault(op, {"p50": [], "p99": [], "cpu_client": [], "cpu_server": [], "command": []})
@@ -480,6 +492,19 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
 
     med = {k: statistics.median(v) for k, v in rates.items()}
+    if args.only:
+        for name in runs:
+            client, server = (statistics.median(c[i] for c in cpus[name]) for i in (0, 1))
+            print(
+                f"{name:45s} | {med[name]:8,.0f} msgs/s | spread {spread(rates[name]):4.0f}% "
+                f"| CPU µs/msg {client:.1f} / {server:.1f}"
+            )
+        loop, raw = ONLY[args.only][0], ONLY[args.only][1]
+        by_cpu = sum(statistics.median(c[i] for c in cpus[raw]) for i in (0, 1)) / sum(
+            statistics.median(c[i] for c in cpus[loop]) for i in (0, 1)
+        )
+        print(f"{loop} / {raw}: {med[loop] / med[raw]:.2f}x by rate, {by_cpu:.2f}x by CPU")
+        return 0
     loops = {}
     print()
     print(f"{'loop':45s} | {'msgs/s':>8s} | spread | raw counterpart: msgs/s, loop/raw")

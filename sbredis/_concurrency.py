@@ -11,6 +11,8 @@
 * log_failure: a done-callback for work nobody awaits (pre-settled sends): log its error.
 * send_command: send a command on a pooled connection (the asyncio variant skips redis-py's
   per-command write task).
+* read_reply: read a command's reply on a pooled connection (the asyncio variant reads it from
+  the connection's hiredis reader under one timer per connection, without redis-py's per-read layers).
 * AutoLockRenewer: renews registered message locks, from one background task (asyncio) or one
   daemon thread (sync); a renewal that fails unexpectedly (a bug, not a Redis error) is logged and
   reported to ``on_lock_renew_failure`` in both.
@@ -44,6 +46,7 @@ UNASYNC = {
     "AsyncAutoLockRenewer": "SyncAutoLockRenewer",
     "async_items": "sync_items",
     "async_send_command": "sync_send_command",
+    "async_read_reply": "sync_read_reply",
 }
 
 # run(key, entries) -> one outcome per entry: a result, or an exception to raise in its submitter
@@ -204,6 +207,15 @@ async def async_send_command(conn: Any, *args: Any) -> None:
         await asyncio.wait_for(writer.drain(), conn.socket_timeout)
 
 
+async def async_read_reply(conn: Any) -> Any:
+    """``conn.read_response()``, or the connection's own ``read_reply`` where sbredis gave its pool
+    a connection class with one (_core/packer.py: redis-py's read goes through four coroutines and
+    an ``asyncio.timeout`` per reply, about 9 µs CPU of an awaited round trip's 30;
+    docs/benchmarks.md "Loops against raw round trips")."""
+    read = getattr(conn, "read_reply", None)
+    return await (read() if read is not None else conn.read_response())
+
+
 SyncRunner = Callable[[Any, list[list[Any]]], list[Any]]
 
 
@@ -265,6 +277,11 @@ def sync_gather(calls: list[Any]) -> list[Any]:
 def sync_send_command(conn: Any, *args: Any) -> None:
     """async_send_command's twin: the sync connection sends at once, with no task to skip."""
     conn.send_command(*args)
+
+
+def sync_read_reply(conn: Any) -> Any:
+    """async_read_reply's twin: redis-py's read, whose layers cost a sync call little."""
+    return conn.read_response()
 
 
 # -------------------------------------------------------------------------- lock renewal

@@ -994,8 +994,42 @@ LOOP_FINDINGS = [
     "0.98 per call by `getrusage`, a raw connection calling scripts of 1.3, 22 and 45 µs, three "
     "rounds of 5,000) and 2-4 µs more client CPU; a raw command's reply is back before the client "
     "blocks.",
+    "- **Why the async loop costs the server more than the sync loop (server).** The same messages "
+    "cost redis-server 41-42 µs CPU each under the async loop (with redis-py's read) and 35-38 "
+    "under the sync one (two runs of 5,000 each, alternating; raw async EVALSHA 15). Not from more "
+    "requests or wake-ups per request: per message both loops send the same 8.25 commands and "
+    "164 bytes and get 204 back (INFO stats), the server does one read, one write and one `epoll_wait` (`strace -c` on "
+    "redis-server over 3,000 messages: 3,065, 3,089 and 3,046 async; 3,051, 3,088 and 3,042 sync), "
+    "and the async client writes each request in one `sendto` and reads its reply in one "
+    "`recvfrom` on its one kept connection (3,033 and 3,066). What differs is how often redis-server "
+    "sleeps between two requests (voluntary context switches per message, /proc: 0.94 async, "
+    "0.79-0.81 sync) and its script time (INFO commandstats, µs per message: 26.7-27.3 async, "
+    "23.0-25.3 sync): the longer the client's turn between a reply and the next request, the more "
+    "often the server sleeps and the colder its caches when it wakes. A raw sync EVALSHA of a "
+    "script returning 1 shows the same with nothing but a busy wait in the client between calls "
+    "(two rounds of 5,000): server CPU per call 12.1 µs with none, 12.6-19.9 with 20 µs, "
+    "18.9-19.3 with 50, 14.1-17.1 with 100. What is ours of it is the client's time per message.",
+    "- **redis.asyncio's read (async client).** Per awaited script call (a script returning 1, "
+    "one process, 6 to 12 alternating blocks of 4,000 to 5,000): a write to the stream and a read "
+    "into the connection's hiredis reader cost 18.8 µs CPU, with an `asyncio.timeout` around the "
+    "read 25.7, with a `loop.call_at` timer per read 21.8, through `read_response` (four "
+    "coroutines, its timeout context and the push check) 28.1-33.3. The async transport's "
+    "connections read the reply themselves, RESP3 (redis-py 8's default) included (`read_reply` of "
+    "the connection class `_core/packer.py` gives an asyncio pool), under one timer per "
+    "connection: reads on a connection come one after another, so a timer armed "
+    "once, which moves itself to the deadline of the read in flight when it fires early, enforces "
+    "the socket timeout (past it the task is cancelled, and that cancellation is raised as "
+    "redis-py's TimeoutError; any other goes on as it came). Per call 23.2-24.4 µs against "
+    "30.5-33.3 through `read_response` (with a timer per read, 24.3-26.3). The async iterating "
+    "loop, redis-py's read and this one alternating in one process (eight rounds of 3,000): client "
+    "CPU 62.6 to 50.8 µs per message, server 42.6 to 40.1, 9.1k to 10.9k messages/s against 13.7k "
+    "raw async EVALSHAs (0.67x to 0.80x by rate, 0.68x to 0.78x by CPU). In the three pairs of "
+    "whole runs of the table above (load average 2.1 to 3.6): the async iterating loop 0.76-0.88x "
+    "the raw async EVALSHA by CPU (from 0.68-0.70x) and 0.66-0.82x by rate (from 0.65-0.68x), "
+    "50-71 µs client and 40-52 µs server CPU per message (from 60-86 and 41-57); receive 100 and "
+    "complete one at a time 0.73-1.04x by CPU (from 0.69-0.70x).",
     "",
-    "Not reached, in four pairs of runs of the design above and the one before it, alternating "
+    "Not reached, in four pairs of runs of the one-key design and the one naming all 23 keys, alternating "
     "(load average 4.8 to 10.1): an iterating loop at 0.8x the raw round-trip rate (sync 0.57-0.60x "
     "by CPU, from 0.53-0.58x; by rate 0.46-0.80x and 0.48-0.63x, as the load moved; async "
     "0.68-0.73x by CPU, from 0.69-0.71x) and single operations at 1.3x the comparable raw command "
@@ -1011,7 +1045,11 @@ LOOP_FINDINGS = [
     "a raw EVALSHA is reached. 0.8x "
     "needs a settlement whose script does about a third less work on the server than complete's "
     "seven commands (the status, the lock record, the clock, and four writes), or a client that "
-    "does not block on its reply.",
+    "does not block on its reply. The async iterating loop with the transport's own read reaches "
+    "0.8x of the raw async round-trip rate in two of three pairs of whole runs (0.82x and 0.80x) "
+    "and not in the third (0.66x); by CPU 0.76-0.88x. Its client costs less than a raw "
+    "redis.asyncio EVALSHA (50-71 against 56-79 µs); the rest is the server's 40-52 µs against "
+    "15-19: complete's script and the colder server that a longer client turn leaves (above).",
     "",
 ]
 

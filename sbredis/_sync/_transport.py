@@ -34,7 +34,7 @@ from redis.exceptions import NoScriptError, ResponseError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from tenacity import Retrying
 
-from .._concurrency import sync_gather, sync_send_command
+from .._concurrency import sync_gather, sync_read_reply, sync_send_command
 from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_url
 from .._core.connection import namespace_of
 from .._core.connection import resolve as resolve_connection
@@ -303,7 +303,7 @@ class Transport:
             conn = pool.get_connection()
         try:
             sync_send_command(conn, "EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.argv)
-            reply = conn.read_response()
+            reply = sync_read_reply(conn)
         except ResponseError:
             self._kept.setdefault(pool, []).append(conn)  # an error reply: the connection is fine
             raise

@@ -33,7 +33,7 @@ from redis.exceptions import NoScriptError, ResponseError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from tenacity import AsyncRetrying
 
-from .._concurrency import async_gather, async_send_command
+from .._concurrency import async_gather, async_read_reply, async_send_command
 from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_url
 from .._core.connection import namespace_of
 from .._core.connection import resolve as resolve_connection
@@ -302,7 +302,7 @@ class Transport:
             conn = await pool.get_connection()
         try:
             await async_send_command(conn, "EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.argv)
-            reply = await conn.read_response()
+            reply = await async_read_reply(conn)
         except ResponseError:
             self._kept.setdefault(pool, []).append(conn)  # an error reply: the connection is fine
             raise

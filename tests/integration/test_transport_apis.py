@@ -5,6 +5,7 @@ short."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +15,7 @@ import redis
 from sbredis import ServiceBusMessage
 from sbredis._core.keys import partition_keys
 from sbredis._core.ops import partition_of
-from sbredis.exceptions import ServiceBusConnectionError
+from sbredis.exceptions import OperationTimeoutError, ServiceBusConnectionError
 from tests.latency_proxy import LatencyProxy
 from tests.redis_cluster import RedisCluster
 from tests.redis_server import RedisServer, free_port
@@ -58,6 +59,57 @@ def test_a_send_in_doubt_names_its_partition(sb_api: Any, redis_server: RedisSer
         assert f"(partition 0 of '{q}')" in info.value.message
         s.send_messages(m)  # the caller's retry of the same message id: dropped as a duplicate
     assert peek_all(sb_api, redis_server.url, q) == ["first", "in doubt"]
+
+
+def test_a_reply_later_than_the_socket_timeout_is_a_timeout_and_the_next_call_works(
+    sb_api: Any, redis_server: RedisServer, make_queue: Any
+) -> None:
+    q = make_queue()
+    with (
+        LatencyProxy(redis_server.port, 0.0) as proxy,
+        sb_api.ServiceBusClient.from_connection_string(proxy.url(), retry_total=0, socket_timeout=0.2) as c,
+    ):
+        s = c.get_queue_sender(q)
+        s.send_messages(ServiceBusMessage("first"))
+        time.sleep(0.3)  # idle for longer than the socket timeout: no call is in flight, none times out
+        s.send_messages(ServiceBusMessage("second"))
+        proxy.delay = 0.3  # each way: the reply comes after the socket timeout
+        with pytest.raises(OperationTimeoutError):
+            s.send_messages(ServiceBusMessage("late"))
+        proxy.delay = 0.0
+        s.send_messages(ServiceBusMessage("after"))  # on a new connection: the late reply is not taken for it
+        with c.get_queue_receiver(q) as r:
+            got = r.receive_messages(4, max_wait_time=2)
+            r.complete_messages(got)
+    assert {"first", "second", "after"} <= set(map(str, got))  # "late" reaches Redis when the proxy delivers it
+
+
+def test_a_call_cancelled_while_it_waits_for_its_reply_is_cancelled(redis_server: RedisServer, make_queue: Any) -> None:
+    import asyncio
+
+    from sbredis.aio import ServiceBusClient
+
+    q = make_queue()
+
+    async def main() -> list[str]:
+        with LatencyProxy(redis_server.port, 0.0) as proxy:
+            async with ServiceBusClient.from_connection_string(proxy.url(), retry_total=0) as c:
+                s = c.get_queue_sender(q)
+                await s.send_messages(ServiceBusMessage("first"))
+                proxy.delay = 0.2
+                task = asyncio.create_task(s.send_messages(ServiceBusMessage("cancelled")))
+                await asyncio.sleep(0.1)  # the command is on its way; its reply is not
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                proxy.delay = 0.0
+                await s.send_messages(ServiceBusMessage("after"))
+                async with c.get_queue_receiver(q) as r:
+                    got = await r.receive_messages(3, max_wait_time=2)
+                    await r.complete_messages(got)
+                return set(map(str, got))
+
+    assert {"first", "after"} <= asyncio.run(main())  # "cancelled" reaches Redis when the proxy delivers it
 
 
 def test_scripts_flushed_from_the_server_are_loaded_again(
