@@ -23,5 +23,8 @@ def test_jobs_and_samples_run_over_spark_connect(redis_server: Any, tmp_path: Pa
     env.update(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, SBREDIS_TEST_URL=redis_server.url)
     cmd = [sys.executable, "-m", "tests.spark.connect_jobs", redis_server.url, str(tmp_path)]
     done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-4000:])
+    # the JVM's stack traces fill stderr's end: the Python traceback and error lines come first
+    lines = done.stderr.splitlines()
+    python_side = [ln for ln in lines if not ln.lstrip().startswith(("at ", "\tat ")) and "\tat " not in ln]
+    assert done.returncode == 0, (done.stdout[-2000:], "\n".join(python_side)[-6000:])
     assert "connect: all jobs ran" in done.stdout
