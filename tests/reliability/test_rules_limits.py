@@ -227,6 +227,28 @@ def test_a_subscription_with_more_rules_than_a_publish_walks_dead_letters_its_co
         assert dead(client, topic, sub) == [], sub
 
 
+def test_subscriptions_that_together_walk_more_than_a_publish_allows_stop_at_its_budget(
+    admin: Any, client: Any, slowlog: Any
+) -> None:
+    """Two subscriptions whose rules each fit a publish, but not both in one call: the walk budget
+    stops the second one's walk (its copy dead-lettered), and the call stays short."""
+    largest = 1_000  # properties of the largest correlation filter (about 30 KiB of program)
+    topic = make_topic(admin, {"a": (None, None), "b": (None, None), "all": (None, None)})
+    for sub in ("a", "b"):
+        admin.delete_rule(topic, sub, "r")
+        rules = [CorrelationRuleFilter(properties={f"k{j}": f"{sub}{i}" for j in range(largest)}) for i in range(7)]
+        add_rules(admin, topic, sub, [*rules, CorrelationRuleFilter(correlation_id="hit")])
+    with client.get_topic_sender(topic) as s:
+        s.send_messages(ServiceBusMessage("one", correlation_id="hit"))
+    got = {sub: [str(m) for m in drain(client, topic, sub)] for sub in ("a", "b")}
+    deads = {sub: dead(client, topic, sub) for sub in ("a", "b")}
+    assert sorted(got.values()) == [[], ["one"]]
+    [d] = [d for sub in ("a", "b") for d in deads[sub] if not got[sub]]
+    assert d.dead_letter_reason == "RuleEvaluationLimitExceeded"
+    assert "work units before evaluation" in (d.dead_letter_error_description or "")
+    assert [str(m) for m in drain(client, topic, "all")] == ["one"]
+
+
 def test_a_subscription_holding_more_rules_than_a_publish_reads_dead_letters_its_copy(
     admin: Any, client: Any, slowlog: Any
 ) -> None:
