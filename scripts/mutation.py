@@ -776,6 +776,14 @@ LUA = [
         "publish: a subscription's rule list that costs more than a publish walks is walked anyway",
         ["tests/reliability/test_rules_limits.py", "-k", "walk or reads"],
     ),
+    lua(
+        "rule-prescreen",
+        "includes/rules.lua",
+        "if v == nil or (type(v) == 'string' and v ~= text) then return false end",
+        "if v == nil or type(v) == 'string' then return false end",
+        "rules: a correlation filter answered from its text never matches",
+        ["tests/reliability/test_rules_limits.py", "-k", "answered_without"],
+    ),
 ]
 
 

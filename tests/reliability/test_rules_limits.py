@@ -249,6 +249,43 @@ def test_subscriptions_that_together_walk_more_than_a_publish_allows_stop_at_its
     assert [str(m) for m in drain(client, topic, "all")] == ["one"]
 
 
+def test_correlation_filters_answered_without_running_them_match_as_sql_does(admin: Any, client: Any) -> None:
+    """A correlation filter whose first field is a system property is answered from its program's
+    text when the message's property differs or is missing (rules.lua, rules_prescreen): each one
+    gets exactly what the SQL filter saying the same gets."""
+    twins = {
+        "ci": (CorrelationRuleFilter(correlation_id="c1"), "sys.CorrelationId = 'c1'"),
+        "ci_and": (
+            CorrelationRuleFilter(correlation_id="c1", properties={"color": "red"}),
+            "sys.CorrelationId = 'c1' AND color = 'red'",
+        ),
+        "quote": (CorrelationRuleFilter(correlation_id='c"1'), "sys.CorrelationId = 'c\"1'"),
+        "accent": (CorrelationRuleFilter(to="é"), "sys.To = 'é'"),
+        "two": (CorrelationRuleFilter(message_id="m1", label="L"), "sys.MessageId = 'm1' AND sys.Label = 'L'"),
+        "empty": (CorrelationRuleFilter(correlation_id=""), "sys.CorrelationId = ''"),
+    }
+    rules: dict[str, tuple[Any, Any]] = {}
+    for name, (corr, sql) in twins.items():
+        rules["c-" + name], rules["q-" + name] = (corr, None), (SqlRuleFilter(sql), None)
+    topic = make_topic(admin, rules)
+    sent = [
+        ServiceBusMessage("1", correlation_id="c1", application_properties={"color": "red"}),
+        ServiceBusMessage("2", correlation_id="c1", application_properties={"color": "blue"}),
+        ServiceBusMessage("3", correlation_id="c2", application_properties={"color": "red"}),
+        ServiceBusMessage("4"),
+        ServiceBusMessage("5", correlation_id='c"1', to="é", message_id="m1", subject="L"),
+        ServiceBusMessage("6", correlation_id="", to="e", message_id="m1", subject="l"),
+        ServiceBusMessage("7", correlation_id="C1", message_id="m1", subject="L"),
+    ]
+    with client.get_topic_sender(topic) as s:
+        s.send_messages(sent)
+    for name in twins:
+        got = sorted(str(m) for m in drain(client, topic, "c-" + name))
+        assert got == sorted(str(m) for m in drain(client, topic, "q-" + name)), name
+        assert got, name
+    assert dead(client, topic, "c-ci") == []
+
+
 def test_a_subscription_holding_more_rules_than_a_publish_reads_dead_letters_its_copy(
     admin: Any, client: Any, slowlog: Any
 ) -> None:

@@ -46,10 +46,12 @@
   Rules: a rule costs work before its program runs, whatever the message: its field read off the
   subscription's cfg, sorted with the others and an evaluation set up (about 2 us), and its JSON
   decoded the first time in a script call (about 30 ns a byte). rules_walk charges that, R_RULE
-  units and, for a program not decoded yet, R_RULE_BYTE a byte, for each rule the caller is about
+  units and, for a program the call has not walked yet, R_RULE_BYTE a byte, for each rule the caller is about
   to evaluate (a memoized answer included) to the call's walk budget (rules_limits' walk_work);
   nil, err once that is spent (reason RuleEvaluationLimitExceeded). rules_walk_cost is the most a
   rule's walk costs: a caller can refuse a rule list that cannot fit before walking any of it.
+  rules_match answers some correlation filters from their text (rules_prescreen); the charge
+  does not count on it.
 ]]
 
 local R_FLOOR, R_CEIL, R_FMOD, R_HUGE = math.floor, math.ceil, math.fmod, math.huge
@@ -71,6 +73,7 @@ local R_HDR, R_AP, R_BRK, R_LOW, R_CHG = R_EMPTY, R_EMPTY, R_EMPTY, nil, nil
 -- Per script call: decoded programs, compiled LIKE patterns, the case-insensitive index of each
 -- message's property names (filters share it: they never change the properties).
 local R_PROGRAMS, R_LIKE, R_LOWS = {}, {}, {}
+local R_WALKED = {}  -- the programs rules_walk charged in full
 local R_OPS = {}
 -- Work budget (units): per evaluation, the script call's (rules_limits), the units left now.
 local R_WORK_EVAL, R_STEP, R_FIND = 3145728, 400, 4
@@ -123,10 +126,13 @@ local function rules_walk_cost(program)
 end
 
 -- Charge walking one rule: true, or nil and the error when the script call's walk budget cannot
--- pay for it (nor for any rule after it). A program decoded before in this call costs R_RULE.
+-- pay for it (nor for any rule after it). A program walked before in this call costs R_RULE.
 local function rules_walk(program)
   local cost = R_RULE
-  if not R_PROGRAMS[program] then cost = rules_walk_cost(program) end
+  if not R_WALKED[program] then
+    cost = rules_walk_cost(program)
+    R_WALKED[program] = true
+  end
   R_LIM.walk_left = R_LIM.walk_left - cost
   if R_LIM.walk_left >= 0 then return true end
   return nil, 'the rules of this publish needed more than ' .. R_LIM.walk .. ' work units before evaluation'
@@ -673,7 +679,23 @@ local function rules_match_run(prog)
   return v == true
 end
 
+-- A correlation filter whose first field is a system property holding a plain string: the
+-- program starts [1,["and",["ceq",["s",key],text] or is [1,["ceq",["s",key],text]]. A message
+-- whose property is missing, or another string, does not match it (ceq is false, and AND stops
+-- there): answered from the text, without decoding the program (most of a rule's cost when a
+-- subscription routes by correlation id over many rules). Nil when the program must run.
+local function rules_prescreen(program, hdr)
+  local key, text = string.match(program, '^%[1,%["and",%["ceq",%["s","(%l+)"%],"([^"\\]*)"%],')
+  if not key then key, text = string.match(program, '^%[1,%["ceq",%["s","(%l+)"%],"([^"\\]*)"%]%]$') end
+  if not key or key == 'ttl' or key == 'se' then return nil end
+  local v = hdr[key]
+  if key == 'pk' and v == nil then v = hdr.sid end
+  if v == nil or (type(v) == 'string' and v ~= text) then return false end
+  return nil
+end
+
 local function rules_match(program, hdr, ap, brk)
+  if type(program) == 'string' and hdr and rules_prescreen(program, hdr) == false then return false end
   if ap == cjson.null then ap = nil end
   if ap ~= nil and type(ap) ~= 'table' then return nil, 'the application properties are not an object', 'FilterException' end
   local v, err, reason = rules_run(rules_match_run, rules_program(program), hdr, ap, brk, true)
