@@ -63,9 +63,10 @@ local BUDGET_BYTES = 65536  -- a unit's bytes of the messages' blobs, per subscr
 local NONE = {}  -- a subscription's dead-letter copies until it has one (never changed)
 -- A call reads at most READ_FIELDS fields of its subscriptions' cfgs past the $Default-only ones
 -- (HGETALL and sorting the rules: about 2 us a rule); walking the rules costs at most WALK +
--- WALK_PAIR per subscription x message units (rules.lua's rules_walk; docs/rules.md, Limits), and
--- a subscription whose rules cost more than WALK for one message is not walked at all
-local READ_FIELDS, WALK, WALK_PAIR = 4096, 8388608, 32768
+-- WALK_PAIR per subscription x message units, and never more than WALK_MAX (rules.lua's
+-- rules_walk; docs/rules.md, Limits); a subscription whose rules cost more than WALK for one
+-- message is not walked at all
+local READ_FIELDS, WALK, WALK_PAIR, WALK_MAX = 4096, 8388608, 131072, 12582912
 
 -- the subscriptions a chunk writes for n messages of `bytes` in all: each copy also costs a unit
 -- per BUDGET_BYTES (copying 1 MB into a stream takes about 0.6 ms)
@@ -160,7 +161,7 @@ local function evaluate(cfg, subs, decode_needed, msgs, now, strict)
   -- rule evaluation's work: a base, and more per message and per byte of the batch (docs/rules.md,
   -- Limits): ordinary rules use a few thousand units a message
   local k = #subs
-  rules_limits(cfg.max_msg, 2097152 + 32768 * #msgs + 4 * total, WALK + WALK_PAIR * #msgs * k)
+  rules_limits(cfg.max_msg, 2097152 + 32768 * #msgs + 4 * total, math.min(WALK + WALK_PAIR * #msgs * k, WALK_MAX))
   for i = 1, #msgs do
     local msg = msgs[i]
     local tseq, blob, ttl, at = msg[1], msg[2], msg[3], msg[4]

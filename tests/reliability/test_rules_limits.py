@@ -227,6 +227,22 @@ def test_a_subscription_with_more_rules_than_a_publish_walks_dead_letters_its_co
         assert dead(client, topic, sub) == [], sub
 
 
+def test_a_batch_through_hundreds_of_correlation_rules_is_delivered_whole(
+    admin: Any, client: Any, slowlog: Any
+) -> None:
+    """The walk charge stays within budget for an ordinary routing table: a batch of 10 messages
+    through a subscription of hundreds of correlation rules is delivered, none dead-lettered."""
+    count = scaled(200, 500)
+    topic = make_topic(admin, {"routes": (None, None), "all": (None, None)})
+    admin.delete_rule(topic, "routes", "r")
+    add_rules(admin, topic, "routes", [CorrelationRuleFilter(correlation_id=f"c{i}") for i in range(count)])
+    batch = [ServiceBusMessage(f"m{i}", correlation_id=f"c{i * 7}") for i in range(10)]
+    with client.get_topic_sender(topic) as s:
+        s.send_messages(batch)
+    assert sorted(str(m) for m in drain(client, topic, "routes")) == sorted(str(m) for m in batch)
+    assert dead(client, topic, "routes") == []
+
+
 def test_subscriptions_that_together_walk_more_than_a_publish_allows_stop_at_its_budget(
     admin: Any, client: Any, slowlog: Any
 ) -> None:
