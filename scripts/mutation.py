@@ -759,6 +759,31 @@ LUA = [
         "forward_out: a drain forwards cancelled copies that fell due, and never finishes a stalled publish",
         [IT + "test_topics_wide.py", "-k", "forwarding_subscription and sync"],
     ),
+    # a publish charges walking each rule (rules.lua) and refuses a rule list that cannot fit
+    lua(
+        "rule-walk",
+        "includes/rules.lua",
+        "  R_LIM.walk_left = R_LIM.walk_left - cost\n",
+        "  R_LIM.walk_left = R_LIM.walk_left - 0\n",
+        "rules: walking a rule costs nothing (a publish walks any number of rules)",
+        ["tests/reliability/test_rules_limits.py", "-k", "walk or reads"],
+    ),
+    lua(
+        "rule-walk-list",
+        "publish.lua",
+        "    if walk > WALK then\n",
+        "    if false then\n",
+        "publish: a subscription's rule list that costs more than a publish walks is walked anyway",
+        ["tests/reliability/test_rules_limits.py", "-k", "walk or reads"],
+    ),
+    lua(
+        "rule-prescreen",
+        "includes/rules.lua",
+        "if v == nil or (type(v) == 'string' and v ~= text) then return false end",
+        "if v == nil or type(v) == 'string' then return false end",
+        "rules: a correlation filter answered from its text never matches",
+        ["tests/reliability/test_rules_limits.py", "-k", "answered_without"],
+    ),
 ]
 
 

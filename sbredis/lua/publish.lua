@@ -61,6 +61,12 @@
 local BUDGET = 200  -- a call's work units: a few ms of server CPU (docs/topics.md, Wide fan-outs)
 local BUDGET_BYTES = 65536  -- a unit's bytes of the messages' blobs, per subscription
 local NONE = {}  -- a subscription's dead-letter copies until it has one (never changed)
+-- A call reads at most READ_FIELDS fields of its subscriptions' cfgs past the $Default-only ones
+-- (HGETALL and sorting the rules: about 2 us a rule); walking the rules costs at most WALK +
+-- WALK_PAIR per subscription x message units, and never more than WALK_MAX (rules.lua's
+-- rules_walk; docs/rules.md, Limits); a subscription whose rules cost more than WALK for one
+-- message is not walked at all
+local READ_FIELDS, WALK, WALK_PAIR, WALK_MAX = 4096, 8388608, 131072, 12582912
 
 -- the subscriptions a chunk writes for n messages of `bytes` in all: each copy also costs a unit
 -- per BUDGET_BYTES (copying 1 MB into a stream takes about 0.6 ms)
@@ -81,45 +87,66 @@ local function read_subs(names, a, c)
   local subs = {}
   local decode_needed = false
   local default_only = {}  -- program -> the rule list {{'$Default', program}}, shared (never changed)
+  local fields = READ_FIELDS
   for j = 1, c do
     local S = set_of(j)
     local f = redis.call('HMGET', S.cfg, 'status', 'pre', 'ttl_ms', 'dlf', 'sess', 'nf', 'rf:$Default', 'ra:$Default')
     local status, pre, ttl, dlf, sess = f[1], f[2], f[3], f[4], f[5]
-    local rules, actions = {}, nil
-    if f[6] and f[7] and not f[8] and redis.call('HLEN', S.cfg) == tonumber(f[6]) + (pre and 2 or 1) then
+    local rules, actions, over = {}, nil, nil
+    local len = (status or pre) and redis.call('HLEN', S.cfg) or 0
+    if f[6] and f[7] and not f[8] and len == tonumber(f[6]) + (pre and 2 or 1) then
       rules = default_only[f[7]]
       if not rules then
         rules = {{'$Default', f[7]}}
         default_only[f[7]] = rules
       end
+    elseif len > fields then
+      -- more rules than this call may read: not read, its copies dead-lettered (evaluate)
+      over = 'The rules of the subscription were not evaluated: its settings hold ' .. len ..
+             ' fields, more than the ' .. fields .. ' this publish can still read (at most ' .. READ_FIELDS .. ')'
     elseif status or pre then
+      fields = fields - len
       local raw = redis.call('HGETALL', S.cfg)
+      local rnames, progs = {}, {}
       for i = 1, #raw, 2 do
         local fld = raw[i]
         if string.byte(fld, 1) == 114 and string.byte(fld, 3) == 58 then  -- 'r?:'
           local kind = string.sub(fld, 1, 3)
           if kind == 'rf:' then
-            rules[#rules + 1] = {string.sub(fld, 4), raw[i + 1]}
+            local rname = string.sub(fld, 4)
+            rnames[#rnames + 1] = rname
+            progs[rname] = raw[i + 1]
           elseif kind == 'ra:' then
             actions = actions or {}
             actions[string.sub(fld, 4)] = raw[i + 1]
           end
         end
       end
+      -- in name order: sorting the names alone (no Lua comparator) is a third of sorting the rules
+      table.sort(rnames)
+      for r = 1, #rnames do rules[r] = {rnames[r], progs[rnames[r]]} end
     end
+    local walk = 0  -- the most walking the rules costs for one message
     for r = 1, #rules do
       local rule = rules[r]
       if actions then rule[3] = actions[rule[1]] end
-      if rule[3] or (rule[2] ~= '[1,true]' and rule[2] ~= '[1,false]') then decode_needed = true end
+      if rule[3] then walk = walk + rules_walk_cost(rule[3]) end
+      if rule[2] ~= '[1,true]' and rule[2] ~= '[1,false]' then walk = walk + rules_walk_cost(rule[2]) end
+      if walk > 0 then decode_needed = true end
     end
-    if #rules > 1 then table.sort(rules, function(x, y) return x[1] < y[1] end) end
+    if walk > WALK then
+      -- a rule list no publish can walk: its copies are dead-lettered, whatever the other
+      -- subscriptions of the call (evaluate)
+      over = 'The rules of the subscription were not evaluated: walking them costs ' .. walk ..
+             ' work units, more than a publish allows (' .. WALK .. ')'
+    end
     -- while auto-delete-on-idle retires a subscription (cfg 'pre': its status before), it still
     -- gets copies: deleted with it, or kept if it is put back (idle.lua); a deleted one (no cfg)
     -- gets none
     status = pre or status
     subs[j] = {S = S, name = names[a + j], on = status ~= nil and status ~= 'Disabled',
                ttl = tonumber(ttl or '0'), dlf = dlf == '1', rules = rules, sess = sess == '1',
-               copies = {}, dead = NONE, added = 0}
+               copies = {}, dead = NONE, added = 0, over = over}
   end
   return subs, decode_needed
 end
@@ -133,8 +160,8 @@ local function evaluate(cfg, subs, decode_needed, msgs, now, strict)
   for i = 1, #msgs do total = total + #msgs[i][2] end
   -- rule evaluation's work: a base, and more per message and per byte of the batch (docs/rules.md,
   -- Limits): ordinary rules use a few thousand units a message
-  rules_limits(cfg.max_msg, 2097152 + 32768 * #msgs + 4 * total)
   local k = #subs
+  rules_limits(cfg.max_msg, 2097152 + 32768 * #msgs + 4 * total, math.min(WALK + WALK_PAIR * #msgs * k, WALK_MAX))
   for i = 1, #msgs do
     local msg = msgs[i]
     local tseq, blob, ttl, at = msg[1], msg[2], msg[3], msg[4]
@@ -161,7 +188,8 @@ local function evaluate(cfg, subs, decode_needed, msgs, now, strict)
       local sub = subs[j]
       if sub.on then
         local plain, acted, err, reason = false, nil, nil, nil
-        for r = 1, #sub.rules do
+        if sub.over then err, reason = sub.over, 'RuleEvaluationLimitExceeded' end
+        for r = 1, sub.over and 0 or #sub.rules do
           local rule = sub.rules[r]
           local matched
           if rule[2] == '[1,true]' then
@@ -169,6 +197,11 @@ local function evaluate(cfg, subs, decode_needed, msgs, now, strict)
           elseif rule[2] == '[1,false]' then
             matched = false
           else
+            local ok, werr = rules_walk(rule[2])
+            if not ok then
+              err, reason = 'The filter of a rule failed: ' .. werr, 'RuleEvaluationLimitExceeded'
+              break
+            end
             local memo = matches[rule[2]]
             if not memo then
               local m, e, why = rules_match(rule[2], hdr, ap, brk)
@@ -183,6 +216,11 @@ local function evaluate(cfg, subs, decode_needed, msgs, now, strict)
           end
           if matched then
             if rule[3] then
+              local ok, werr = rules_walk(rule[3])
+              if not ok then
+                err, reason = 'The action of a rule failed: ' .. werr, 'RuleEvaluationLimitExceeded'
+                break
+              end
               local copy = actions[rule[3]]
               if not copy then
                 local h2, a2, chg = rules_apply_action(rule[3], hdr, ap, brk)

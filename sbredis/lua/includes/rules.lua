@@ -2,7 +2,9 @@
   rules: evaluate subscription rule programs (compiled by sbredis/_core/rules.py) on one message.
   No Redis calls, no globals, deterministic. Needs nothing else included.
 
-  rules_limits(max_string, call_work)               -> nil (once per script call)
+  rules_limits(max_string, call_work, walk_work)    -> nil (once per script call)
+  rules_walk(program)                               -> true | nil, err (charge walking one rule)
+  rules_walk_cost(program)                          -> units (walking it the first time)
   rules_match(program, hdr, ap, brk)                -> true | false | nil, err, reason
   rules_apply_action(program, hdr, ap, brk)         -> hdr2, ap2, changes | nil, err, reason
   rules_header(text, hdr2, ap2, changes)            -> header JSON after an action | nil
@@ -41,6 +43,16 @@
   (LIKE, concatenation, property names); the work per program node is bounded by the program's
   size (1024 characters). rules_limits sets the budget of the script call; each evaluation may
   use at most R_WORK_EVAL of what is left.
+  Rules: a rule costs work before its program runs, whatever the message: its field read off the
+  subscription's cfg, sorted with the others and an evaluation set up (about 2 us), and its JSON
+  decoded the first time in a script call (about 30 ns a byte); walking it again for the next
+  message about 1 us. rules_walk charges that: R_RULE + R_RULE_BYTE a byte the first time the
+  call walks a program, R_RULE_AGAIN after that, for each rule the caller is about
+  to evaluate (a memoized answer included) to the call's walk budget (rules_limits' walk_work);
+  nil, err once that is spent (reason RuleEvaluationLimitExceeded). rules_walk_cost is the most a
+  rule's walk costs: a caller can refuse a rule list that cannot fit before walking any of it.
+  rules_match answers some correlation filters from their text (rules_prescreen); the charge
+  does not count on it.
 ]]
 
 local R_FLOOR, R_CEIL, R_FMOD, R_HUGE = math.floor, math.ceil, math.fmod, math.huge
@@ -62,10 +74,14 @@ local R_HDR, R_AP, R_BRK, R_LOW, R_CHG = R_EMPTY, R_EMPTY, R_EMPTY, nil, nil
 -- Per script call: decoded programs, compiled LIKE patterns, the case-insensitive index of each
 -- message's property names (filters share it: they never change the properties).
 local R_PROGRAMS, R_LIKE, R_LOWS = {}, {}, {}
+local R_WALKED = {}  -- the programs rules_walk charged in full
 local R_OPS = {}
 -- Work budget (units): per evaluation, the script call's (rules_limits), the units left now.
 local R_WORK_EVAL, R_STEP, R_FIND = 3145728, 400, 4
-local R_LIM = {call = 4194304, call_left = 4194304, max_string = R_HUGE, compile = 0}
+local R_LIM = {call = 4194304, call_left = 4194304, max_string = R_HUGE, compile = 0, walk = R_HUGE,
+               walk_left = R_HUGE}
+-- Walking a rule: units per rule and per byte of its program (docs/rules.md, Limits)
+local R_RULE, R_RULE_BYTE, R_RULE_AGAIN = 2048, 32, 1024
 local R_WORK, R_INDEXED = 0, false  -- units left; whether this evaluation indexed names already
 
 -- An evaluation error: a table, so that pcall tells it from a bug in this file.
@@ -91,13 +107,36 @@ local function rules_charge(units)
   end
 end
 
--- The longest string evaluation may build (the entity's maximum message size), and the work all
--- evaluations of this script call may do together (the default: 4194304 units).
-local function rules_limits(max_string, call_work)
+-- The longest string evaluation may build (the entity's maximum message size), the work all
+-- evaluations of this script call may do together (the default: 4194304 units), and the work of
+-- walking rules (rules_walk; the default: no limit).
+local function rules_limits(max_string, call_work, walk_work)
   R_LIM.max_string = max_string or R_HUGE
   if call_work then
     R_LIM.call, R_LIM.call_left = call_work, call_work
   end
+  if walk_work then
+    R_LIM.walk, R_LIM.walk_left = walk_work, walk_work
+  end
+end
+
+-- The work of walking a rule whose program (or action) is the JSON text `program` the first time
+-- in a script call (it is decoded then, and cached).
+local function rules_walk_cost(program)
+  return R_RULE + R_RULE_BYTE * #program
+end
+
+-- Charge walking one rule: true, or nil and the error when the script call's walk budget cannot
+-- pay for it (nor for any rule after it). A program walked before in this call costs R_RULE_AGAIN.
+local function rules_walk(program)
+  local cost = R_RULE_AGAIN
+  if not R_WALKED[program] then
+    cost = rules_walk_cost(program)
+    R_WALKED[program] = true
+  end
+  R_LIM.walk_left = R_LIM.walk_left - cost
+  if R_LIM.walk_left >= 0 then return true end
+  return nil, 'the rules of this publish needed more than ' .. R_LIM.walk .. ' work units before evaluation'
 end
 
 -- A stored value as (value, kind); kinds are the keys of R_KIND_NAME.
@@ -641,7 +680,23 @@ local function rules_match_run(prog)
   return v == true
 end
 
+-- A correlation filter whose first field is a system property holding a plain string: the
+-- program starts [1,["and",["ceq",["s",key],text] or is [1,["ceq",["s",key],text]]. A message
+-- whose property is missing, or another string, does not match it (ceq is false, and AND stops
+-- there): answered from the text, without decoding the program (most of a rule's cost when a
+-- subscription routes by correlation id over many rules). Nil when the program must run.
+local function rules_prescreen(program, hdr)
+  local key, text = string.match(program, '^%[1,%["and",%["ceq",%["s","(%l+)"%],"([^"\\]*)"%],')
+  if not key then key, text = string.match(program, '^%[1,%["ceq",%["s","(%l+)"%],"([^"\\]*)"%]%]$') end
+  if not key or key == 'ttl' or key == 'se' then return nil end
+  local v = hdr[key]
+  if key == 'pk' and v == nil then v = hdr.sid end
+  if v == nil or (type(v) == 'string' and v ~= text) then return false end
+  return nil
+end
+
 local function rules_match(program, hdr, ap, brk)
+  if type(program) == 'string' and hdr and rules_prescreen(program, hdr) == false then return false end
   if ap == cjson.null then ap = nil end
   if ap ~= nil and type(ap) ~= 'table' then return nil, 'the application properties are not an object', 'FilterException' end
   local v, err, reason = rules_run(rules_match_run, rules_program(program), hdr, ap, brk, true)
