@@ -400,3 +400,97 @@ def test_a_server_clock_that_stands_still_during_a_script_still_bounds_each_call
         assert calls > n // 1_500  # no call expired more than its count
         adm.delete_queue(q)
     r.close()
+
+
+SKIPPED = scaled(10_000, 100_000)
+
+
+def dead_lettered(client: ServiceBusClient, q: str) -> list[Any]:
+    with client.get_queue_receiver(
+        q, sub_queue=ServiceBusSubQueue.DEAD_LETTER, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
+    ) as d:
+        dead: list[Any] = []
+        while batch := d.receive_messages(max_message_count=1000, max_wait_time=0.5):
+            dead += batch
+    return dead
+
+
+def receive_all(r: Any, n: int) -> list[Any]:
+    """Up to n messages, in the order received, within WAIT s."""
+    got: list[Any] = []
+    deadline = time.monotonic() + WAIT
+    while len(got) < n and time.monotonic() < deadline:
+        got += r.receive_messages(max_message_count=n - len(got), max_wait_time=1)
+    return got
+
+
+@pytest.mark.parametrize("dead_lettering", [False, True])
+def test_live_messages_behind_expired_ones_come_before_the_backlog_is_swept_and_in_order(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis, dead_lettering: bool
+) -> None:
+    """The receive passes over the expired messages ahead of a live one (the sweep expires them in
+    the calls that follow): the live messages come back in send order, those with a TTL of their
+    own too, while expired ones are still to be swept, none of these is ever handed out, and in
+    the end each is dropped or dead-lettered once."""
+    n = SKIPPED
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, dead_lettering_on_message_expiration=dead_lettering)
+    load_expired(client, raw, q, n // 2)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("live 1", time_to_live=timedelta(minutes=5)))
+    load_expired(client, raw, q, n - n // 2)
+    with client.get_queue_sender(q) as s:
+        s.send_messages([ServiceBusMessage("live 2"), ServiceBusMessage("live 3", time_to_live=timedelta(minutes=5))])
+    start_slowlog(raw)
+    with client.get_queue_receiver(q, max_wait_time=WAIT) as r:
+        got = receive_all(r, 1)
+        assert [str(m) for m in got] == ["live 1"]
+        # the receive did not wait for the whole backlog to be swept
+        assert admin.get_queue_runtime_properties(q).active_message_count > 1
+        got += receive_all(r, 2)
+        assert [str(m) for m in got] == ["live 1", "live 2", "live 3"]
+        r.complete_messages(got)
+        props = rest_swept(admin, q, r, 0)
+    assert slow_scripts(raw) == []
+    assert (props.active_message_count, props.dead_letter_message_count) == (0, n if dead_lettering else 0)
+    if dead_lettering:
+        dead = dead_lettered(client, q)
+        assert len(dead) == n
+        assert {str(m) for m in dead} == {"e" * 16}
+        assert {m.dead_letter_reason for m in dead} == {"TTLExpiredException"}
+    assert admin.get_queue_runtime_properties(q).size_in_bytes == 0  # each taken off once
+    admin.delete_queue(q)
+
+
+def test_a_message_abandoned_among_passed_over_expired_ones_comes_back_first(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis
+) -> None:
+    """A live message between two halves of an expired backlog is received (the receive passed
+    over the first half) and abandoned: it goes back ahead of the live message behind the second
+    half, and every expired message is still dead-lettered, once."""
+    n = SKIPPED
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, dead_lettering_on_message_expiration=True)
+    load_expired(client, raw, q, n // 2)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("middle"))
+    load_expired(client, raw, q, n - n // 2)
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("last"))
+    start_slowlog(raw)
+    with client.get_queue_receiver(q, max_wait_time=WAIT) as r:
+        (middle,) = receive_all(r, 1)
+        assert str(middle) == "middle"
+        r.abandon_message(middle)
+        got = receive_all(r, 2)
+        first = middle.delivery_count
+        assert [(str(m), m.delivery_count) for m in got] == [("middle", first + 1), ("last", first)]
+        r.complete_messages(got)
+        props = rest_swept(admin, q, r, 0)
+    assert slow_scripts(raw) == []
+    assert (props.active_message_count, props.dead_letter_message_count) == (0, n)
+    dead = dead_lettered(client, q)
+    assert len(dead) == n and {str(m) for m in dead} == {"e" * 16}
+    assert {m.delivery_count for m in dead} == {first}  # none was ever handed out
+    assert admin.get_queue_runtime_properties(q).size_in_bytes == 0
+    admin.delete_queue(q)
