@@ -428,10 +428,11 @@ def receive_all(r: Any, n: int) -> list[Any]:
 def test_live_messages_behind_expired_ones_come_before_the_backlog_is_swept_and_in_order(
     admin: Any, client: ServiceBusClient, raw: redis.Redis, dead_lettering: bool
 ) -> None:
-    """The receive passes over the expired messages ahead of a live one (the sweep expires them in
-    the calls that follow): the live messages come back in send order, those with a TTL of their
-    own too, while expired ones are still to be swept, none of these is ever handed out, and in
-    the end each is dropped or dead-lettered once."""
+    """With dead-lettering on expiration, the receive passes over the expired messages ahead of a
+    live one (the sweep dead-letters them in the calls that follow; dropped ones are swept first,
+    a drop costing about what passing over does): the live messages come back in send order,
+    those with a TTL of their own too, none of the expired ones is ever handed out, and in the end
+    each is dropped or dead-lettered once."""
     n = SKIPPED
     q = "q-" + uuid.uuid4().hex[:10]
     admin.create_queue(q, dead_lettering_on_message_expiration=dead_lettering)
@@ -445,8 +446,8 @@ def test_live_messages_behind_expired_ones_come_before_the_backlog_is_swept_and_
     with client.get_queue_receiver(q, max_wait_time=WAIT) as r:
         got = receive_all(r, 1)
         assert [str(m) for m in got] == ["live 1"]
-        # the receive did not wait for the whole backlog to be swept
-        assert admin.get_queue_runtime_properties(q).active_message_count > 1
+        if dead_lettering:  # the receive did not wait for the whole backlog to be dead-lettered
+            assert admin.get_queue_runtime_properties(q).active_message_count > 1
         got += receive_all(r, 2)
         assert [str(m) for m in got] == ["live 1", "live 2", "live 3"]
         r.complete_messages(got)

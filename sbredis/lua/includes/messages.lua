@@ -209,7 +209,11 @@ local EXPIRE_BUDGET, EXPIRE_CHUNK, EXPIRE_US, EXPIRE_STILL, EXPIRE_MIN = 5000, 5
 -- passing over expired entries without expiring them (reading one costs a fraction of expiring
 -- it), at most SKIP_MAX a call: the cursor reaches a live message behind the backlog in a few
 -- calls, and the sweeps that follow expire the backlog (see take()).
-local SKIP_SWEEP_US, SKIP_READ_US, SKIP_MAX = 3000, 9000, 8000
+-- Its pages grow with what it passed over in the call, up to SKIP_PAGE entries: an XRANGE that
+-- starts inside a stream node scans the node up to its start, which for pages of a few entries
+-- costs several times their reading. (A page of expired entries is read whatever their size, as
+-- the sweep reads its chunks of EXPIRE_CHUNK.)
+local SKIP_SWEEP_US, SKIP_READ_US, SKIP_MAX, SKIP_PAGE = 3000, 9000, 8000, 256
 
 -- The size of the next chunk of a sweep that started at `start` (clock_us), may spend `us`
 -- microseconds (EXPIRE_US or SKIP_SWEEP_US) and has handled `done` messages so far; 0: the call
@@ -448,13 +452,15 @@ end
 
 -- Expire the messages whose TTL passed by `now`, within the per-call expiry budget: the log's head
 -- (sweep_head), then the rest from the expiry index, EXPIRE_CHUNK members at a time. `skipping`:
--- the caller's take() passes over expired messages past the cursor (a receive of the main queue).
+-- the caller's take() can pass over expired messages past the cursor (a receive of the main queue).
 -- Returns true when it stopped on the budget with expired messages left in the index, and whether
 -- the caller's take() is to pass over expired ones (backlog_ahead: the sweep took the smaller
--- share of the call).
+-- share of the call). Only a dead-lettering entity's take() passes over them: a dead-lettering
+-- costs several times a read, while a drop off the log's head (an XTRIM) costs about a read,
+-- which the sweep would then do again.
 local function sweep_expired(cfg, now, skipping)
   if #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) == 0 then return false, false end
-  local ahead = skipping and backlog_ahead(cfg, now)
+  local ahead = skipping and cfg.dl_exp and backlog_ahead(cfg, now)
   local us = ahead and SKIP_SWEEP_US or EXPIRE_US
   local start = clock_us()
   local over, done = sweep_head(cfg, now, start, us)
@@ -634,9 +640,10 @@ local function take(G, cfg, now, want, limit, timed, skip)
   local passed, np = {}, 0  -- seqs read past the cursor (a due schedule among them may still be in sched)
   local skipped = 0
   while n < want and budget > 0 and bytes < READ_BYTES do
-    -- passing over expired entries, a page is a whole chunk: the cursor stops after the last
-    -- entry used (the page's entries past it stay unread)
-    local r = redis.call('XRANGE', G.log, cur + 1, '+', 'COUNT', skip and chunk or math.min(want - n, budget, chunk))
+    -- passing over expired entries, a page holds as many as were passed over so far (see
+    -- SKIP_PAGE): the cursor stops after the last entry used (the page's entries past it stay unread)
+    local ask = skip and math.min(SKIP_PAGE, math.max(chunk, skipped)) or math.min(want - n, budget, chunk)
+    local r = redis.call('XRANGE', G.log, cur + 1, '+', 'COUNT', ask)
     local k = #r
     if k == 0 then break end
     local used = 0
