@@ -182,7 +182,8 @@ def one(
         r.complete_messages(got)
         t1 = time.perf_counter()
         deadline = t1 + 60
-        while admin.get_queue_runtime_properties(q).active_message_count > 0 and time.perf_counter() < deadline:
+        left = 1 if case.endswith("_deferred") else 0  # the deferred message stays
+        while admin.get_queue_runtime_properties(q).active_message_count > left and time.perf_counter() < deadline:
             r.receive_messages(max_message_count=1, max_wait_time=0.2)
         clean = time.perf_counter() - t1
         cpu_all = cpu_s(raw) - cpu0
