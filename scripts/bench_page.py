@@ -332,7 +332,8 @@ def expiry(d: Json) -> Iterator[str]:
     if not split:
         return
     yield (
-        "Where the server's CPU per expired message goes (medians): the commands the scripts call, each its own "
+        "Where the server's CPU per expired message goes during the receive (medians; the clean-up not counted): "
+        "the commands the scripts call, each its own "
         "time (`INFO commandstats`), and the rest: the Lua code, and the conversion of each command's arguments "
         "and reply between Lua and Redis (a chunk of 500 log entries read into Lua took about three times "
         "the `XRANGE`'s own time)."
