@@ -361,6 +361,7 @@ LUA = [
         "(cur and nums[i] > cur)",
         "(cur and nums[i] >= cur)",
         "sweep: the message at the cursor counts as unread",
+        ["tests/reliability/test_expiry_sweep.py", "-k", "at_the_cursor or near_the_head"],
     ),
     lua(
         "sweep-head-locked",

@@ -529,3 +529,23 @@ def test_expired_messages_passed_over_behind_a_deferred_head_are_still_dead_lett
     dead = dead_lettered(client, q)
     assert len(dead) == n and {str(m) for m in dead} == {"e" * 16}
     admin.delete_queue(q)
+
+
+def test_a_locked_message_at_the_cursor_whose_ttl_passes_is_left_to_its_lock(
+    admin: Any, client: ServiceBusClient, raw: redis.Redis
+) -> None:
+    """The last message a receive read (the one at the cursor) is locked when its TTL passes: a
+    sweep meeting it at the head of the log leaves it to its lock, and it can still be completed."""
+    q = "q-" + uuid.uuid4().hex[:10]
+    admin.create_queue(q, lock_duration=timedelta(seconds=30))
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("held", time_to_live=TTL))
+    with client.get_queue_receiver(q, max_wait_time=1) as r:
+        (held,) = r.receive_messages()
+        load_expired(client, raw, q, 10)  # the held one's TTL has passed too
+        with client.get_queue_receiver(q, max_wait_time=0.5) as other:
+            assert other.receive_messages(max_wait_time=0.5) == []  # its sweep
+        r.complete_message(held)
+    props = admin.get_queue_runtime_properties(q)
+    assert (props.active_message_count, props.size_in_bytes) == (0, 0)
+    admin.delete_queue(q)
