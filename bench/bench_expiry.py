@@ -27,6 +27,11 @@ sizes of one round run in turn so that the machine's load hits all of them alike
   (/proc/<pid>/schedstat, a local server only): what the machine's load added to the wall time;
 - ``load1``: the 1-minute load average when the round's case started (recorded, since the machine
   is shared);
+- ``clean_ms`` and ``server_us_per_expired_clean``: after the live message, the receives (each
+  finding nothing) until no expired message is left in the queue (with dead-lettering, the
+  receive passes over expired messages ahead of the live one and later sweeps dead-letter them):
+  their wall time, and the server CPU per expired message of the receive and these together
+  (the whole cost of the backlog);
 - ``commands_us_per_expired``: where the scripts' time goes, per expired message, by the Redis
   command they call (INFO commandstats counts a script's own calls): a command's own time, not
   the conversion of its arguments and reply between Lua and Redis, which is the rest of
@@ -175,6 +180,13 @@ def one(
         raw.config_set("slowlog-log-slower-than", 10_000)
         ok = [str(m) for m in got] == ["live"]
         r.complete_messages(got)
+        t1 = time.perf_counter()
+        deadline = t1 + 60
+        left = 1 if case.endswith("_deferred") else 0  # the deferred message stays
+        while admin.get_queue_runtime_properties(q).active_message_count > left and time.perf_counter() < deadline:
+            r.receive_messages(max_message_count=1, max_wait_time=0.2)
+        clean = time.perf_counter() - t1
+        cpu_all = cpu_s(raw) - cpu0
     admin.delete_queue(q)
     return {
         "commands_us_per_expired": per_command,
@@ -183,6 +195,8 @@ def one(
         "calls": calls,
         "max_call_us": max(slow, default=0),
         "server_us_per_expired": cpu * 1e6 / n,
+        "clean_ms": clean * 1000,
+        "server_us_per_expired_clean": cpu_all * 1e6 / n,
         "script_us_per_expired": us / n,
         "client_gap_us": (wall * 1e6 - us) / max(calls, 1),
         "client_cpu_ms": ccpu * 1000,
@@ -227,7 +241,7 @@ def main() -> None:
     keys = ("wall_ms", "calls", "max_call_us", "server_us_per_expired", "script_us_per_expired", "client_gap_us")
     for (c, n), rs in runs.items():
         row: dict[str, Any] = {"case": c, "expired": n, "all_received": all(r["ok"] for r in rs)}
-        for k in (*keys, "client_cpu_ms", "server_wait_ms", "load1"):
+        for k in (*keys, "clean_ms", "server_us_per_expired_clean", "client_cpu_ms", "server_wait_ms", "load1"):
             xs = [r[k] for r in rs]
             row[k] = round(statistics.median(xs), 2)
             row[k + "_spread"] = spread(xs)

@@ -26,7 +26,9 @@ alone (complete, receive, send: ``cfg_key``), from which partition.lua names the
     Available messages, score = seq: receive pops the lowest, and an abandoned message goes back
     to where its sequence number puts it (at or near the front). In the main queue of a
     non-session entity only those at or below ``st.cur`` (returned messages, due schedules):
-    receive takes these first, then reads the log past the cursor.
+    receive takes these first, then reads the log past the cursor. An expired message that a
+    receive passed over (a dead-lettering entity's backlog, lua/includes/messages.lua's take)
+    is at or below the cursor in ``exp`` alone, until the sweep dead-letters it.
 ``locked`` (sorted set)
     Locked messages, score = locked-until ms; the receive sweep releases the elapsed ones.
 ``lk`` (hash)

@@ -14,8 +14,9 @@
            enqueued_ms, expires_ms [, dead-letter reason, dead-letter description: group 'd' only]}
            (delivery_count and expires_ms as integer replies)
            more: 1 when the sweep stopped on its expiry budget with expired messages left (call
-           again at once: a live message may wait behind them), or the read stopped on its time
-           budget (includes/messages.lua's READ_US: call again for the rest), else 0;
+           again at once: a live message may wait behind them; the read passes over expired
+           ones past the cursor meanwhile), or the read stopped on its time budget
+           (includes/messages.lua's READ_US: call again for the rest), else 0;
            {0, 0, 2} and nothing else: a fan-out to the subscriptions (or a cancel of their
            copies) is unfinished and its writer stalled, or a cancelled message falls due
            (includes/journal.lua): the caller finishes it, then calls again
@@ -97,12 +98,14 @@ local want = tonumber(ARGV[3])
 local nonce = ARGV[4]
 local limit = tonumber(ARGV[5])
 local now = now_ms()
-local more = sweep(MAIN, cfg, now, limit)
+-- expired messages past the cursor: the sweep takes the smaller share of the call, and take()
+-- passes over them to the live messages behind (includes/messages.lua's take)
+local more, skip = sweep(MAIN, cfg, now, limit, G.main)
 if not G.main then sweep(G, cfg, now, limit) end
 
 local untl = now + cfg.lock_ms
 -- the sweep left expired messages: read no more than asked for (they are the next call's work)
-local seqs, fields, xs, n, from_ready, late = take(G, cfg, now, want, more and 0 or limit, true)
+local seqs, fields, xs, n, from_ready, late = take(G, cfg, now, want, more and 0 or limit, true, skip)
 
 local out = {now, untl, (more or late) and 1 or 0}
 if n == 0 then

@@ -204,20 +204,31 @@ end
 -- and the client calls again at once (docs/keyspace.md, "Per-call caps").
 -- (EXPIRE_CHUNK stays under call_many's slice of 4000: a chunk is unpacked into one call.)
 local EXPIRE_BUDGET, EXPIRE_CHUNK, EXPIRE_US, EXPIRE_STILL, EXPIRE_MIN = 5000, 500, 12000, 1500, 50
+-- While expired messages lie past the cursor (a backlog in the way of the live messages behind
+-- it), the sweep gets SKIP_SWEEP_US of the call and take() reads past the cursor for SKIP_READ_US,
+-- passing over expired entries without expiring them (reading one costs a fraction of expiring
+-- it), at most SKIP_MAX a call: the cursor reaches a live message behind the backlog in a few
+-- calls, and the sweeps that follow expire the backlog (see take()).
+-- Its pages grow with what it passed over in the call, up to SKIP_PAGE entries: an XRANGE that
+-- starts inside a stream node scans the node up to its start, which for pages of a few entries
+-- costs several times their reading. (A page of expired entries is read whatever their size, as
+-- the sweep reads its chunks of EXPIRE_CHUNK.)
+local SKIP_SWEEP_US, SKIP_READ_US, SKIP_MAX, SKIP_PAGE = 3000, 9000, 8000, 256
 
--- The size of the next chunk of a sweep that started at `start` (clock_us) and has handled `done`
--- messages so far; 0: the call stops here.
-local function expire_next(start, done)
+-- The size of the next chunk of a sweep that started at `start` (clock_us), may spend `us`
+-- microseconds (EXPIRE_US or SKIP_SWEEP_US) and has handled `done` messages so far; 0: the call
+-- stops here.
+local function expire_next(start, done, us)
   local cap = EXPIRE_BUDGET
   local c = EXPIRE_CHUNK
   if done > 0 then
     local spent = clock_us() - start
     if spent <= 0 then  -- the clock stands still
-      cap = EXPIRE_STILL
-    elseif spent >= EXPIRE_US then
+      cap = math.floor(EXPIRE_STILL * us / EXPIRE_US)
+    elseif spent >= us then
       return 0
     else  -- as many as fit in the time left at the rate so far
-      c = math.min(c, math.floor((EXPIRE_US - spent) * done / spent))
+      c = math.min(c, math.floor((us - spent) * done / spent))
     end
   end
   c = math.min(c, cap - done)
@@ -247,7 +258,11 @@ end
 -- no index entry: its lock's end expires it; it is passed over). Their per-message writes are
 -- batched: a few calls for the chunk rather than a few per message. The caller removes them from
 -- the index. Returns the seqs it expired and their count.
-local function expire_chunk(cfg, nums, seqs, a, b, fs_head)
+-- Available at or below the cursor: in ready, or passed over by take() while expired (in the
+-- index, in neither ready, deferred nor sched, and not locked). `indexed`: the seqs were taken
+-- from the index (sweep_expired), else they were read off the log's head (sweep_head), where
+-- the index and sched say which ones at or below the cursor take() passed over.
+local function expire_chunk(cfg, nums, seqs, a, b, fs_head, indexed)
   -- Ascending seqs are a few runs of consecutive ones, each read with one XRANGE (a read per
   -- entry seeks and scans its stream node every time). `fs_head`: their entries, when they were
   -- read already as the log's oldest ones.
@@ -264,6 +279,32 @@ local function expire_chunk(cfg, nums, seqs, a, b, fs_head)
     end
   end
   local cur = cursor_of(MAIN, cfg)
+  local unlocked = {}  -- seq -> true: at or below the cursor, available or deferred (sweep_head's chunk)
+  if cur and not indexed then
+    local ask, m = {}, 0
+    for i = a, b do
+      if nums[i] <= cur and fs[seqs[i]] then
+        m = m + 1
+        ask[m] = seqs[i]
+      end
+    end
+    if m > 0 then
+      local inx, insc = redis.call('ZMSCORE', K_EXP, unpack(ask)), redis.call('ZMSCORE', K_SCHED, unpack(ask))
+      local avail, v = {}, 0
+      for j = 1, m do
+        if inx[j] and not insc[j] then
+          unlocked[ask[j]] = true
+          v = v + 1
+          avail[v] = ask[j]
+        end
+      end
+      -- those abandoned or deferred before they expired leave ready or deferred, in one call each
+      if v > 0 then
+        call_many('ZREM', MAIN.ready, avail)
+        call_many('ZREM', MAIN.deferred, avail)
+      end
+    end
+  end
   local sids, in_sr = {}, {}
   if cfg.sess then
     -- A run of consecutive seqs of one session whose members are all in SES.sr leaves it with one
@@ -306,8 +347,10 @@ local function expire_chunk(cfg, nums, seqs, a, b, fs_head)
       available = in_sr[i] or (sid and redis.call('ZREM', SES.sr, skey(sid, seq)) == 1)
                   or redis.call('ZREM', MAIN.ready, seq) == 1 or redis.call('ZREM', MAIN.deferred, seq) == 1
     else  -- past the cursor: never read, so neither locked nor deferred
-      available = (cur and nums[i] > cur) or redis.call('ZREM', MAIN.ready, seq) == 1
+      available = unlocked[seq] or (cur and nums[i] > cur) or redis.call('ZREM', MAIN.ready, seq) == 1
                   or redis.call('ZREM', MAIN.deferred, seq) == 1
+                  or (indexed and cur and not redis.call('ZSCORE', K_SCHED, seq)
+                      and redis.call('HEXISTS', MAIN.lk, seq) == 0)
     end
     if available then
       n = n + 1
@@ -371,7 +414,7 @@ end
 -- string order). Stops at the first entry that has not expired, or at a chunk holding one that is
 -- not available (locked: its lock's end expires it). Returns whether the budget ran out, and how
 -- many it expired.
-local function sweep_head(cfg, now, start)
+local function sweep_head(cfg, now, start, us)
   local now_s = tostring(now)
   local chunk, done = 1, 0
   while true do
@@ -392,22 +435,39 @@ local function sweep_head(cfg, now, start)
     if n < k or k < #r then return false, done + n end
     done = done + n
     -- (the first read only looked whether the head has expired)
-    chunk = expire_next(start, done)
+    chunk = expire_next(start, done, us)
     if chunk == 0 then return true, done end
   end
 end
 
+-- Whether the first entry past the main log's cursor has expired: a backlog of expired messages
+-- lies in take()'s way (it passes over them: see take()).
+local function backlog_ahead(cfg, now)
+  local cur = cursor_of(MAIN, cfg)
+  if not cur then return false end
+  local e = redis.call('XRANGE', MAIN.log, cur + 1, '+', 'COUNT', 1)[1]
+  local x = e and e[2][6]
+  return x ~= nil and x ~= '0' and tonumber(x) <= now
+end
+
 -- Expire the messages whose TTL passed by `now`, within the per-call expiry budget: the log's head
--- (sweep_head), then the rest from the expiry index, EXPIRE_CHUNK members at a time. Returns true
--- when it stopped on the budget with expired messages left in the index.
-local function sweep_expired(cfg, now)
-  if #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) == 0 then return false end
+-- (sweep_head), then the rest from the expiry index, EXPIRE_CHUNK members at a time. `skipping`:
+-- the caller's take() can pass over expired messages past the cursor (a receive of the main queue).
+-- Returns true when it stopped on the budget with expired messages left in the index, and whether
+-- the caller's take() is to pass over expired ones (backlog_ahead: the sweep took the smaller
+-- share of the call). Only a dead-lettering entity's take() passes over them: a dead-lettering
+-- costs several times a read, while a drop off the log's head (an XTRIM) costs about a read,
+-- which the sweep would then do again.
+local function sweep_expired(cfg, now, skipping)
+  if #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) == 0 then return false, false end
+  local ahead = skipping and cfg.dl_exp and backlog_ahead(cfg, now)
+  local us = ahead and SKIP_SWEEP_US or EXPIRE_US
   local start = clock_us()
-  local over, done = sweep_head(cfg, now, start)
-  if over then return true end
+  local over, done = sweep_head(cfg, now, start, us)
+  if over then return true, ahead end
   while true do
-    local c = expire_next(start, done)
-    if c == 0 then return #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) > 0 end
+    local c = expire_next(start, done, us)
+    if c == 0 then return #redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, 1) > 0, ahead end
     local old = redis.call('ZRANGEBYSCORE', K_EXP, '-inf', now, 'LIMIT', 0, c + 1)
     local k = #old
     local left = k > c  -- one more than the chunk is read to know whether any are left
@@ -421,16 +481,17 @@ local function sweep_expired(cfg, now)
       for i = 1, k do nums[i] = tonumber(old[i]) end
       table.sort(nums)
       for i = 1, k do seqs[i] = string.format('%d', nums[i]) end
-      expire_chunk(cfg, nums, seqs, 1, k)
+      expire_chunk(cfg, nums, seqs, 1, k, nil, true)
     end
-    if not left then return false end
+    if not left then return false, ahead end
     done = done + c
   end
 end
 
 -- Bounded housekeeping before handing messages out: due schedules, elapsed locks (up to `limit`
--- each), expiries (sweep_expired). Returns true when expired messages are left for another call.
-local function sweep(G, cfg, now, limit)
+-- each), expiries (sweep_expired, `skipping` passed on). Returns true when expired messages are
+-- left for another call, and whether take() is to pass over expired ones past the cursor.
+local function sweep(G, cfg, now, limit, skipping)
   if G.main then
     local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', now, 'LIMIT', 0, limit)
     if #due > 0 and cfg.sess then
@@ -466,8 +527,8 @@ local function sweep(G, cfg, now, limit)
       redis.call('ZREM', G.locked, gone[i])
     end
   end
-  if G.main then return sweep_expired(cfg, now) end
-  return false
+  if G.main then return sweep_expired(cfg, now, skipping) end
+  return false, false
 end
 
 -- Message bytes a call reads at most (receive, session_receive, peek, forward_out): past them it
@@ -516,6 +577,13 @@ end
 -- puts them in ready when due). Returns seqs, log entries, expires ms, their count n, and how many
 -- of them came from ready (only those can have a delivery count: the rest were never delivered),
 -- and whether it stopped on READ_US.
+-- `skip` (the sweep found expired messages past the cursor: sweep_expired): the cursor passes
+-- over expired entries without expiring them, for up to SKIP_READ_US and SKIP_MAX entries, on top
+-- of want + limit. Such an entry stays in the expiry index, in neither ready nor deferred: the
+-- sweeps that follow expire it (expire_chunk counts an index member at or below the cursor that
+-- is neither locked nor a pending schedule as available), and the counts, which go by the log's
+-- length less the locked, deferred and scheduled, see it as before. Putting it in ready instead
+-- would set it before the cursor for every later take(), which reads ready first.
 -- tonumber is a strtod, per message a large part of a receive: the expiry of log entry f is read
 -- as a number only when it is not '0' (most messages have none), and an enqueue time is compared
 -- with now as decimal ms strings (both written from integers below 1e14: no sign, exponent or
@@ -526,14 +594,15 @@ local function expiry(f)
   return tonumber(x)
 end
 
-local function take(G, cfg, now, want, limit, timed)
+local function take(G, cfg, now, want, limit, timed, skip)
   local seqs, fields, xs = {}, {}, {}
   local n = 0
   local budget = want + limit
   local chunk, bytes = read_chunk(cfg), 0
   local start, late = clock_us(), false
-  local function over()  -- READ_US spent: the caller reports that more may be left
-    late = timed and clock_us() - start >= READ_US
+  local read_us = skip and SKIP_READ_US or READ_US
+  local function over()  -- read_us spent: the caller reports that more may be left
+    late = timed and clock_us() - start >= read_us
     return late
   end
   local function offer(seq, f)  -- an expired message is expired, never handed out
@@ -569,12 +638,18 @@ local function take(G, cfg, now, want, limit, timed)
   local first = cur
   local now_s = tostring(now)
   local passed, np = {}, 0  -- seqs read past the cursor (a due schedule among them may still be in sched)
+  local skipped = 0
   while n < want and budget > 0 and bytes < READ_BYTES do
-    local r = redis.call('XRANGE', G.log, cur + 1, '+', 'COUNT', math.min(want - n, budget, chunk))
+    -- passing over expired entries, a page holds as many as were passed over so far (see
+    -- SKIP_PAGE): the cursor stops after the last entry used (the page's entries past it stay unread)
+    local ask = skip and math.min(SKIP_PAGE, math.max(chunk, skipped)) or math.min(want - n, budget, chunk)
+    local r = redis.call('XRANGE', G.log, cur + 1, '+', 'COUNT', ask)
     local k = #r
     if k == 0 then break end
-    budget = budget - k
+    local used = 0
     for i = 1, k do  -- offer() inlined: this loop runs per message of nearly every receive
+      if n >= want or budget <= 0 then break end
+      used = i
       local e = r[i]
       local id, f = e[1], e[2]
       bytes = bytes + #f[2]
@@ -588,14 +663,20 @@ local function take(G, cfg, now, want, limit, timed)
         if x == '0' then
           n = n + 1
           seqs[n], fields[n], xs[n] = seq, f, 0
+          budget = budget - 1
+        elseif skip and tonumber(x) <= now then
+          skipped = skipped + 1
         else
           offer(seq, f)
+          budget = budget - 1
         end
+      else
+        budget = budget - 1
       end
     end
-    local id = r[k][1]
+    local id = r[used][1]
     cur = tonumber(string.sub(id, 1, #id - 2))
-    if over() then break end
+    if over() or skipped >= SKIP_MAX then break end
   end
   if cur ~= first then redis.call('HSET', K_ST, 'cur', cur) end
   if np > 0 and redis.call('ZCARD', K_SCHED) > 0 then call_many('ZREM', K_SCHED, passed) end
