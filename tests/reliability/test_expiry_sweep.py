@@ -187,12 +187,7 @@ def test_expired_messages_are_still_dead_lettered_when_the_queue_says_so(
     assert slow_scripts(raw) == []
     props = admin.get_queue_runtime_properties(q)
     assert (props.active_message_count, props.dead_letter_message_count) == (0, n + 1)
-    with client.get_queue_receiver(
-        q, sub_queue=ServiceBusSubQueue.DEAD_LETTER, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
-    ) as d:
-        dead: list[Any] = []
-        while batch := d.receive_messages(max_message_count=1000, max_wait_time=0.5):
-            dead += batch
+    dead = dead_lettered(client, q)
     assert len(dead) == n + 1
     assert {m.dead_letter_reason for m in dead} == {"TTLExpiredException"}
     assert len({m.sequence_number for m in dead}) == n + 1
@@ -327,12 +322,7 @@ def test_a_locked_message_near_the_head_of_the_log_outlives_the_sweep_around_it(
     props = admin.get_queue_runtime_properties(q)
     assert (props.active_message_count, deferred(props)) == (0, 0)
     if dead_lettering:
-        with client.get_queue_receiver(
-            q, sub_queue=ServiceBusSubQueue.DEAD_LETTER, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
-        ) as d:
-            dead: list[Any] = []
-            while batch := d.receive_messages(max_message_count=1000, max_wait_time=0.5):
-                dead += batch
+        dead = dead_lettered(client, q)
         assert sorted(str(m) for m in dead) == ["abandoned", "deferred"] + ["e" * 16] * n
         assert {m.dead_letter_reason for m in dead} == {"TTLExpiredException"}
         counts = {str(m): m.delivery_count for m in dead}
