@@ -56,36 +56,36 @@ def register(spark: Any) -> None:
     """Register the ``sbredis`` data source on `spark` (a SparkSession); safe to call again.
 
     Raises:
-        InvalidOperationError: Spark's Python workers would run an interpreter without sbredis
-            (``python3`` from PATH, no PYSPARK_PYTHON or spark.pyspark.python set); the message
-            names the interpreter to set.
+        InvalidOperationError: the Python workers that run a registered source would run an
+            interpreter that cannot import sbredis.spark (``python3`` from PATH when the driver
+            started without PYSPARK_PYTHON); the message names the interpreter to set.
     """
     _check_worker_python(spark)
     spark.dataSource.register(SbRedisDataSource)
 
 
 def _check_worker_python(spark: Any) -> None:
+    """The interpreter a registered source's Python workers run is the SparkContext's
+    ``pythonExec``: PYSPARK_PYTHON from the driver's environment when the context started, else
+    ``python3`` from PATH. The Spark conf spark.pyspark.python does not change it for a driver
+    started with ``python`` (spark-submit turns that conf into the driver's PYSPARK_PYTHON)."""
     import os
     import shutil
     import subprocess
     import sys
 
-    if os.environ.get("PYSPARK_PYTHON"):
-        return
     try:
-        if spark.conf.get("spark.pyspark.python", None):
-            return
-    except Exception:  # Spark Connect may not show static confs: the server decides
+        exe = spark.sparkContext.pythonExec
+    except Exception:  # Spark Connect has no SparkContext on the client: the server decides
         return
-    found = shutil.which("python3")
+    found = shutil.which(exe)
     if found and os.path.realpath(found) == os.path.realpath(sys.executable):
         return
-    probe = [found, "-c", "import sbredis.spark"] if found else None
-    if probe and subprocess.run(probe, capture_output=True, timeout=60).returncode == 0:
+    if found and subprocess.run([found, "-c", "import sbredis.spark"], capture_output=True, timeout=60).returncode == 0:
         return
     raise InvalidOperationError(
-        f"Spark's Python workers would run {found or 'python3 (not on PATH)'}, which cannot import sbredis.spark; "
-        f"set PYSPARK_PYTHON={sys.executable} (or the Spark conf spark.pyspark.python) before the session starts"
+        f"Spark's Python workers would run {found or f'{exe} (not found)'}, which cannot import sbredis.spark; "
+        f"set the environment variable PYSPARK_PYTHON={sys.executable} before the Spark session starts"
     )
 
 
