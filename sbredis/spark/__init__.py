@@ -3,13 +3,17 @@
 Registration — how ``format("sbredis")`` finds this source:
 
 * ``sbredis.spark.register(spark)`` registers it on a session (``spark.dataSource.register``);
-  it is idempotent and what the jobs in ``spark_jobs/`` call. Always works.
+  it is idempotent and what the jobs in ``spark_jobs/`` call. It first checks that the
+  interpreter the source's workers run (the SparkContext's ``pythonExec``: PYSPARK_PYTHON, else
+  ``python3`` from PATH) imports sbredis.spark, and names the one to set if not.
 * Automatically: when Spark first resolves a Python data source, it imports every top-level
   module whose name starts with ``pyspark_`` and registers its ``DefaultSource`` (PySpark's
   static data source lookup). The ``pyspark_sbredis`` module shipped with the package is one
   line, ``from sbredis.spark import DefaultSource``, so once sbredis is installed (with the
   ``spark`` extra) ``spark.read.format("sbredis")`` works with no call at all. The lookup runs
-  once per Spark application, in the Python environment of the driver's workers.
+  once per Spark application, in a Python worker running PYSPARK_DRIVER_PYTHON or PYSPARK_PYTHON
+  from the Spark JVM's environment, else ``python3`` from PATH; when that interpreter lacks
+  sbredis, Spark reports ``DATA_SOURCE_NOT_FOUND`` and no sbredis code runs to say why.
 
 Read (batch: a snapshot; streaming: by offset, Kafka-style)::
 
