@@ -53,28 +53,33 @@ print(json.dumps(out))
 """
 
 
-def test_a_python_driver_whose_python3_lacks_sbredis_is_told_the_interpreter_to_set(
-    spark: Any, url: str, tmp_path: Path
-) -> None:
-    bin_dir, empty = tmp_path / "bin", tmp_path / "empty"
+def path_without_sbredis(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A folder with a ``python3`` that cannot import sbredis (this interpreter without its
+    site-packages) and java, and an environment with it first on PATH and no PYSPARK_*."""
+    bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    empty.mkdir()
     python3 = bin_dir / "python3"
-    # a real interpreter that cannot import sbredis: this one without site-packages
     python3.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
     python3.chmod(0o755)
     java = Path(os.environ.get("JAVA_HOME", ""), "bin", "java")
-    if not java.exists():
-        java = Path("/usr/bin/java")
-    (bin_dir / "java").symlink_to(java)
+    (bin_dir / "java").symlink_to(java if java.exists() else Path("/usr/bin/java"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
     env["PATH"] = f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"
     # only the coverage hook: the repository (and its pyspark_sbredis) must not reach the workers
     env["PYTHONPATH"] = os.pathsep.join(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if "worker_site" in p)
+    return python3, env
+
+
+def test_a_python_driver_whose_python3_lacks_sbredis_is_told_the_interpreter_to_set(
+    spark: Any, url: str, tmp_path: Path
+) -> None:
+    python3, env = path_without_sbredis(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     run = subprocess.run(
-        [sys.executable, str(script), url, f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin", str(empty)],
+        [sys.executable, str(script), url, env["PATH"], str(empty)],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -99,3 +104,18 @@ def test_a_session_started_with_pyspark_python_is_accepted_whatever_path_holds(
     assert os.path.realpath(spark.sparkContext.pythonExec) == os.path.realpath(sys.executable)
     monkeypatch.setenv("PATH", str(tmp_path))  # no python3 at all
     register(spark)
+
+
+def test_a_job_started_with_python_runs_whatever_python3_is_on_path(
+    spark: Any, url: str, make_queue: Any, client: Any, tmp_path: Path
+) -> None:
+    from sbredis import ServiceBusMessage
+
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("hello"))
+    _, env = path_without_sbredis(tmp_path)
+    job = [sys.executable, str(ROOT / "spark_jobs" / "report.py"), "--url", url, "--entity", q, "--master", "local[1]"]
+    run = subprocess.run(job, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "report: 1 messages" in run.stdout
