@@ -41,7 +41,7 @@ except Exception as e:  # PySpark looked the source up in python3 from PATH, whi
     out["load"] = "DATA_SOURCE_NOT_FOUND" if "DATA_SOURCE_NOT_FOUND" in str(e) else str(e)[:500]
 import sbredis.spark
 
-for case, path in (("lacking", sys.argv[2]), ("missing", sys.argv[3])):
+for case, path in (("lacking", sys.argv[2]), ("missing", sys.argv[3]), ("having", sys.argv[4])):
     os.environ["PATH"] = path
     try:
         sbredis.spark.register(spark)
@@ -74,12 +74,15 @@ def test_a_python_driver_whose_python3_lacks_sbredis_is_told_the_interpreter_to_
     spark: Any, url: str, tmp_path: Path
 ) -> None:
     python3, env = path_without_sbredis(tmp_path)
-    empty = tmp_path / "empty"
+    empty, having = tmp_path / "empty", tmp_path / "having"
     empty.mkdir()
+    having.mkdir()
+    (having / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # another python3, with sbredis
+    (having / "python3").chmod(0o755)
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     run = subprocess.run(
-        [sys.executable, str(script), url, env["PATH"], str(empty)],
+        [sys.executable, str(script), url, env["PATH"], str(empty), str(having)],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -94,6 +97,7 @@ def test_a_python_driver_whose_python3_lacks_sbredis_is_told_the_interpreter_to_
     assert f"would run {python3}, which cannot import sbredis.spark" in out["lacking"]
     assert f"PYSPARK_PYTHON={sys.executable}" in out["lacking"]
     assert "python3 (not found)" in out["missing"]
+    assert out["having"] == "registered"
 
 
 def test_a_session_started_with_pyspark_python_is_accepted_whatever_path_holds(
