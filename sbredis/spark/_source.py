@@ -166,7 +166,7 @@ def _micros(value: Any) -> int | None:
 
 class Pushed:
     """Filters on partition, offset and sequenceNumber, as per-partition offset bounds, and on
-    enqueuedTime, as a window of enqueued times (ms, [enq_lo, enq_hi)) each row read is tested
+    enqueuedTime, as a window of enqueued ms (``enq``, [lo, hi)) each row read is tested
     against."""
 
     def __init__(self) -> None:
