@@ -54,8 +54,9 @@ MAX_SOCKET_TIMEOUT = 86_400  # seconds; NaN fails the bound check too (the socke
 SCHEMES = ("redis", "rediss", "unix", "memory", *CLUSTER_SCHEMES)
 # A kept connection whose last reply was read less than this long ago (seconds) is used without
 # the readiness check (_evalsha): in a loop of one-message calls the check (a poll of the socket,
-# 2 µs CPU a call) would run between two replies a few dozen µs apart, where neither an idle close
-# nor a restarted server can have come between
+# 2 µs CPU a call) would run between two replies a few dozen µs apart, too soon for an idle close;
+# a connection lost within that moment fails as one lost during the call does (a retryable
+# connection error), as it can between the check and the write too
 FRESH = 0.001
 
 
