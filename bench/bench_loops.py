@@ -2,7 +2,7 @@
 """The ways a program loops over messages, each next to its raw redis-py counterpart, in one run.
 
     python bench/bench_loops.py [--url redis://host:port/db] [--messages 3000] [--rounds 5] [--quick]
-                                [--only async]
+                                [--only sync|async]
 
 Loops (msgs/s; each message is received and completed; the queue is prefilled, not timed):
 
@@ -23,9 +23,10 @@ rounds, with the spread ((max - min) / median); the loops alternate within a rou
 operation also reports CPU µs per message: this process's (time.process_time) and redis-server's
 (INFO cpu), which move far less with the machine's load than wall-clock rates (the single
 operations' CPU is measured in a block of each kind after the interleaved timings). Results go to
-bench/results/loops.json. Without --url a private redis-server is started. ``--only async`` runs
-the async iterating loop and its two raw counterparts alone, with no single operations, and
-prints them without writing the results file (for alternating runs of two versions of the code).
+bench/results/loops.json. Without --url a private redis-server is started. ``--only sync`` (or
+``async``) runs that iterating loop and its two raw counterparts alone, with no single operations,
+and prints them without writing the results file (for alternating runs of two versions of the
+code).
 """
 
 from __future__ import annotations
@@ -406,7 +407,10 @@ LOOPS: list[tuple[str, list[str], str]] = [
 
 
 # --only: the loops run (the first against the second: the ratio printed)
-ONLY = {"async": ["async iterate", "raw EVALSHA (async)", "raw HSET (async)"]}
+ONLY = {
+    "sync": ["sync iterate", "raw EVALSHA (sync)", "raw HSET (sync)"],
+    "async": ["async iterate", "raw EVALSHA (async)", "raw HSET (async)"],
+}
 
 
 def spread(xs: list[float]) -> float:
@@ -426,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--latency-ops", type=int, default=1000, help="single operations of each kind per round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds of 500 messages, 200 single operations")
-    ap.add_argument("--only", choices=["async"], help="the async iterating loop and its raw counterparts alone")
+    ap.add_argument("--only", choices=list(ONLY), help="one iterating loop and its raw counterparts alone")
     args = ap.parse_args(argv)
     n, ops, rounds = (500, 200, 2) if args.quick else (args.messages, args.latency_ops, args.rounds)
 

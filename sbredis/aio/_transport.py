@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import ssl
+import time
 import uuid
 from typing import Any
 
@@ -50,6 +51,12 @@ from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBus
 MAX_DURABILITY_TIMEOUT = 3600  # seconds (WAIT and WAITAOF take ms up to a bound)
 MAX_SOCKET_TIMEOUT = 86_400  # seconds; NaN fails the bound check too (the socket layer takes neither)
 SCHEMES = ("redis", "rediss", "unix", "memory", *CLUSTER_SCHEMES)
+# A kept connection whose last reply was read less than this long ago (seconds) is used without
+# the readiness check (_evalsha): in a loop of one-message calls the check (a poll of the socket,
+# 2 µs CPU a call) would run between two replies a few dozen µs apart, too soon for an idle close;
+# a connection lost within that moment fails as one lost during the call does (a retryable
+# connection error), as it can between the check and the write too
+FRESH = 0.001
 
 
 def _memory_client(url: str) -> Any:
@@ -141,7 +148,8 @@ class Transport:
         # in-process server and with a credential provider (redis-py's per-command layers
         # re-authenticate a streaming one)
         self._direct = scheme != "memory" and self._options.get("credential_provider") is None
-        self._kept: dict[Any, list[Any]] = {}  # pool -> its connections _evalsha holds between calls
+        # pool -> the connections _evalsha holds between calls, each with when its last reply was read
+        self._kept: dict[Any, list[tuple[Any, float]]] = {}
         self._pid = os.getpid()
         self.closed = False
         self.faulted: ServiceBusError | None = None  # set by fault(): every call raises it (paired namespaces)
@@ -283,8 +291,9 @@ class Transport:
         Together about 20 µs CPU a call, as much as the rest of a round trip (docs/benchmarks.md
         "Loops against raw round trips"). sbredis retries by its own policy and EVALSHA has no
         response callback, so what is skipped does nothing here; a kept connection gets the checks
-        the pool makes before it hands one out (_ready). Errors are redis-py's; after any but an
-        error reply the connection is dropped, as redis-py drops it."""
+        the pool makes before it hands one out (_ready) unless its last reply was read under FRESH
+        ago. Errors are redis-py's; after any but an error reply the connection is dropped, as
+        redis-py drops it."""
         if not self._direct:
             return await r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.argv)
         pool = r.connection_pool
@@ -292,19 +301,21 @@ class Transport:
             self._kept, self._pid = {}, os.getpid()
         kept = self._kept.get(pool)
         if kept:
-            conn = kept.pop()
-            try:
-                await _ready(conn)
-            except BaseException:
-                await pool.release(conn)
-                raise
+            conn, last = kept.pop()
+            if time.monotonic() - last >= FRESH or not conn.is_connected:
+                try:
+                    await _ready(conn)
+                except BaseException:
+                    await pool.release(conn)
+                    raise
         else:
             conn = await pool.get_connection()
         try:
             await async_send_command(conn, "EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.argv)
             reply = await async_read_reply(conn)
         except ResponseError:
-            self._kept.setdefault(pool, []).append(conn)  # an error reply: the connection is fine
+            # an error reply: the connection is fine
+            self._kept.setdefault(pool, []).append((conn, time.monotonic()))
             raise
         except TimeoutError:  # async_send_command's write past the socket timeout, as redis-py says it
             await conn.disconnect()
@@ -314,7 +325,7 @@ class Transport:
             await conn.disconnect()
             await pool.release(conn)
             raise
-        self._kept.setdefault(pool, []).append(conn)
+        self._kept.setdefault(pool, []).append((conn, time.monotonic()))
         return reply
 
     async def run_many(self, calls: list[Call], entity: str = "", *, retry: str = "each") -> list[Any]:
@@ -626,7 +637,7 @@ class Transport:
         self.closed = True
         kept, self._kept = self._kept, {}
         for pool, conns in kept.items():
-            for conn in conns:
+            for conn, _ in conns:
                 await pool.release(conn)
         if self.cluster is None:
             await self.redis.aclose()

@@ -139,6 +139,27 @@ def own_server() -> Iterator[RedisServer]:
     srv.stop()
 
 
+def test_a_connection_closed_while_idle_is_replaced_without_an_error(sb_api: Any, own_server: RedisServer) -> None:
+    """Settlements one after another on a connection the server closed while it sat idle (its
+    `timeout`, CLIENT KILL) go on a new one, without retries: the check before a kept connection
+    is used again runs once it has been idle a moment (a tight loop of calls skips it)."""
+    url = own_server.url
+    with (
+        sb_api.ServiceBusAdministrationClient.from_connection_string(url) as admin,
+        sb_api.ServiceBusClient.from_connection_string(url, retry_total=0) as c,
+    ):
+        admin.create_queue("q")
+        c.get_queue_sender("q").send_messages([ServiceBusMessage(str(i)) for i in range(6)])
+        with c.get_queue_receiver("q", max_wait_time=1) as r:
+            got = r.receive_messages(6, max_wait_time=1)
+            for i, m in enumerate(got):
+                if i % 2:
+                    redis.Redis.from_url(url).client_kill_filter(_type="normal", skipme=True)
+                    time.sleep(0.01)
+                r.complete_message(m)
+        assert admin.get_queue_runtime_properties("q").total_message_count == 0
+
+
 @pytest.mark.parametrize("partitions", [1, 2])
 def test_a_stopped_server_gives_typed_errors(sb_api: Any, own_server: RedisServer, partitions: int) -> None:
     """A receive from a queue none of whose partitions answer raises, one partition or several
