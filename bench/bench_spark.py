@@ -23,6 +23,12 @@ alternating, fresh queues each round):
                       tasks yield ready Arrow batches of the same rows and columns (made with
                       Arrow, no Redis), with every column and with ``body`` alone; the gap
                       between it and the batch read is the sbredis source's own
+  * spark batch read, 1 % by enqueuedTime   the batch read's aggregate over the messages
+                      enqueued in a window around the median holding about 1 % of them
+                      (found with XRANGE, untimed), the filter applied by Spark ("in Spark",
+                      option filterPushdown false) and pushed into the source ("pushed"); msgs/s
+                      and CPU per message count every message read, and "pushed" is compared
+                      with "in Spark"
   * spark stream      ``readStream`` mode peek (from earliest) and mode consume (a fresh load of
                       the same rows, maxOffsetsPerTrigger 100,000), Trigger.AvailableNow into
                       the noop sink; the time includes the query's start (the figure's rate
@@ -224,6 +230,47 @@ def spark_read(spark: Any, url: str, q: str, schema: str | None = None) -> tuple
     return int(row["n"]), pc() - t0
 
 
+def enqueued_window(url: str, q: str, partitions: int, share: float) -> tuple[Any, Any, int]:
+    """A window [lo, hi) of enqueued times (aware datetimes) holding about `share` of the queue's
+    messages, around the median, and how many it holds: read from the logs with XRANGE (untimed)."""
+    import redis
+
+    from sbredis._core.keys import entity_keys
+
+    r = redis.Redis.from_url(url)
+    times = []
+    for key in (k for p in range(partitions) for k in entity_keys(q, p) if k.endswith(":log") and ":d:" not in k):
+        start = "-"
+        while page := r.xrange(key, start, "+", count=1000):
+            times += [int(v[b"e"]) for _, v in page]
+            start = "(" + page[-1][0].decode()
+    r.close()
+    times.sort()
+    half = int(len(times) * share / 2)
+    lo, hi = times[len(times) // 2 - half], times[len(times) // 2 + half] + 1
+    kept = sum(lo <= t < hi for t in times)
+    as_time = lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.UTC)  # noqa: E731
+    return as_time(lo), as_time(hi), kept
+
+
+def spark_read_window(spark: Any, url: str, q: str, window: tuple[Any, Any], pushdown: bool) -> tuple[int, float]:
+    """The batch read's aggregate over the messages enqueued in `window` only, with the filter
+    pushed into the source or applied by Spark."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    t0 = pc()
+    df = (
+        spark.read.format("sbredis")
+        .option("url", url)
+        .option("entity", q)
+        .option("filterPushdown", str(pushdown).lower())
+        .load()
+        .where((F.col("enqueuedTime") >= F.lit(window[0])) & (F.col("enqueuedTime") < F.lit(window[1])))
+    )
+    row = df.agg(F.count("*").alias("n"), F.sum(F.length("body")).alias("b")).collect()[0]
+    return int(row["n"]), pc() - t0
+
+
 def floor_source() -> Any:
     """The trivial data source of the floor figures (``format("sbredis_bench_floor")``, option
     ``n``): READ_SCHEMA's columns for n messages shaped as the bench's (170 B bodies, an id, one
@@ -362,6 +409,8 @@ OPS = (
     "spark batch read, schema 'body binary'",
     "spark floor: ready Arrow batches",
     "spark floor: ready Arrow batches, schema 'body binary'",
+    "spark batch read, 1 % by enqueuedTime in Spark",
+    "spark batch read, 1 % by enqueuedTime pushed",
 )
 BASELINE = {  # what each figure is compared with, in the same round
     "spark bulk_load": "client send (1 process)",
@@ -371,13 +420,15 @@ BASELINE = {  # what each figure is compared with, in the same round
     "spark stream (mode peek)": "plain redis-py XRANGE (1 process)",
     "spark floor: ready Arrow batches": "plain redis-py XRANGE (1 process)",
     "spark floor: ready Arrow batches, schema 'body binary'": "plain redis-py XRANGE (1 process)",
+    "spark batch read, 1 % by enqueuedTime in Spark": "plain redis-py XRANGE (1 process)",
+    "spark batch read, 1 % by enqueuedTime pushed": "spark batch read, 1 % by enqueuedTime in Spark",
 }
 
 
 def one_round(
-    spark: Any, url: str, admin: Any, paths: list[str], n_expected: int, args: Any, work: Path
+    spark: Any, url: str, admin: Any, paths: list[str], n_expected: int, args: Any, work: Path, index: int = 0
 ) -> list[dict[str, Any]]:
-    """Every figure once, client and Spark alternating, on fresh queues."""
+    """Every figure once, client and Spark alternating, on fresh queues (round `index`)."""
     import redis
 
     from sbredis.spark._bulk import bulk_load
@@ -410,7 +461,7 @@ def one_round(
                 summary = bulk_load(spark, url, qs, paths)
             record(OPS[1], m, summary.messages)
             assert active(admin, qs) == n_expected
-        if want(OPS[2]) or want(OPS[3]) or want(OPS[4]) or want(OPS[8]) or want(OPS[9]) or want(OPS[10]):
+        if any(want(op) for op in OPS[2:5] + OPS[8:]):
             with Measured(r) as m:
                 n, _ = plain_xrange(url, qs, args.partitions)
             record(OPS[2], m, n)
@@ -427,6 +478,18 @@ def one_round(
                 with Measured(r) as m:
                     n, _ = spark_floor(spark, n_expected, schema)
                 record(op, m, n)
+        if want(OPS[11]) or want(OPS[12]):  # messages read per second, of which about 1 % are kept
+            lo, hi, kept = enqueued_window(url, qs, args.partitions, 0.01)
+            spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+            try:
+                pair = [(OPS[11], False), (OPS[12], True)]
+                for op, pushdown in pair if index % 2 else pair[::-1]:  # which goes first alternates
+                    with Measured(r) as m:
+                        got, _ = spark_read_window(spark, url, qs, (lo, hi), pushdown)
+                    assert got == kept, (op, got, kept)
+                    record(op, m, n_expected)
+            finally:
+                spark.conf.unset("spark.sql.python.filterPushdown.enabled")
         if want(OPS[4]):
             with Measured(r) as m:
                 n, _ = spark_stream(spark, url, qs, "peek", work / tag)
@@ -456,6 +519,7 @@ def one_round(
     by = {row["operation"]: row for row in rows}
     for row in rows:
         row["rate"] = row["messages"] / row["seconds"]
+    for row in rows:
         if "trigger_seconds" in row:  # a stream's rate once started: its triggers' time only
             row["rate_in_triggers"] = row["messages"] / row["trigger_seconds"]
         base = BASELINE.get(row["operation"])
@@ -600,7 +664,7 @@ def main() -> int:
         try:
             for i in range(args.rounds):
                 print(f"round {i + 1} of {args.rounds}")
-                rounds.append(one_round(spark, url, admin, paths, args.n, args, work))
+                rounds.append(one_round(spark, url, admin, paths, args.n, args, work, i))
         finally:
             spark.stop()
         admin.close()

@@ -3,13 +3,17 @@
 Registration — how ``format("sbredis")`` finds this source:
 
 * ``sbredis.spark.register(spark)`` registers it on a session (``spark.dataSource.register``);
-  it is idempotent and what the jobs in ``spark_jobs/`` call. Always works.
+  it is idempotent and what the jobs in ``spark_jobs/`` call. It first checks that the
+  interpreter the source's workers run (the SparkContext's ``pythonExec``: PYSPARK_PYTHON, else
+  ``python3`` from PATH) imports sbredis.spark, and names the one to set if not.
 * Automatically: when Spark first resolves a Python data source, it imports every top-level
   module whose name starts with ``pyspark_`` and registers its ``DefaultSource`` (PySpark's
   static data source lookup). The ``pyspark_sbredis`` module shipped with the package is one
   line, ``from sbredis.spark import DefaultSource``, so once sbredis is installed (with the
   ``spark`` extra) ``spark.read.format("sbredis")`` works with no call at all. The lookup runs
-  once per Spark application, in the Python environment of the driver's workers.
+  once per Spark application, in a Python worker running PYSPARK_DRIVER_PYTHON or PYSPARK_PYTHON
+  from the Spark JVM's environment, else ``python3`` from PATH; when that interpreter lacks
+  sbredis, Spark reports ``DATA_SOURCE_NOT_FOUND`` and no sbredis code runs to say why.
 
 Read (batch: a snapshot; streaming: by offset, Kafka-style)::
 
@@ -56,36 +60,36 @@ def register(spark: Any) -> None:
     """Register the ``sbredis`` data source on `spark` (a SparkSession); safe to call again.
 
     Raises:
-        InvalidOperationError: Spark's Python workers would run an interpreter without sbredis
-            (``python3`` from PATH, no PYSPARK_PYTHON or spark.pyspark.python set); the message
-            names the interpreter to set.
+        InvalidOperationError: the Python workers that run a registered source would run an
+            interpreter that cannot import sbredis.spark (``python3`` from PATH when the driver
+            started without PYSPARK_PYTHON); the message names the interpreter to set.
     """
     _check_worker_python(spark)
     spark.dataSource.register(SbRedisDataSource)
 
 
 def _check_worker_python(spark: Any) -> None:
+    """The interpreter a registered source's Python workers run is the SparkContext's
+    ``pythonExec``: PYSPARK_PYTHON from the driver's environment when the context started, else
+    ``python3`` from PATH. The Spark conf spark.pyspark.python does not change it for a driver
+    started with ``python`` (spark-submit turns that conf into the driver's PYSPARK_PYTHON)."""
     import os
     import shutil
     import subprocess
     import sys
 
-    if os.environ.get("PYSPARK_PYTHON"):
-        return
     try:
-        if spark.conf.get("spark.pyspark.python", None):
-            return
-    except Exception:  # Spark Connect may not show static confs: the server decides
+        exe = spark.sparkContext.pythonExec
+    except Exception:  # Spark Connect has no SparkContext on the client: the server decides
         return
-    found = shutil.which("python3")
+    found = shutil.which(exe)
     if found and os.path.realpath(found) == os.path.realpath(sys.executable):
         return
-    probe = [found, "-c", "import sbredis.spark"] if found else None
-    if probe and subprocess.run(probe, capture_output=True, timeout=60).returncode == 0:
+    if found and subprocess.run([found, "-c", "import sbredis.spark"], capture_output=True, timeout=60).returncode == 0:
         return
     raise InvalidOperationError(
-        f"Spark's Python workers would run {found or 'python3 (not on PATH)'}, which cannot import sbredis.spark; "
-        f"set PYSPARK_PYTHON={sys.executable} (or the Spark conf spark.pyspark.python) before the session starts"
+        f"Spark's Python workers would run {found or f'{exe} (not found)'}, which cannot import sbredis.spark; "
+        f"set the environment variable PYSPARK_PYTHON={sys.executable} before the Spark session starts"
     )
 
 

@@ -31,8 +31,7 @@ def session(app: str, master: str | None = None, remote: str | None = None) -> A
         builder = builder.remote(remote)
     else:
         builder = builder.config("spark.ui.showConsoleProgress", "true")
-        for key, value in python_confs().items():
-            builder = builder.config(key, value)
+        use_this_python()
         if master:
             builder = builder.master(master)
     spark = builder.getOrCreate()
@@ -78,16 +77,16 @@ def run_tasks(spark: Any, work: list[Any], fn: Callable[[Any], dict[str, int]]) 
     return [json.loads(r["counts"]) for r in rows]
 
 
-def python_confs() -> dict[str, str]:
-    """Spark confs that make Python workers run this interpreter, unless the user chose one:
-    without them workers run ``python3`` from PATH, which may lack sbredis (and then
-    ``format("sbredis")`` is not found)."""
+def use_this_python() -> None:
+    """Make Spark's Python workers run this interpreter unless the user chose one: PySpark takes
+    theirs from PYSPARK_PYTHON when the session starts (the SparkContext's ``pythonExec``, and the
+    JVM's for its data source lookup), not from the Spark conf spark.pyspark.python; unset, they
+    run ``python3`` from PATH, which may lack sbredis. spark-submit sets it from that conf."""
     import os
     import sys
 
-    if os.environ.get("PYSPARK_PYTHON"):
-        return {}
-    return {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable}
+    if not os.environ.get("PYSPARK_PYTHON"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
 
 
 @dataclass

@@ -16,9 +16,9 @@ startingOffsets            ``earliest`` | ``latest`` | JSON per partition (batch
 endingOffsets              ``latest`` | JSON per partition (batch only; default latest)
 partialEndingOffsets       ``error`` (default): an endingOffsets JSON must name every partition;
                            ``latest``: the partitions it leaves out are read to latest
-filterPushdown             batch read: ``true`` pushes filters on partition, offset and
-                           sequenceNumber into the read (needs the Spark SQL conf
-                           spark.sql.python.filterPushdown.enabled=true)
+filterPushdown             batch read: ``true`` pushes filters on partition, offset,
+                           sequenceNumber and enqueuedTime into the read (needs the Spark SQL
+                           conf spark.sql.python.filterPushdown.enabled=true)
 mode                       streaming read: ``peek`` (default) or ``consume`` (_consume_stream)
 maxMessagesPerTrigger      streaming read: at most this many offsets (peek) or messages (consume)
 (or maxOffsetsPerTrigger)  per micro-batch
@@ -90,7 +90,7 @@ class SourceOptions:
     receive_wait: float = 1.0  # consume mode: seconds a task waits for the first message
     max_renewal: float = 3600.0  # consume mode: seconds a batch's locks are renewed at most
     partial_ending: bool = False  # endingOffsets may leave partitions out (they read to latest)
-    filter_pushdown: bool = False  # batch read: push partition/offset/sequenceNumber filters
+    filter_pushdown: bool = False  # batch read: push partition/offset/sequenceNumber/enqueuedTime filters
     at_least_once: bool = False  # streaming write: allowed on an entity without duplicate detection
     min_per_task: int = 50_000  # offsets (peek stream) or messages (consume) a Spark task takes at least
     # offsets a batch read's Spark task takes at least: a task costs Spark about 60 ms of CPU

@@ -10,6 +10,7 @@ before that are gaps in the offsets.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -22,6 +23,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from .._core.protocol.peek import Fields
 from ..exceptions import InvalidArgumentError, InvalidOperationError
 from . import _broker, _columns
 from ._options import EARLIEST, LATEST, SourceOptions, UnsupportedEntityError, namespace, offset_spec, parse
@@ -98,8 +100,11 @@ def resolve(name: str, raw: str | None, default: int, entity: str, next_offsets:
     return out
 
 
-def _read_range(opts: SourceOptions, r: OffsetRange, columns: tuple[int, ...]) -> Iterator[Any]:
-    """Arrow record batches of the projected columns, one per page read."""
+def _read_range(
+    opts: SourceOptions, r: OffsetRange, columns: tuple[int, ...], window: tuple[int, int] | None = None
+) -> Iterator[Any]:
+    """Arrow record batches of the projected columns, one per page read; with `window`, only the
+    messages whose enqueued time (ms) is in [window[0], window[1])."""
     ranges = [x for x in r.ranges if x[2] > x[1]]
     if not ranges:
         return
@@ -113,6 +118,10 @@ def _read_range(opts: SourceOptions, r: OffsetRange, columns: tuple[int, ...]) -
         rows = 0
         state = pages.shows_state  # else the rows need no lock records, counts or marks read
         for p, f in _broker.peek_pages_many(client, opts.entity, opts.group, ranges, opts.page_size, state):
+            if window is not None:
+                f = enqueued_within(f, *window)
+                if not f.raw:
+                    continue
             held.append((p, f))
             rows += len(f.raw)
             if rows >= _columns.BATCH_ROWS:
@@ -124,6 +133,16 @@ def _read_range(opts: SourceOptions, r: OffsetRange, columns: tuple[int, ...]) -
         client.close()
 
 
+def enqueued_within(f: Fields, lo: int, hi: int) -> Fields:
+    """The messages of page `f` enqueued in [lo, hi) ms, by each one's own enqueued time: it is not
+    monotone in the offset (a scheduled message is logged when sent, with its activation time as
+    its enqueued time, and clocks step), so no offset range stands for a time range."""
+    keep = [i for i, e in enumerate(f.enqueued_ms) if lo <= e < hi]
+    if len(keep) == len(f.raw):
+        return f
+    return Fields._make([column[i] for i in keep] for column in f)
+
+
 def _batch(pages: _columns.ArrowPages, entity: str, held: list[tuple[int, Any]]) -> Any:
     """joined_batch with the cyclic collector paused: a batch's parsed headers are a dict per row,
     which would push older objects into full collections over PySpark's and pyarrow's objects."""
@@ -132,10 +151,23 @@ def _batch(pages: _columns.ArrowPages, entity: str, held: list[tuple[int, Any]])
 
 
 _SHIFT = 40  # sequenceNumber = partition << 40 | offset
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+
+def _micros(value: Any) -> int | None:
+    """A pushed timestamp literal as microseconds since the epoch. PySpark hands a TIMESTAMP literal
+    over as an aware datetime (its exact microseconds, in UTC whatever the session time zone); a
+    naive one (TIMESTAMP_NTZ) or anything else gives None: the filter stays with Spark."""
+    if isinstance(value, datetime) and value.tzinfo is not None and value.utcoffset() is not None:
+        return (value - _EPOCH) // _US
+    return None
 
 
 class Pushed:
-    """Filters on partition, offset and sequenceNumber, as per-partition offset bounds."""
+    """Filters on partition, offset and sequenceNumber, as per-partition offset bounds, and on
+    enqueuedTime, as a window of enqueued ms (``enq``, [lo, hi)) each row read is tested
+    against."""
 
     def __init__(self) -> None:
         self.partitions: set[int] | None = None
@@ -143,9 +175,10 @@ class Pushed:
         self.hi = 1 << 62  # exclusive
         self.seq_lo = 0
         self.seq_hi = 1 << 62
+        self.enq: tuple[int, int] | None = None  # enqueued ms, [lo, hi)
 
     def take(self, f: Any) -> bool:
-        """Record `f` when it can be applied exactly by offsets; False leaves it to Spark."""
+        """Record `f` when it can be applied exactly; False leaves it to Spark."""
         from pyspark.sql.datasource import (
             EqualTo,
             GreaterThan,
@@ -156,11 +189,14 @@ class Pushed:
             LessThanOrEqual,
         )
 
-        col = f.attribute[0] if len(f.attribute) == 1 else None
-        if col not in ("partition", "offset", "sequenceNumber"):
+        attribute: tuple[str, ...] = getattr(f, "attribute", ())  # Not(...) has a child instead
+        col = attribute[0] if len(attribute) == 1 else None
+        if col not in ("partition", "offset", "sequenceNumber", "enqueuedTime"):
             return False
         if isinstance(f, IsNotNull):
             return True  # these columns are never null
+        if col == "enqueuedTime":
+            return self._take_time(f)
         if isinstance(f, In):
             values = list(f.value)
         elif isinstance(f, EqualTo | GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual):
@@ -191,9 +227,35 @@ class Pushed:
             self.seq_lo, self.seq_hi = max(self.seq_lo, lo), min(self.seq_hi, hi)
         return True
 
+    def _take_time(self, f: Any) -> bool:
+        """An enqueuedTime comparison as a window of whole ms: a row's time is its ms times 1000 us,
+        so ``> v`` keeps ms above floor(v / 1000), ``>= v`` from ceil(v / 1000), and ``= v``
+        nothing unless v is a whole ms."""
+        from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual
+
+        if not isinstance(f, EqualTo | GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual):
+            return False
+        us = _micros(f.value)
+        if us is None:
+            return False
+        floor, ceil = us // 1000, -(-us // 1000)
+        lo, hi = {
+            EqualTo: (ceil, floor + 1),
+            GreaterThan: (floor + 1, None),
+            GreaterThanOrEqual: (ceil, None),
+            LessThan: (None, ceil),
+            LessThanOrEqual: (None, floor + 1),
+        }[type(f)]
+        was_lo, was_hi = self.enq if self.enq is not None else (-(1 << 62), 1 << 62)
+        self.enq = (was_lo if lo is None else max(was_lo, lo), was_hi if hi is None else min(was_hi, hi))
+        return True
+
     def bound(self, p: int, start: int, end: int) -> tuple[int, int]:
-        """[start, end) of partition `p` narrowed by the pushed filters (empty when excluded)."""
-        if self.partitions is not None and p not in self.partitions:
+        """[start, end) of partition `p` narrowed by the pushed filters (empty when excluded). An
+        empty enqueuedTime window excludes everything; any other window does not narrow the
+        offsets (see enqueued_within)."""
+        excluded = self.partitions is not None and p not in self.partitions
+        if excluded or (self.enq is not None and self.enq[0] >= self.enq[1]):
             return start, start
         base = p << _SHIFT
         lo = max(start, self.lo, self.seq_lo - base)
@@ -240,7 +302,7 @@ class BatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)
-        return _read_range(self.opts, partition, self.columns)
+        return _read_range(self.opts, partition, self.columns, self.pushed.enq)
 
 
 class PushdownBatchReader(BatchReader):
@@ -250,7 +312,8 @@ class PushdownBatchReader(BatchReader):
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802
         """Partition (=, IN), offset and sequenceNumber (=, <, <=, >, >=) filters narrow the offsets
-        read; the others stay with Spark."""
+        read; enqueuedTime (=, <, <=, >, >=) filters drop the rows outside their window as they are
+        read, before any column is built; the others stay with Spark."""
         for f in filters:
             if not self.pushed.take(f):
                 yield f

@@ -1,71 +1,125 @@
 """``sbredis.spark.register`` refuses a session whose Python workers could not import sbredis.spark.
 
-Without PYSPARK_PYTHON (or spark.pyspark.python), Spark starts its Python workers with ``python3``
-from PATH. register() checks that interpreter before registering, so the mistake shows on the
-driver with the interpreter to set instead of as an ImportError in every task. Each case runs
-against the suite's real session with PATH and PYSPARK_PYTHON changed for the call only.
+A source's Python workers run the SparkContext's ``pythonExec``: PYSPARK_PYTHON from the driver's
+environment when the session started, else ``python3`` from PATH (the Spark conf
+spark.pyspark.python does not change it for a driver started with ``python``). register() checks
+that interpreter before registering, so the mistake shows on the driver with the interpreter to
+set. The refusals run in a driver of their own (a subprocess with a PATH whose ``python3`` cannot
+import sbredis), as a user's script would; the suite's session, started with PYSPARK_PYTHON, is
+accepted whatever PATH holds.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sbredis.exceptions import InvalidOperationError
-
 pytestmark = pytest.mark.spark
 
+ROOT = Path(__file__).resolve().parents[2]
 
-def python3_on_path(monkeypatch: pytest.MonkeyPatch, folder: Path, script: str | None) -> None:
-    """PATH holds only `folder`, with a ``python3`` running `script` (none when `script` is None)."""
-    folder.mkdir()
-    if script is not None:
-        exe = folder / "python3"
-        exe.write_text(script)
-        exe.chmod(0o755)
-    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
-    monkeypatch.setenv("PATH", str(folder))
+DRIVER = """
+import json, os, sys
+from pyspark.sql import SparkSession
+
+spark = (
+    SparkSession.builder.master("local[1]")
+    .config("spark.ui.enabled", "false")
+    .config("spark.pyspark.python", sys.executable)  # does not steer the workers of a python driver
+    .getOrCreate()
+)
+out = {"pythonExec": spark.sparkContext.pythonExec}
+try:
+    spark.read.format("sbredis").option("url", sys.argv[1]).option("entity", "q").load()
+except Exception as e:  # PySpark looked the source up in python3 from PATH, which lacks sbredis
+    out["load"] = "DATA_SOURCE_NOT_FOUND" if "DATA_SOURCE_NOT_FOUND" in str(e) else str(e)[:500]
+import sbredis.spark
+
+for case, path in (("lacking", sys.argv[2]), ("missing", sys.argv[3]), ("having", sys.argv[4])):
+    os.environ["PATH"] = path
+    try:
+        sbredis.spark.register(spark)
+        out[case] = "registered"
+    except Exception as e:
+        out[case] = f"{type(e).__name__}: {e}"
+spark.stop()
+print(json.dumps(out))
+"""
 
 
-def test_a_python3_that_cannot_import_sbredis_is_refused_naming_the_interpreter_to_set(
+def path_without_sbredis(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A folder with a ``python3`` that cannot import sbredis (this interpreter without its
+    site-packages) and java, and an environment with it first on PATH and no PYSPARK_*."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    python3 = bin_dir / "python3"
+    python3.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    python3.chmod(0o755)
+    java = Path(os.environ.get("JAVA_HOME", ""), "bin", "java")
+    (bin_dir / "java").symlink_to(java if java.exists() else Path("/usr/bin/java"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    # only the coverage hook: the repository (and its pyspark_sbredis) must not reach the workers
+    env["PYTHONPATH"] = os.pathsep.join(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if "worker_site" in p)
+    return python3, env
+
+
+def test_a_python_driver_whose_python3_lacks_sbredis_is_told_the_interpreter_to_set(
+    spark: Any, url: str, tmp_path: Path
+) -> None:
+    python3, env = path_without_sbredis(tmp_path)
+    empty, having = tmp_path / "empty", tmp_path / "having"
+    empty.mkdir()
+    having.mkdir()
+    (having / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # another python3, with sbredis
+    (having / "python3").chmod(0o755)
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    run = subprocess.run(
+        [sys.executable, str(script), url, env["PATH"], str(empty), str(having)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["pythonExec"] == "python3"
+    assert out["load"] == "DATA_SOURCE_NOT_FOUND"
+    assert out["lacking"].startswith("InvalidOperationError")
+    assert f"would run {python3}, which cannot import sbredis.spark" in out["lacking"]
+    assert f"PYSPARK_PYTHON={sys.executable}" in out["lacking"]
+    assert "python3 (not found)" in out["missing"]
+    assert out["having"] == "registered"
+
+
+def test_a_session_started_with_pyspark_python_is_accepted_whatever_path_holds(
     spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from sbredis.spark import register
 
-    # a real interpreter that cannot import sbredis: this one without site-packages or PYTHONPATH
-    python3_on_path(monkeypatch, tmp_path / "bin", f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n')
-    with pytest.raises(InvalidOperationError) as info:
-        register(spark)
-    message = str(info.value)
-    assert str(tmp_path / "bin" / "python3") in message and "cannot import sbredis.spark" in message
-    assert f"PYSPARK_PYTHON={sys.executable}" in message
+    assert os.path.realpath(spark.sparkContext.pythonExec) == os.path.realpath(sys.executable)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no python3 at all
+    register(spark)
 
 
-def test_no_python3_on_path_is_refused(spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from sbredis.spark import register
-
-    python3_on_path(monkeypatch, tmp_path / "empty", None)
-    with pytest.raises(InvalidOperationError, match=r"python3 \(not on PATH\)"):
-        register(spark)
-
-
-def test_a_python3_that_imports_sbredis_is_accepted(
-    spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_a_job_started_with_python_runs_whatever_python3_is_on_path(
+    spark: Any, url: str, make_queue: Any, client: Any, tmp_path: Path
 ) -> None:
-    """Another interpreter (here a wrapper of this one) is probed: it imports sbredis.spark, so the
-    source is registered."""
-    from sbredis.spark import register
+    from sbredis import ServiceBusMessage
 
-    python3_on_path(monkeypatch, tmp_path / "bin", f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
-    register(spark)
-
-
-def test_this_interpreter_as_python3_is_accepted(spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from sbredis.spark import register
-
-    python3_on_path(monkeypatch, tmp_path / "bin", None)
-    (tmp_path / "bin" / "python3").symlink_to(sys.executable)
-    register(spark)
+    q = make_queue()
+    with client.get_queue_sender(q) as s:
+        s.send_messages(ServiceBusMessage("hello"))
+    _, env = path_without_sbredis(tmp_path)
+    job = [sys.executable, str(ROOT / "spark_jobs" / "report.py"), "--url", url, "--entity", q, "--master", "local[1]"]
+    run = subprocess.run(job, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "report: 1 messages" in run.stdout
