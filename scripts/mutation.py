@@ -434,8 +434,8 @@ LUA = [
     lua(
         "ttl-plain",
         "send.lua",
-        "if ttl_ms > 0 then xs = now + ttl_ms end",
-        "if ttl_ms > 0 then xs = now + ttl_ms * 2 end",
+        "if ttl_ms > 0 then xs = tostring(now + ttl_ms) end",
+        "if ttl_ms > 0 then xs = tostring(now + ttl_ms * 2) end",
         "send.lua's plain path: the entity's default TTL doubled",
     ),
     # complete.lua's fast path (one message under one nonce), before the general path
@@ -557,16 +557,24 @@ LUA = [
     lua(
         "sf-enq",
         "send.lua",
-        "'b', ARGV[2 + i], 'e', now, 'x', xs)",
-        "'b', ARGV[2 + i], 'e', now + 60000, 'x', xs)",
+        "'b', ARGV[2 + i], 'e', now_s, 'x', xs)",
+        "'b', ARGV[2 + i], 'e', tostring(now + 60000), 'x', xs)",
         "send fast path: the enqueue time a minute ahead",
     ),
     lua(
         "sf-exp-index",
         "send.lua",
-        "      redis.call('ZADD', K_EXP, unpack(exp))\n",
+        "        redis.call('ZADD', K_EXP, unpack(exp))\n",
         "",
         "send fast path: the expiry index left out (expiry only when a receive reads the message)",
+    ),
+    lua(
+        "sf-exp-batch",
+        "send.lua",
+        "  call_many('ZADD', K_EXP, fast_exp)\n",
+        "",
+        "send fast path: a batch of over 15 plain messages gets no expiry index (expiry only when a "
+        "receive reads them)",
     ),
     # receive.lua's fast path (one message under a lock, nothing due for the sweep)
     lua(

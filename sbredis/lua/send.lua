@@ -20,9 +20,11 @@
 -- argument, in place (partition.lua's CALLER_GEN and fail()). It reads the six settings it uses as
 -- values, then does what includes/store.lua's store_check and store() do for such messages: each
 -- goes past the cursor and expires, if at all, at now + the entity's default TTL. st is read once
--- and written once. With a default TTL, at most FAST_EXP messages: their expiry index is one plain
--- ZADD (partition.lua's call_many widens the set first for WIDE_ITEMS members or more). Anything
--- else (not found, another generation's, a session entity, ...) goes on to load_cfg's answer.
+-- and written once. With a default TTL, the expiry index of up to FAST_EXP messages is one plain
+-- ZADD; a larger batch's is written after the opening, by call_many (which widens the set first
+-- for WIDE_ITEMS members or more). Anything else (not found, another generation's, a session
+-- entity, ...) goes on to load_cfg's answer.
+local fast_exp, fast_reply  -- a large plain batch's expiry index and reply, for after the opening
 do
   local FAST_EXP = 15
   local K_CFG = KEYS[1]
@@ -31,8 +33,7 @@ do
     and redis.call('HMGET', K_CFG, 'status', 'gen', 'sess', 'max_msg', 'max_size', 'ttl_ms')
   local gen = ARGV[#ARGV]
   local ttl_ms = c and tonumber(c[6] or '0')
-  if c and c[1] and c[3] ~= '1' and (gen == '' or not c[2] or c[2] == '' or c[2] == gen)
-      and (ttl_ms == 0 or n <= FAST_EXP) then
+  if c and c[1] and c[3] ~= '1' and (gen == '' or not c[2] or c[2] == '' or c[2] == gen) then
     if c[1] == 'Disabled' or c[1] == 'SendDisabled' then return redis.error_reply('SBERR DISABLED') end
     local max_msg = tonumber(c[4])
     local total = 0
@@ -50,25 +51,36 @@ do
     local t = redis.call('TIME')
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     if not st[3] then redis.call('HSET', K_ST, 'cur', seq) end  -- cursor_init(), at the last seq
-    local xs = 0  -- numbers: redis.call formats them faster than tostring
-    if ttl_ms > 0 then xs = now + ttl_ms end
+    local now_s, xs = tostring(now), '0'  -- formatted once, not at every use
+    if ttl_ms > 0 then xs = tostring(now + ttl_ms) end
     for i = 1, n do
-      redis.call('XADD', MAIN.log, seq + i, 'b', ARGV[2 + i], 'e', now, 'x', xs)
+      redis.call('XADD', MAIN.log, seq + i, 'b', ARGV[2 + i], 'e', now_s, 'x', xs)
     end
-    if ttl_ms > 0 then
-      local K_EXP, exp = p .. 'exp', {}
+    local exp = ttl_ms > 0 and {}
+    if exp then
       for i = 1, n do exp[2 * i - 1], exp[2 * i] = xs, seq + i end
-      redis.call('ZADD', K_EXP, unpack(exp))
     end
     redis.call('HSET', K_ST, 'seq', seq + n, 'size', size + total, 'acc', now)
-    return {now, seq + 1}
+    if exp and n > FAST_EXP then
+      fast_exp, fast_reply = exp, {now, seq + 1}
+    else
+      if exp then
+        local K_EXP = p .. 'exp'
+        redis.call('ZADD', K_EXP, unpack(exp))
+      end
+      return {now, seq + 1}
+    end
   end
 end
 --@include partition
+if fast_exp then
+  call_many('ZADD', K_EXP, fast_exp)
+  return fast_reply
+end
 local n = tonumber(ARGV[1])
 local w = tonumber(ARGV[2])
--- not found, another generation's, a session entity, a message with its own TTL, schedule or
--- message id, or a large batch to an entity with a default TTL: load_cfg's answer
+-- not found, another generation's, a session entity, or a message with its own TTL, schedule or
+-- message id: load_cfg's answer
 local cfg = load_cfg()
 if not cfg then return fail('NOTFOUND') end
 if cfg.status == 'Disabled' or cfg.status == 'SendDisabled' then return fail('DISABLED') end

@@ -447,8 +447,8 @@ def test_send_fast_path_names_what_keys_py_names(lua51: Any, path: str, partitio
         ("TIME", ""),
         ("HSET", full["st"]),  # the cursor, which st lacked
         ("XADD", full["log"]),
-        ("ZADD", full["exp"]),
         ("HSET", full["st"]),
+        ("ZADD", full["exp"]),
     ]
 
 
