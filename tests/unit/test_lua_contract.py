@@ -17,8 +17,10 @@ What is checked, per composed script (``sbredis._core.scripts.load``):
   (``K_CFG``, ``MAIN.ready``, ``G.log``, ``S.m.log``, ``T.st``, ``SES.sr``, ``Z.sa`` (a session key
   table: SES or a key set's ``ses``), ...), and ``KEYS`` may only appear,
   indexed by an integer literal, in ``includes/partition.lua`` (or by ``b + literal`` in
-  ``includes/keysets.lua``). A further key set is always bound to a variable named S or T. The
-  only key-less command allowed is TIME; ``call_many``'s own body forwards its ``key`` parameter;
+  ``includes/keysets.lua``; or as ``K_CFG = KEYS[1]`` in ``send.lua``, whose fast path runs before
+  partition.lua's opening and names its keys from it, run against keys.py's names). A further
+  key set is always bound to a variable named S or T. The only key-less command allowed is TIME;
+  ``call_many``'s own body forwards its ``key`` parameter;
 * each composed script compiles as Lua 5.1 (``lupa.lua51``; Redis embeds Lua 5.1), and its
   bytecode reads no global outside the Redis sandbox and writes none (Redis refuses to run a
   script that sets a global, and an unknown global is usually a typo that is nil at run time).
