@@ -434,8 +434,8 @@ LUA = [
     lua(
         "ttl-plain",
         "send.lua",
-        "if ttl_ms > 0 then exp, xs = {}, tostring(now + ttl_ms) end",
-        "if ttl_ms > 0 then exp, xs = {}, tostring(now + ttl_ms * 2) end",
+        "if ttl_ms > 0 then xs = tostring(now + ttl_ms) end",
+        "if ttl_ms > 0 then xs = tostring(now + ttl_ms * 2) end",
         "send.lua's plain path: the entity's default TTL doubled",
     ),
     # complete.lua's fast path (one message under one nonce), before the general path
@@ -514,7 +514,7 @@ LUA = [
     lua(
         "sf-disabled",
         "send.lua",
-        "  if c[1] == 'Disabled' or c[1] == 'SendDisabled' then return fail('DISABLED') end\n",
+        "    if c[1] == 'Disabled' or c[1] == 'SendDisabled' then return redis.error_reply('SBERR DISABLED') end\n",
         "",
         "send fast path: a send-disabled entity stores the message",
         [IT + "test_send_one.py"],
@@ -522,29 +522,29 @@ LUA = [
     lua(
         "sf-msg-size",
         "send.lua",
-        "    if size > max_msg then return fail('SIZE') end\n",
+        "      if size > max_msg then return redis.error_reply('SBERR SIZE') end\n",
         "",
         "send fast path: no per-message size check",
     ),
     lua(
         "sf-batch-size",
         "send.lua",
-        "  if total > max_msg then return fail('SIZE') end\n",
+        "    if total > max_msg then return redis.error_reply('SBERR SIZE') end\n",
         "",
         "send fast path: no check of the batch's total size",
     ),
     lua(
         "sf-quota",
         "send.lua",
-        "+ total > max_size then return fail('QUOTA')",
-        "+ total > max_size * 2 then return fail('QUOTA')",
+        "+ total > tonumber(c[5]) then",
+        "+ total > tonumber(c[5]) * 2 then",
         "send fast path: the entity's max size doubled",
     ),
     lua(
         "sf-quota-boundary",
         "send.lua",
-        "+ total > max_size then return fail('QUOTA')",
-        "+ total >= max_size then return fail('QUOTA')",
+        "+ total > tonumber(c[5]) then",
+        "+ total >= tonumber(c[5]) then",
         "send fast path: a send that fills the entity exactly is refused",
     ),
     lua(
@@ -564,9 +564,17 @@ LUA = [
     lua(
         "sf-exp-index",
         "send.lua",
-        "  if exp then call_many('ZADD', K_EXP, exp) end\n",
+        "        redis.call('ZADD', K_EXP, unpack(exp))\n",
         "",
         "send fast path: the expiry index left out (expiry only when a receive reads the message)",
+    ),
+    lua(
+        "sf-exp-batch",
+        "send.lua",
+        "  call_many('ZADD', K_EXP, fast_exp)\n",
+        "",
+        "send fast path: a batch of over 15 plain messages gets no expiry index (expiry only when a "
+        "receive reads them)",
     ),
     # receive.lua's fast path (one message under a lock, nothing due for the sweep)
     lua(
@@ -626,6 +634,21 @@ LUA = [
         "'size', size + total, 'acc', now)",
         "'size', size, 'acc', now)",
         "send fast path: the stored size not counted",
+    ),
+    lua(
+        "sf-gen",
+        "send.lua",
+        "(gen == '' or not c[2] or c[2] == '' or c[2] == gen)",
+        "(gen == '' or not c[2] or c[2] == '' or c[2] ~= gen)",
+        "send fast path: taken for a sender of another generation (no STALE, its metadata not reloaded)",
+        [IT + "test_send_one.py"],
+    ),
+    lua(
+        "sf-cursor",
+        "send.lua",
+        "if not st[3] then redis.call('HSET', K_ST, 'cur', seq) end",
+        "if false then redis.call('HSET', K_ST, 'cur', seq) end",
+        "send fast path: a partition without a cursor gets none (its messages are stored unindexed)",
     ),
     # take()'s stop on READ_US of wall time, and receive.lua's report of it
     lua(

@@ -44,6 +44,23 @@ def test_one_message_sends_spread_over_partitions_and_follow_a_recreate(
         assert {m.partition_id for m in got} == {0, 1}
 
 
+def test_a_one_partition_senders_plain_sends_follow_a_recreate_with_partitions(
+    admin: Any, client: Any, queue_name: str
+) -> None:
+    """Its first plain send after the recreate is refused as stale (the partition is there, under
+    another generation), so the sender reloads the metadata and spreads the rest."""
+    admin.create_queue(queue_name)
+    with client.get_queue_sender(queue_name) as sender, client.get_queue_receiver(queue_name) as receiver:
+        sender.send_messages(ServiceBusMessage("old"))
+        admin.delete_queue(queue_name)
+        admin.create_queue(queue_name, enable_partitioning=True, partition_count=2)
+        for i in range(4):
+            sender.send_messages(ServiceBusMessage(f"n{i}"))
+        got = drain(receiver, 4)
+        assert sorted(str(m) for m in got) == [f"n{i}" for i in range(4)]
+        assert {m.partition_id for m in got} == {0, 1}
+
+
 def test_one_message_duplicate_schedule_and_disabled(admin: Any, client: Any, queue_name: str) -> None:
     admin.create_queue(
         queue_name,

@@ -17,8 +17,10 @@ What is checked, per composed script (``sbredis._core.scripts.load``):
   (``K_CFG``, ``MAIN.ready``, ``G.log``, ``S.m.log``, ``T.st``, ``SES.sr``, ``Z.sa`` (a session key
   table: SES or a key set's ``ses``), ...), and ``KEYS`` may only appear,
   indexed by an integer literal, in ``includes/partition.lua`` (or by ``b + literal`` in
-  ``includes/keysets.lua``). A further key set is always bound to a variable named S or T. The
-  only key-less command allowed is TIME; ``call_many``'s own body forwards its ``key`` parameter;
+  ``includes/keysets.lua``; or as ``K_CFG = KEYS[1]`` in ``send.lua``, whose fast path runs before
+  partition.lua's opening and names its keys from it, run against keys.py's names). A further
+  key set is always bound to a variable named S or T. The only key-less command allowed is TIME;
+  ``call_many``'s own body forwards its ``key`` parameter;
 * each composed script compiles as Lua 5.1 (``lupa.lua51``; Redis embeds Lua 5.1), and its
   bytecode reads no global outside the Redis sandbox and writes none (Redis refuses to run a
   script that sets a global, and an unknown global is usually a typo that is nil at run time).
@@ -387,6 +389,8 @@ def test_keys_is_used_only_in_partition_lua_and_only_with_literal_indices() -> N
                     f"{path.name} indexes KEYS by something other than base + i at token {i}"
                 )
                 continue
+            if path.name == "send.lua" and [t for _, t in toks[i - 2 : i + 4]] == ["K_CFG", "=", "KEYS", "[", "1", "]"]:
+                continue  # its fast path, before partition.lua's opening (test_send_fast_path_names_what_keys_py_names)
             assert path.name == "partition.lua", f"{path.name} uses KEYS directly; use the names of partition.lua"
             if toks[i - 1] == ("op", "#") or toks[i - 2 : i] == [("name", "PK"), ("op", "=")]:
                 continue  # one key or 24; PK = KEYS (test_partition_lua_names_what_keys_py_names)
@@ -412,6 +416,42 @@ def test_partition_lua_names_what_keys_py_names(lua51: Any, path: str, partition
         g.KEYS, g.ARGV = lua51.table(*(k.encode() for k in given)), lua51.table(b"")
         named = lua51.execute(src.encode())
         assert [named[i].decode() for i in range(1, len(bound) + 1)] == list(full)
+
+
+@pytest.mark.parametrize(("path", "partition"), [("orders", 0), ("a.b-c_d/e", 15), ("t/Subscriptions/s", 3)])
+def test_send_fast_path_names_what_keys_py_names(lua51: Any, path: str, partition: int) -> None:
+    """send.lua's fast path runs before partition.lua's opening and names the keys it uses itself:
+    run in Lua 5.1 with a stand-in redis.call (an entity with a default TTL, so that every write is
+    made), each command goes to the key keys.py names, under partition.lua's variable name."""
+    src = (LUA / "send.lua").read_text()
+    fast = src[: src.index("--@include partition")] + "\nreturn 'general path'\n"
+    full = dict(zip(keys.PARTITION_KEY_NAMES, keys.entity_keys(path, partition), strict=True))
+    g = lua51.globals()
+    g.KEYS = lua51.table(full["cfg"].encode())
+    g.ARGV = lua51.table(b"1", b"1", b"blob", b"")
+    calls: list[tuple[str, str]] = []
+    replies = {
+        b"HMGET": lambda key: [b"Active", b"", b"0", b"1000", b"100000", b"5"] if key == full["cfg"] else [b"3", b"0"],
+        b"TIME": lambda key: [b"1700000000", b"0"],
+    }
+
+    def call(cmd: bytes, key: bytes | None = None, *rest: Any) -> Any:
+        calls.append((cmd.decode(), key.decode() if key else ""))
+        reply = replies.get(cmd, lambda key: 1)(key.decode() if key else "")
+        return lua51.table(*reply) if isinstance(reply, list) else reply
+
+    g.redis = lua51.table_from({b"call": call, b"error_reply": lambda e: e})
+    reply = lua51.execute(fast.encode())
+    assert list(reply.values()) == [1700000000000, 4]
+    assert calls == [
+        ("HMGET", full["cfg"]),
+        ("HMGET", full["st"]),
+        ("TIME", ""),
+        ("HSET", full["st"]),  # the cursor, which st lacked
+        ("XADD", full["log"]),
+        ("HSET", full["st"]),
+        ("ZADD", full["exp"]),
+    ]
 
 
 def test_keysets_lua_binds_each_further_set_in_keys_py_order() -> None:
