@@ -6,9 +6,11 @@ made when the query first starts (kept by the checkpoint, so a restart finds its
 ``quota`` the most messages that batch may take.
 
 * Driver, ``latestOffset(start)``: Spark asks for it only once the batch ending at ``start`` is
-  in its commit log, so it first completes the locks of the batches up to ``start`` (see
-  ``commit``); then, when the entity has active messages, the next batch is ``batch + 1`` with a
-  quota of min(active messages, maxMessagesPerTrigger or 10,000).
+  in its commit log, so it completes the locks of the batches up to ``start`` (see ``commit``);
+  then, when the entity has active messages besides those, the next batch is ``batch + 1`` with a
+  quota of min(active messages, maxMessagesPerTrigger or 10,000). The completion runs on a
+  thread while Spark runs that next batch; when there is no next batch, latestOffset waits for
+  it, so a query that stops has completed what it committed.
 * Driver, ``partitions``: the quota split over ``consumerTasks`` input partitions (default: one
   per ``minOffsetsPerTask`` messages of the quota, at most the entity's partition count and 8);
   the driver starts watching the batch's ledger.
@@ -22,8 +24,8 @@ made when the query first starts (kept by the checkpoint, so a restart finds its
   it commits.
 * Driver, ``commit(end)``: completes every recorded lock of the batches up to ``end``, one
   script call per broker partition and lock nonce, and drops their ledger. Spark calls it only
-  when it plans the batch after the next one, so ``latestOffset`` has mostly done it already; an
-  AvailableNow query needs no extra, empty, batch to complete its last one.
+  when it plans the batch after the next one, so ``latestOffset`` has mostly started it already;
+  an AvailableNow query needs no extra, empty, batch to complete its last one.
 
 A batch that fails, or a query that dies, completes nothing: the renewals stop, the locks elapse
 and the messages are delivered again with their delivery count one higher, to this query's next
@@ -200,6 +202,10 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._renewing: dict[int, list[ServiceBusReceivedMessage]] = {}  # batch -> locks being renewed
         # batch -> (when first seen, locks) not yet registered for renewal
         self._unrenewed: dict[int, list[tuple[float, list[Entry]]]] = {}
+        self._completing: set[int] = set()  # batches whose completion has started
+        self._completion: threading.Thread | None = None
+        self._completion_error: BaseException | None = None
+        self._completer: Any = None  # the completion thread's client
         self._generation = ""
         self._last: dict[str, Any] | None = None
         self._lock_seconds = 0.0
@@ -274,21 +280,29 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._check(start)
         # Spark asks for the offsets after `start` only once the batch ending there is in its
         # commit log (a restarted query first runs again a batch that is not): its sink has the
-        # rows, so its locks are completed here, without waiting for Spark's commit() call,
+        # rows, so its locks are completed from here, without waiting for Spark's commit() call,
         # which comes only when a further batch is planned (an AvailableNow query would need
         # one more, empty, batch for it).
-        self._settle(self._open(str(start["query"])), _batch(start))
-        available = self._active()
+        # Their completion runs beside the next batch. Locks count as active until completed:
+        # the count is taken before it starts and leaves them out; when that leaves nothing, the
+        # count is taken again once they are completed (some may have elapsed, their messages
+        # active again).
+        ledger = self._open(str(start["query"]))
+        self._finish_completion()
+        work = self._take(ledger, _batch(start))
+        available = max(0, self._active() - sum(len(tokens) for _, tokens, _ in work))
+        self._complete_later(ledger, work)
+        if not available and work:
+            self._finish_completion()
+            available = self._active()
         self.backlog = available
-        if not available:
-            self._last = start
-            return start
         budget = _limit(limit, self.opts.max_per_trigger)
         if self._target is not None:
             budget = max(0, min(budget, self._target - self._planned))
-            if not budget:
-                self._last = start
-                return start
+        if not available or not budget:
+            self._finish_completion()  # no batch to run beside it: the query may stop now
+            self._last = start
+            return start
         end = {**start, "batch": _batch(start) + 1, "quota": min(available, budget)}
         self._planned += int(end["quota"])
         self._last = end
@@ -379,30 +393,76 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict[str, Any]) -> None:
         """Complete the locks of every batch up to `end` (Spark has stored its results); mostly
-        done already, by the latestOffset that planned the batch after `end`."""
+        started already, by the latestOffset that planned the batch after `end`."""
         self._check(end)
-        self._settle(self._open(str(end["query"])), _batch(end))
+        ledger = self._open(str(end["query"]))
+        self._complete(ledger, self._take(ledger, _batch(end)), self._client)
 
-    def _settle(self, ledger: Ledger, upto: int) -> None:
-        """Complete the recorded locks of every batch up to `upto` and drop their ledger."""
+    def _take(self, ledger: Ledger, upto: int) -> list[tuple[int, list[str], list[ServiceBusReceivedMessage]]]:
+        """The batches up to `upto` whose completion has not started: (batch, its lock tokens,
+        the handles being renewed); they are no longer watched."""
+        work = []
         with self._guard:
             for batch in ledger.batches():
-                if batch > upto:
+                if batch > upto or batch in self._completing:
                     continue
                 self._poll(batch, renew=False)  # about to be completed
                 tokens = [t for e in self._held.pop(batch, []) for t in e.tokens]
-                lost = _broker.complete_tokens(
-                    self._client, self.opts.entity, self.opts.group, self._generation, tokens
-                )
-                for h in self._renewing.pop(batch, []):
-                    h.settled = True  # the renewer stops renewing it
+                work.append((batch, tokens, self._renewing.pop(batch, [])))
+                self._completing.add(batch)
+                self._watch.pop(batch, None)
+        return work
+
+    def _complete(
+        self, ledger: Ledger, work: list[tuple[int, list[str], list[ServiceBusReceivedMessage]]], client: Any
+    ) -> None:
+        """Complete the taken batches' locks over `client` and drop their ledger."""
+        for batch, tokens, renewing in work:
+            lost = _broker.complete_tokens(client, self.opts.entity, self.opts.group, self._generation, tokens)
+            for h in renewing:
+                h.settled = True  # the renewer stops renewing it
+            ledger.drop(batch)
+            with self._guard:
                 self.completed += len(tokens) - lost
                 self.lock_lost += lost
-                ledger.drop(batch)
-                self._watch.pop(batch, None)
+                self._completing.discard(batch)
+
+    def _complete_later(
+        self, ledger: Ledger, work: list[tuple[int, list[str], list[ServiceBusReceivedMessage]]]
+    ) -> None:
+        """_complete on a thread, while Spark runs the next batch (one completion at a time, over
+        a client of its own: the offset calls go on over the reader's)."""
+        if not work:
+            return
+        if self._completer is None:
+            self._completer = _broker.connect(self.opts.url, self.opts.socket_timeout)
+
+        def run() -> None:
+            try:
+                self._complete(ledger, work, self._completer)
+            except BaseException as e:  # raised by the next offset call, which fails the query
+                self._completion_error = e
+
+        self._completion = threading.Thread(target=run, name="sbredis-spark-complete", daemon=True)
+        self._completion.start()
+
+    def _finish_completion(self) -> None:
+        """Wait for the completion started by an earlier latestOffset.
+
+        Raises:
+            ServiceBusError: it failed (its messages come back when their locks elapse).
+        """
+        if self._completion is not None:
+            self._completion.join()
+            self._completion = None
+        error, self._completion_error = self._completion_error, None
+        if error is not None:
+            raise error
 
     def stop(self) -> None:
         """Stop renewing: what was not committed comes back when its locks elapse."""
+        if self._completion is not None:
+            self._completion.join()  # committed batches: their completion finishes
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
@@ -411,6 +471,8 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._receiver is not None:
             self._receiver.close()
             self._client.close()
+        if self._completer is not None:
+            self._completer.close()
         if self._ledger is not None:
             self._ledger.close()
 
