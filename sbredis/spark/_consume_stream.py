@@ -38,6 +38,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -203,8 +204,8 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # batch -> (when first seen, locks) not yet registered for renewal
         self._unrenewed: dict[int, list[tuple[float, list[Entry]]]] = {}
         self._completing: set[int] = set()  # batches whose completion has started
-        self._completion: threading.Thread | None = None
-        self._completion_error: BaseException | None = None
+        self._completions = ThreadPoolExecutor(1, thread_name_prefix="sbredis-spark-complete")
+        self._completion: Future[None] | None = None
         self._completer: Any = None  # the completion thread's client
         self._generation = ""
         self._last: dict[str, Any] | None = None
@@ -432,19 +433,10 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     ) -> None:
         """_complete on a thread, while Spark runs the next batch (one completion at a time, over
         a client of its own: the offset calls go on over the reader's)."""
-        if not work:
-            return
-        if self._completer is None:
-            self._completer = _broker.connect(self.opts.url, self.opts.socket_timeout)
-
-        def run() -> None:
-            try:
-                self._complete(ledger, work, self._completer)
-            except BaseException as e:  # raised by the next offset call, which fails the query
-                self._completion_error = e
-
-        self._completion = threading.Thread(target=run, name="sbredis-spark-complete", daemon=True)
-        self._completion.start()
+        if work:
+            if self._completer is None:
+                self._completer = _broker.connect(self.opts.url, self.opts.socket_timeout)
+            self._completion = self._completions.submit(self._complete, ledger, work, self._completer)
 
     def _finish_completion(self) -> None:
         """Wait for the completion started by an earlier latestOffset.
@@ -452,17 +444,13 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         Raises:
             ServiceBusError: it failed (its messages come back when their locks elapse).
         """
-        if self._completion is not None:
-            self._completion.join()
-            self._completion = None
-        error, self._completion_error = self._completion_error, None
-        if error is not None:
-            raise error
+        done, self._completion = self._completion, None
+        if done is not None:
+            done.result()
 
     def stop(self) -> None:
         """Stop renewing: what was not committed comes back when its locks elapse."""
-        if self._completion is not None:
-            self._completion.join()  # committed batches: their completion finishes
+        self._completions.shutdown(wait=True)  # committed batches: their completion finishes
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
