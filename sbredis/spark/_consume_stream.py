@@ -15,7 +15,7 @@ made when the query first starts (kept by the checkpoint, so a restart finds its
   per ``minOffsetsPerTask`` messages of the quota, at most the entity's partition count and 8);
   the driver starts watching the batch's ledger.
 * Executor, ``read``: a public peek-lock receiver takes up to the task's quota (competing with
-  any other receiver of the entity), records each receive call's lock tokens in the ledger
+  any other receiver of the entity), records each receive call's locks in the ledger
   (:mod:`._ledger`) and only then yields the rows. A retried task first abandons what its
   earlier attempt recorded.
 * Driver, a thread: reads new ledger lines every quarter of the lock duration (at most 5 s)
@@ -50,7 +50,7 @@ from .._sync._renewer import AutoLockRenewer
 from ..exceptions import InvalidOperationError
 from . import _broker, _columns
 from ._jobs import queue_settings
-from ._ledger import Entry, Ledger
+from ._ledger import Entry, Ledger, Locks
 from ._options import SourceOptions, namespace
 
 DEFAULT_QUOTA = 10_000
@@ -94,19 +94,14 @@ def _again(
                 yield m
 
 
-def lock_tokens(msgs: list[ServiceBusReceivedMessage]) -> list[str]:
-    """Each message's ``lock_token`` ("" for none), formatted here from its lock nonce and
-    sequence number: the property builds a uuid.UUID per message, which cost the read more than
-    its rows."""
-    out = []
+def received_locks(msgs: list[ServiceBusReceivedMessage]) -> list[Locks]:
+    """The locks of received messages for the ledger, per partition and lock nonce (a message
+    that holds none left out)."""
+    groups: dict[tuple[int, str], list[int]] = {}
     for m in msgs:
-        nonce = m.lock_ref.nonce
-        if not nonce:
-            out.append("")
-            continue
-        h = nonce.lower() + format(m.sequence_number, "016x")
-        out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
-    return out
+        if m.lock_ref.nonce:
+            groups.setdefault((m.partition_id, m.lock_ref.nonce), []).append(m.local_seq)
+    return [Locks(p, nonce, tuple(seqs)) for (p, nonce), seqs in groups.items()]
 
 
 def read_lease(opts: SourceOptions, lease: Lease, columns: tuple[int, ...]) -> Iterator[Any]:
@@ -139,8 +134,8 @@ def read_lease(opts: SourceOptions, lease: Lease, columns: tuple[int, ...]) -> I
                 took, error = _broker.receive_round(client, opts.entity, meta, opts.group, _quotas(left, asked))  # type: ignore[arg-type]
                 took = [t for t in took if t.fields.raw]
                 if took:
-                    tokens = [tok for t in took for tok in _broker.lock_tokens(t)]
-                    ledger.record(lease.batch, lease.slot, min(t.locked_until_ms for t in took), tokens)
+                    locked = min(t.locked_until_ms for t in took)
+                    ledger.record(lease.batch, lease.slot, locked, _broker.taken_locks(took))
                     rows, fields = _columns.joined([(t.partition, t.fields) for t in took])
                     yield pages.batch(opts.entity, rows, fields)
                     left -= len(rows)
@@ -155,8 +150,7 @@ def read_lease(opts: SourceOptions, lease: Lease, columns: tuple[int, ...]) -> I
             )
             if not msgs:
                 break
-            tokens = lock_tokens(msgs)
-            ledger.record(lease.batch, lease.slot, min(_ms(m) for m in msgs), tokens)
+            ledger.record(lease.batch, lease.slot, min(_ms(m) for m in msgs), received_locks(msgs))
             yield from _columns.received_batches(pages, msgs)
             left -= len(msgs)
             asked = list(range(meta.partition_count)) if meta is not None else []  # more may have come
@@ -176,7 +170,12 @@ def _quotas(left: int, partitions: list[int]) -> dict[int, int]:
 
 
 def _handles(entity: str, group: str, entries: list[Entry]) -> list[ServiceBusReceivedMessage]:
-    return [_broker.held_message(entity, group, t, e.locked_until_ms) for e in entries for t in e.tokens]
+    return [
+        _broker.held(entity, group, g.partition, g.nonce, seq, e.locked_until_ms)
+        for e in entries
+        for g in e.locks
+        for seq in g.seqs
+    ]
 
 
 def _batch(offset: dict[str, Any]) -> int:
@@ -291,7 +290,7 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ledger = self._open(str(start["query"]))
         self._finish_completion()
         work = self._take(ledger, _batch(start))
-        available = max(0, self._active() - sum(len(tokens) for _, tokens, _ in work))
+        available = max(0, self._active() - sum(len(g.seqs) for _, locks, _ in work for g in locks))
         self._complete_later(ledger, work)
         if not available and work:
             self._finish_completion()
@@ -399,37 +398,37 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ledger = self._open(str(end["query"]))
         self._complete(ledger, self._take(ledger, _batch(end)), self._client)
 
-    def _take(self, ledger: Ledger, upto: int) -> list[tuple[int, list[str], list[ServiceBusReceivedMessage]]]:
-        """The batches up to `upto` whose completion has not started: (batch, its lock tokens,
-        the handles being renewed); they are no longer watched."""
+    def _take(self, ledger: Ledger, upto: int) -> list[tuple[int, list[Locks], list[ServiceBusReceivedMessage]]]:
+        """The batches up to `upto` whose completion has not started: (batch, its locks, the
+        handles being renewed); they are no longer watched."""
         work = []
         with self._guard:
             for batch in ledger.batches():
                 if batch > upto or batch in self._completing:
                     continue
                 self._poll(batch, renew=False)  # about to be completed
-                tokens = [t for e in self._held.pop(batch, []) for t in e.tokens]
-                work.append((batch, tokens, self._renewing.pop(batch, [])))
+                locks = [g for e in self._held.pop(batch, []) for g in e.locks]
+                work.append((batch, locks, self._renewing.pop(batch, [])))
                 self._completing.add(batch)
                 self._watch.pop(batch, None)
         return work
 
     def _complete(
-        self, ledger: Ledger, work: list[tuple[int, list[str], list[ServiceBusReceivedMessage]]], client: Any
+        self, ledger: Ledger, work: list[tuple[int, list[Locks], list[ServiceBusReceivedMessage]]], client: Any
     ) -> None:
         """Complete the taken batches' locks over `client` and drop their ledger."""
-        for batch, tokens, renewing in work:
-            lost = _broker.complete_tokens(client, self.opts.entity, self.opts.group, self._generation, tokens)
+        for batch, locks, renewing in work:
+            lost = _broker.complete_locks(client, self.opts.entity, self.opts.group, self._generation, locks)
             for h in renewing:
                 h.settled = True  # the renewer stops renewing it
             ledger.drop(batch)
             with self._guard:
-                self.completed += len(tokens) - lost
+                self.completed += sum(len(g.seqs) for g in locks) - lost
                 self.lock_lost += lost
                 self._completing.discard(batch)
 
     def _complete_later(
-        self, ledger: Ledger, work: list[tuple[int, list[str], list[ServiceBusReceivedMessage]]]
+        self, ledger: Ledger, work: list[tuple[int, list[Locks], list[ServiceBusReceivedMessage]]]
     ) -> None:
         """_complete on a thread, while Spark runs the next batch (one completion at a time, over
         a client of its own: the offset calls go on over the reader's)."""
