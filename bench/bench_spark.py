@@ -584,7 +584,9 @@ def merge(summary: list[dict[str, Any]], rounds: list[list[dict[str, Any]]], arg
                 r for r in rnd if r["operation"] in fresh
             ]
     saved.setdefault("merged", [])
-    saved["merged"] = [m for m in saved["merged"] if not set(m["figures"]) <= set(fresh)]
+    # an earlier merge keeps the figures this one does not replace
+    earlier = [{**m, "figures": [f for f in m["figures"] if f not in fresh]} for m in saved["merged"]]
+    saved["merged"] = [m for m in earlier if m["figures"]]
     saved["merged"].append({"figures": sorted(fresh, key=OPS.index), "rounds": len(rounds), "machine": info})
     RESULTS.write_text(json.dumps(saved, indent=2) + "\n")
     print(f"merged {len(fresh)} figure(s) into {RESULTS.relative_to(ROOT)}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 
@@ -18,11 +18,12 @@ from .._core import log_read, protocol, send_plan, settlement
 from .._core.keys import SUBSCRIPTIONS
 from .._core.meta import EntityMeta
 from .._enums import ServiceBusReceiveMode, ServiceBusSubQueue
-from .._message import PARTITION_SHIFT, ServiceBusMessage, ServiceBusReceivedMessage
+from .._message import ServiceBusMessage, ServiceBusReceivedMessage
 from .._sync._client import ServiceBusClient
 from .._sync._forwarder import finish_journal
 from .._sync._receiver import ServiceBusReceiver
 from ..exceptions import MessagingEntityNotFoundError, ServiceBusError
+from ._ledger import Locks
 from ._options import UnsupportedEntityError
 
 T = TypeVar("T")
@@ -282,8 +283,8 @@ def receive_round(
     calls carry its generation) in one pipelined round,
     up to ``quotas[p]`` from partition p, as columns (no message objects). Returns what each
     partition that answered took, and the first error of one that did not (whose messages, if
-    any, stay available); settle them with a receiver of the same entity and subqueue, through
-    :func:`held_message` and their lock tokens (:func:`lock_tokens`)."""
+    any, stay available); complete them with :func:`complete_locks` (:func:`taken_locks`), or
+    settle them with a receiver of the same entity and subqueue through :func:`held`."""
     nonce = settlement.new_nonce()
     mode = protocol.mode_of(ServiceBusReceiveMode.PEEK_LOCK)
     parts = list(quotas)
@@ -302,42 +303,25 @@ def receive_round(
     return out, error
 
 
-def lock_tokens(t: Taken) -> list[str]:
-    """The lock tokens (``ServiceBusReceivedMessage.lock_token``'s text: the lock nonce, then the
-    global sequence number, as a uuid) of what one receive call took, formatted without a
-    uuid.UUID each."""
-    if not t.nonce:
-        return [""] * len(t.fields.raw)
-    n = t.nonce.lower()
-    head = f"{n[:8]}-{n[8:12]}-{n[12:16]}-"
-    base = t.partition << PARTITION_SHIFT
-    return [f"{head}{(base | s) >> 48:04x}-{(base | s) & 0xFFFFFFFFFFFF:012x}" for s in t.fields.local_seq]
+def taken_locks(took: list[Taken]) -> list[Locks]:
+    """The locks of what one receive round took, for the ledger and :func:`complete_locks`."""
+    return [Locks(t.partition, t.nonce, tuple(t.fields.local_seq)) for t in took if t.nonce]
 
 
-def complete_tokens(client: ServiceBusClient, entity: str, group: str, generation: str, tokens: list[str]) -> int:
-    """Complete held locks by their lock tokens (:func:`lock_tokens`), one script call per
-    partition and lock nonce (chunks of settlement.SETTLE_CHUNK), without a message object each.
-    Returns how many locks were no longer held (elapsed, or the entity was created again): those
-    messages come back by themselves.
+def complete_locks(client: ServiceBusClient, entity: str, group: str, generation: str, locks: Iterable[Locks]) -> int:
+    """Complete held locks, each receive call's by its lock nonce and the messages' sequence
+    numbers (:class:`._ledger.Locks`): one script call per partition and lock nonce (chunks of
+    settlement.SETTLE_CHUNK), without a message object or a lock token's text each. Returns how
+    many locks were no longer held (elapsed, or the entity was created again): those messages come
+    back by themselves.
 
     Raises:
         ServiceBusError: a partition's complete failed otherwise (Redis away, entity disabled).
     """
-    bad = next((t for t in tokens if len(t) != 36), None)
-    if bad is not None:
-        raise ValueError(f"not a lock token: {bad!r}")
-    # A token is the lock nonce (16 hex digits) and the sequence number (16: the partition in the
-    # top 6, the partition-local number in the last 10), formatted as a UUID: its first 26
-    # characters name the (partition, nonce) group, the last 10 the message within it.
-    groups: dict[str, list[int]] = {}
-    for t in tokens:
-        groups.setdefault(t[:26], []).append(int(t[26:], 16))
     calls = [
-        protocol.complete.call_by_nonce(
-            entity, int(key[19:23] + key[24:], 16), protocol.Group(group), key[:8] + key[9:13] + key[14:18], chunk
-        )
-        for key, seqs in groups.items()
-        for chunk in (seqs[i : i + settlement.SETTLE_CHUNK] for i in range(0, len(seqs), settlement.SETTLE_CHUNK))
+        protocol.complete.call_by_nonce(entity, g.partition, protocol.Group(group), g.nonce, chunk)
+        for g in locks
+        for chunk in (g.seqs[i : i + settlement.SETTLE_CHUNK] for i in range(0, len(g.seqs), settlement.SETTLE_CHUNK))
     ]
     lost = 0
     for c, reply in zip(
@@ -440,28 +424,27 @@ def renew_all(receiver: ServiceBusReceiver, msgs: list[ServiceBusReceivedMessage
     return [not isinstance(r, BaseException) for r in receiver.renew_each(msgs)]
 
 
-def held_message(entity: str, group: str, lock_token: str, locked_until_ms: int) -> ServiceBusReceivedMessage:
+def held(
+    entity: str, group: str, partition: int, nonce: str, local_seq: int, locked_until_ms: int
+) -> ServiceBusReceivedMessage:
     """A settle-only handle on a message that another process received with peek-lock, from its
-    public ``lock_token`` (the lock nonce and the global sequence number): a receiver of the same
-    entity and subqueue can renew, complete or abandon it. Its body and properties are empty.
+    lock's parts as the ledger keeps them (the partition, the receive call's lock nonce, the
+    message's partition-local sequence number): a receiver of the same entity and subqueue can
+    renew, complete or abandon it. Its body and properties are empty.
 
     This is the one place the Spark source builds a received message itself: the driver settles
     the locks its executors took, and the client has no public "settle by lock token" call.
     """
-    raw = bytes.fromhex(lock_token.replace("-", ""))  # the canonical uuid text, without a UUID object each
-    if len(raw) != 16:
-        raise ValueError(f"not a lock token: {lock_token!r}")
-    seq = int.from_bytes(raw[8:], "big")
     return ServiceBusReceivedMessage(
         b"",
         entity_name=entity,
-        partition_id=seq >> PARTITION_SHIFT,
+        partition_id=partition,
         group=group,
-        local_seq=seq & ((1 << PARTITION_SHIFT) - 1),
+        local_seq=local_seq,
         delivery_count=0,
         enqueued_ms=0,
         expires_ms=0,
         locked_until_ms=locked_until_ms,
-        nonce=raw[:8].hex(),
+        nonce=nonce,
         receive_mode=ServiceBusReceiveMode.PEEK_LOCK,
     )

@@ -6,14 +6,16 @@ made when the query first starts (kept by the checkpoint, so a restart finds its
 ``quota`` the most messages that batch may take.
 
 * Driver, ``latestOffset(start)``: Spark asks for it only once the batch ending at ``start`` is
-  in its commit log, so it first completes the locks of the batches up to ``start`` (see
-  ``commit``); then, when the entity has active messages, the next batch is ``batch + 1`` with a
-  quota of min(active messages, maxMessagesPerTrigger or 10,000).
+  in its commit log, so it completes the locks of the batches up to ``start`` (see ``commit``);
+  then, when the entity has active messages besides those, the next batch is ``batch + 1`` with a
+  quota of min(active messages, maxMessagesPerTrigger or 10,000). The completion runs on a
+  thread while Spark runs that next batch; when there is no next batch, latestOffset waits for
+  it, so a query that stops has completed what it committed.
 * Driver, ``partitions``: the quota split over ``consumerTasks`` input partitions (default: one
   per ``minOffsetsPerTask`` messages of the quota, at most the entity's partition count and 8);
   the driver starts watching the batch's ledger.
 * Executor, ``read``: a public peek-lock receiver takes up to the task's quota (competing with
-  any other receiver of the entity), records each receive call's lock tokens in the ledger
+  any other receiver of the entity), records each receive call's locks in the ledger
   (:mod:`._ledger`) and only then yields the rows. A retried task first abandons what its
   earlier attempt recorded.
 * Driver, a thread: reads new ledger lines every quarter of the lock duration (at most 5 s)
@@ -22,8 +24,8 @@ made when the query first starts (kept by the checkpoint, so a restart finds its
   it commits.
 * Driver, ``commit(end)``: completes every recorded lock of the batches up to ``end``, one
   script call per broker partition and lock nonce, and drops their ledger. Spark calls it only
-  when it plans the batch after the next one, so ``latestOffset`` has mostly done it already; an
-  AvailableNow query needs no extra, empty, batch to complete its last one.
+  when it plans the batch after the next one, so ``latestOffset`` has mostly started it already;
+  an AvailableNow query needs no extra, empty, batch to complete its last one.
 
 A batch that fails, or a query that dies, completes nothing: the renewals stop, the locks elapse
 and the messages are delivered again with their delivery count one higher, to this query's next
@@ -36,6 +38,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -47,7 +50,7 @@ from .._sync._renewer import AutoLockRenewer
 from ..exceptions import InvalidOperationError
 from . import _broker, _columns
 from ._jobs import queue_settings
-from ._ledger import Entry, Ledger
+from ._ledger import Entry, Ledger, Locks
 from ._options import SourceOptions, namespace
 
 DEFAULT_QUOTA = 10_000
@@ -91,19 +94,14 @@ def _again(
                 yield m
 
 
-def lock_tokens(msgs: list[ServiceBusReceivedMessage]) -> list[str]:
-    """Each message's ``lock_token`` ("" for none), formatted here from its lock nonce and
-    sequence number: the property builds a uuid.UUID per message, which cost the read more than
-    its rows."""
-    out = []
+def received_locks(msgs: list[ServiceBusReceivedMessage]) -> list[Locks]:
+    """The locks of received messages for the ledger, per partition and lock nonce (a message
+    that holds none left out)."""
+    groups: dict[tuple[int, str], list[int]] = {}
     for m in msgs:
-        nonce = m.lock_ref.nonce
-        if not nonce:
-            out.append("")
-            continue
-        h = nonce.lower() + format(m.sequence_number, "016x")
-        out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
-    return out
+        if m.lock_ref.nonce:
+            groups.setdefault((m.partition_id, m.lock_ref.nonce), []).append(m.local_seq)
+    return [Locks(p, nonce, tuple(seqs)) for (p, nonce), seqs in groups.items()]
 
 
 def read_lease(opts: SourceOptions, lease: Lease, columns: tuple[int, ...]) -> Iterator[Any]:
@@ -136,8 +134,8 @@ def read_lease(opts: SourceOptions, lease: Lease, columns: tuple[int, ...]) -> I
                 took, error = _broker.receive_round(client, opts.entity, meta, opts.group, _quotas(left, asked))  # type: ignore[arg-type]
                 took = [t for t in took if t.fields.raw]
                 if took:
-                    tokens = [tok for t in took for tok in _broker.lock_tokens(t)]
-                    ledger.record(lease.batch, lease.slot, min(t.locked_until_ms for t in took), tokens)
+                    locked = min(t.locked_until_ms for t in took)
+                    ledger.record(lease.batch, lease.slot, locked, _broker.taken_locks(took))
                     rows, fields = _columns.joined([(t.partition, t.fields) for t in took])
                     yield pages.batch(opts.entity, rows, fields)
                     left -= len(rows)
@@ -152,8 +150,7 @@ def read_lease(opts: SourceOptions, lease: Lease, columns: tuple[int, ...]) -> I
             )
             if not msgs:
                 break
-            tokens = lock_tokens(msgs)
-            ledger.record(lease.batch, lease.slot, min(_ms(m) for m in msgs), tokens)
+            ledger.record(lease.batch, lease.slot, min(_ms(m) for m in msgs), received_locks(msgs))
             yield from _columns.received_batches(pages, msgs)
             left -= len(msgs)
             asked = list(range(meta.partition_count)) if meta is not None else []  # more may have come
@@ -173,7 +170,12 @@ def _quotas(left: int, partitions: list[int]) -> dict[int, int]:
 
 
 def _handles(entity: str, group: str, entries: list[Entry]) -> list[ServiceBusReceivedMessage]:
-    return [_broker.held_message(entity, group, t, e.locked_until_ms) for e in entries for t in e.tokens]
+    return [
+        _broker.held(entity, group, g.partition, g.nonce, seq, e.locked_until_ms)
+        for e in entries
+        for g in e.locks
+        for seq in g.seqs
+    ]
 
 
 def _batch(offset: dict[str, Any]) -> int:
@@ -200,6 +202,10 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._renewing: dict[int, list[ServiceBusReceivedMessage]] = {}  # batch -> locks being renewed
         # batch -> (when first seen, locks) not yet registered for renewal
         self._unrenewed: dict[int, list[tuple[float, list[Entry]]]] = {}
+        self._completing: set[int] = set()  # batches whose completion has started
+        self._completions = ThreadPoolExecutor(1, thread_name_prefix="sbredis-spark-complete")
+        self._completion: Future[None] | None = None
+        self._completer: Any = None  # the completion thread's client
         self._generation = ""
         self._last: dict[str, Any] | None = None
         self._lock_seconds = 0.0
@@ -274,21 +280,29 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._check(start)
         # Spark asks for the offsets after `start` only once the batch ending there is in its
         # commit log (a restarted query first runs again a batch that is not): its sink has the
-        # rows, so its locks are completed here, without waiting for Spark's commit() call,
+        # rows, so its locks are completed from here, without waiting for Spark's commit() call,
         # which comes only when a further batch is planned (an AvailableNow query would need
         # one more, empty, batch for it).
-        self._settle(self._open(str(start["query"])), _batch(start))
-        available = self._active()
+        # Their completion runs beside the next batch. Locks count as active until completed:
+        # the count is taken before it starts and leaves them out; when that leaves nothing, the
+        # count is taken again once they are completed (some may have elapsed, their messages
+        # active again).
+        ledger = self._open(str(start["query"]))
+        self._finish_completion()
+        work = self._take(ledger, _batch(start))
+        available = max(0, self._active() - sum(len(g.seqs) for _, locks, _ in work for g in locks))
+        self._complete_later(ledger, work)
+        if not available and work:
+            self._finish_completion()
+            available = self._active()
         self.backlog = available
-        if not available:
-            self._last = start
-            return start
         budget = _limit(limit, self.opts.max_per_trigger)
         if self._target is not None:
             budget = max(0, min(budget, self._target - self._planned))
-            if not budget:
-                self._last = start
-                return start
+        if not available or not budget:
+            self._finish_completion()  # no batch to run beside it: the query may stop now
+            self._last = start
+            return start
         end = {**start, "batch": _batch(start) + 1, "quota": min(available, budget)}
         self._planned += int(end["quota"])
         self._last = end
@@ -379,30 +393,63 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict[str, Any]) -> None:
         """Complete the locks of every batch up to `end` (Spark has stored its results); mostly
-        done already, by the latestOffset that planned the batch after `end`."""
+        started already, by the latestOffset that planned the batch after `end`."""
         self._check(end)
-        self._settle(self._open(str(end["query"])), _batch(end))
+        ledger = self._open(str(end["query"]))
+        self._complete(ledger, self._take(ledger, _batch(end)), self._client)
 
-    def _settle(self, ledger: Ledger, upto: int) -> None:
-        """Complete the recorded locks of every batch up to `upto` and drop their ledger."""
+    def _take(self, ledger: Ledger, upto: int) -> list[tuple[int, list[Locks], list[ServiceBusReceivedMessage]]]:
+        """The batches up to `upto` whose completion has not started: (batch, its locks, the
+        handles being renewed); they are no longer watched."""
+        work = []
         with self._guard:
             for batch in ledger.batches():
-                if batch > upto:
+                if batch > upto or batch in self._completing:
                     continue
                 self._poll(batch, renew=False)  # about to be completed
-                tokens = [t for e in self._held.pop(batch, []) for t in e.tokens]
-                lost = _broker.complete_tokens(
-                    self._client, self.opts.entity, self.opts.group, self._generation, tokens
-                )
-                for h in self._renewing.pop(batch, []):
-                    h.settled = True  # the renewer stops renewing it
-                self.completed += len(tokens) - lost
-                self.lock_lost += lost
-                ledger.drop(batch)
+                locks = [g for e in self._held.pop(batch, []) for g in e.locks]
+                work.append((batch, locks, self._renewing.pop(batch, [])))
+                self._completing.add(batch)
                 self._watch.pop(batch, None)
+        return work
+
+    def _complete(
+        self, ledger: Ledger, work: list[tuple[int, list[Locks], list[ServiceBusReceivedMessage]]], client: Any
+    ) -> None:
+        """Complete the taken batches' locks over `client` and drop their ledger."""
+        for batch, locks, renewing in work:
+            lost = _broker.complete_locks(client, self.opts.entity, self.opts.group, self._generation, locks)
+            for h in renewing:
+                h.settled = True  # the renewer stops renewing it
+            ledger.drop(batch)
+            with self._guard:
+                self.completed += sum(len(g.seqs) for g in locks) - lost
+                self.lock_lost += lost
+                self._completing.discard(batch)
+
+    def _complete_later(
+        self, ledger: Ledger, work: list[tuple[int, list[Locks], list[ServiceBusReceivedMessage]]]
+    ) -> None:
+        """_complete on a thread, while Spark runs the next batch (one completion at a time, over
+        a client of its own: the offset calls go on over the reader's)."""
+        if work:
+            if self._completer is None:
+                self._completer = _broker.connect(self.opts.url, self.opts.socket_timeout)
+            self._completion = self._completions.submit(self._complete, ledger, work, self._completer)
+
+    def _finish_completion(self) -> None:
+        """Wait for the completion started by an earlier latestOffset.
+
+        Raises:
+            ServiceBusError: it failed (its messages come back when their locks elapse).
+        """
+        done, self._completion = self._completion, None
+        if done is not None:
+            done.result()
 
     def stop(self) -> None:
         """Stop renewing: what was not committed comes back when its locks elapse."""
+        self._completions.shutdown(wait=True)  # committed batches: their completion finishes
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
@@ -411,6 +458,8 @@ class ConsumeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._receiver is not None:
             self._receiver.close()
             self._client.close()
+        if self._completer is not None:
+            self._completer.close()
         if self._ledger is not None:
             self._ledger.close()
 

@@ -10,9 +10,12 @@ checkpoint's offsets, so a restarted query finds its own ledger):
 ``sbredis-spark:<query>:<batch>``
     set of the task slots (input partition numbers) of that batch that recorded locks.
 ``sbredis-spark:<query>:<batch>:<slot>``
-    string: one line per receive call, ``<locked-until ms> <lock token>,<lock token>,...``,
-    appended by the task as it receives, so the driver can renew locks before the task ends;
-    then a line ``done`` when the task took its whole share (or found no more messages).
+    string: one line per receive call, ``<locked-until ms> <partition>:<lock nonce>:<seq>,<seq>,...``
+    (one such group per broker partition, separated by spaces; ``seq`` the partition-local
+    sequence numbers: a lock token is the nonce and the global sequence number, which these
+    make without the token's text), appended by the task as it receives, so the driver can renew
+    locks before the task ends; then a line ``done`` when the task took its whole share (or found
+    no more messages).
 
 Every key expires after :data:`KEEP_SECONDS`: a ledger a dead query left behind goes away by
 itself, and its locks elapse anyway.
@@ -32,11 +35,21 @@ KEEP_SECONDS = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)
+class Locks:
+    """The locks one receive call took on one broker partition: the call's lock nonce (16 hex
+    digits) and the messages' partition-local sequence numbers."""
+
+    partition: int
+    nonce: str
+    seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Entry:
-    """One receive call's locks: when they end (server ms) and their lock tokens."""
+    """One receive call's locks: when they end (server ms), per partition."""
 
     locked_until_ms: int
-    tokens: tuple[str, ...]
+    locks: tuple[Locks, ...]
 
 
 DONE = "done"
@@ -47,9 +60,13 @@ def parse(text: bytes) -> list[Entry]:
     for line in text.decode().splitlines():
         if line == DONE:
             continue
-        until, _, tokens = line.partition(" ")
-        if tokens:
-            out.append(Entry(int(until), tuple(tokens.split(","))))
+        until, *groups = line.split(" ")
+        locks = []
+        for g in filter(None, groups):  # none: the call's messages held no lock
+            partition, nonce, seqs = g.split(":")
+            locks.append(Locks(int(partition), nonce, tuple(map(int, seqs.split(",")))))
+        if locks:
+            out.append(Entry(int(until), tuple(locks)))
     return out
 
 
@@ -72,9 +89,10 @@ class Ledger:
     def _slot(self, batch: int, slot: int) -> str:
         return f"{PREFIX}{self.query}:{batch}:{slot}"
 
-    def record(self, batch: int, slot: int, locked_until_ms: int, tokens: Iterable[str]) -> None:
+    def record(self, batch: int, slot: int, locked_until_ms: int, locks: Iterable[Locks]) -> None:
         """Append one receive call's locks (a task, before it hands the rows to Spark)."""
-        line = f"{locked_until_ms} {','.join(tokens)}\n"
+        groups = " ".join(f"{g.partition}:{g.nonce}:{','.join(map(str, g.seqs))}" for g in locks)
+        line = f"{locked_until_ms} {groups}\n"
         p = self._r.pipeline(transaction=False)
         p.sadd(self._batches(), batch)
         p.sadd(self._slots(batch), slot)

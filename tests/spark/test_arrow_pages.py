@@ -124,8 +124,8 @@ def test_a_range_end_cuts_the_last_page(client: Any, make_queue: Any) -> None:
 
 
 def test_received_messages_decode_as_their_message_objects_read(client: Any, make_queue: Any) -> None:
-    """The consuming source's column-wise rows (and lock tokens) equal what the message objects give."""
-    from sbredis.spark._consume_stream import lock_tokens
+    """The consuming source's column-wise rows (and locks) equal what the message objects give."""
+    from sbredis.spark._consume_stream import received_locks
 
     q = make_queue(enable_partitioning=True, partition_count=2)
     with client.get_queue_sender(q) as s:
@@ -143,7 +143,8 @@ def test_received_messages_decode_as_their_message_objects_read(client: Any, mak
         got: list[Any] = []
         while len(got) < 6:
             got += r.receive_messages(6 - len(got), max_wait_time=2)
-        assert lock_tokens(got) == [m.lock_token for m in got]
+        handles = [_broker.held(q, "", g.partition, g.nonce, seq, 0) for g in received_locks(got) for seq in g.seqs]
+        assert sorted(str(h.lock_token) for h in handles) == sorted(str(m.lock_token) for m in got)
         batches = list(_columns.received_batches(_columns.ArrowPages(ALL), got))
         assert {b.column("partition")[0].as_py() for b in batches} == {0, 1}
         decoded = sorted((tuple(row.values()) for b in batches for row in b.to_pylist()), key=lambda row: row[3])
@@ -155,12 +156,12 @@ def test_received_messages_decode_as_their_message_objects_read(client: Any, mak
         r.complete_messages(got)
 
 
-def test_a_receive_round_decodes_as_the_message_objects_and_completes_by_lock_token(
+def test_a_receive_round_decodes_as_the_message_objects_and_completes_by_its_locks(
     client: Any, make_queue: Any
 ) -> None:
     """The consuming source's fast path: one pipelined receive over the partitions, parsed as
-    columns into one Arrow batch, gives the rows and lock tokens the message objects give, and
-    its lock tokens complete the messages (a second complete finds every lock gone)."""
+    columns into one Arrow batch, gives the rows the message objects give, and its locks (lock
+    nonce and sequence numbers) complete the messages (a second complete finds every lock gone)."""
     q = make_queue(enable_partitioning=True, partition_count=2)
     with client.get_queue_sender(q) as s:
         s.send_messages(
@@ -173,18 +174,16 @@ def test_a_receive_round_decodes_as_the_message_objects_and_completes_by_lock_to
     assert {t.partition for t in took} == {0, 1} and not any(t.more for t in took)
     batch = _columns.joined_batch(_columns.ArrowPages(ALL), q, [(t.partition, t.fields) for t in took])
     assert sorted(tuple(r.values()) for r in batch.to_pylist()) == expected
-    tokens = [tok for t in took for tok in _broker.lock_tokens(t)]
-    assert [int(t[19:23] + t[24:], 16) for t in tokens] == batch.column("sequenceNumber").to_pylist()
-    assert _broker.complete_tokens(client, q, protocol.Group.MAIN, meta.generation, tokens) == 0
-    assert _broker.complete_tokens(client, q, protocol.Group.MAIN, meta.generation, tokens) == 8  # gone
+    locks = _broker.taken_locks(took)
+    assert [g.partition << 40 | seq for g in locks for seq in g.seqs] == batch.column("sequenceNumber").to_pylist()
+    assert _broker.complete_locks(client, q, protocol.Group.MAIN, meta.generation, locks) == 0
+    assert _broker.complete_locks(client, q, protocol.Group.MAIN, meta.generation, locks) == 8  # gone
     with client.get_queue_receiver(q) as r:
         assert r.peek_messages(10) == []
-    with pytest.raises(ValueError, match="not a lock token"):
-        _broker.complete_tokens(client, q, protocol.Group.MAIN, meta.generation, ["nope"])
 
 
-def test_a_receive_round_token_is_the_lock_token_the_receiver_gives(client: Any, make_queue: Any) -> None:
-    """The same lock, taken by the receiver: its lock_token has the format lock_tokens builds."""
+def test_a_receive_round_lock_is_settled_by_a_receiver_through_its_handle(client: Any, make_queue: Any) -> None:
+    """A lock a round took, as a handle built from its parts, is settled by a receiver."""
     q = make_queue()
     with client.get_queue_sender(q) as s:
         s.send_messages([ServiceBusMessage(f"b{i}") for i in range(3)])
@@ -193,8 +192,8 @@ def test_a_receive_round_token_is_the_lock_token_the_receiver_gives(client: Any,
     assert t.more  # it filled its quota: there may be more
     with client.get_queue_receiver(q, max_wait_time=2) as r:
         (m,) = r.receive_messages(1, max_wait_time=2)
-        handle = _broker.held_message(q, protocol.Group.MAIN, _broker.lock_tokens(t)[0], t.locked_until_ms)
-        assert str(handle.lock_token) == _broker.lock_tokens(t)[0]
+        (g,) = _broker.taken_locks([t])
+        handle = _broker.held(q, protocol.Group.MAIN, g.partition, g.nonce, g.seqs[0], t.locked_until_ms)
         r.complete_messages([handle])
         assert m.sequence_number == 3  # the round holds the first two
         r.complete_messages([m])
@@ -212,7 +211,7 @@ def test_locks_of_an_entity_created_again_are_lost_and_a_round_on_a_deleted_one_
     took, error = _broker.receive_round(client, q, meta, protocol.Group.MAIN, {0: 3})
     assert took == [] and error is not None
     admin.create_queue(q)
-    assert _broker.complete_tokens(client, q, protocol.Group.MAIN, meta.generation, _broker.lock_tokens(t)) == 3
+    assert _broker.complete_locks(client, q, protocol.Group.MAIN, meta.generation, _broker.taken_locks([t])) == 3
 
 
 def test_the_plain_read_matches_the_peek_script_on_expired_and_delivered_messages(
