@@ -17,7 +17,8 @@ What is checked, per composed script (``sbredis._core.scripts.load``):
   (``K_CFG``, ``MAIN.ready``, ``G.log``, ``S.m.log``, ``T.st``, ``SES.sr``, ``Z.sa`` (a session key
   table: SES or a key set's ``ses``), ...), and ``KEYS`` may only appear,
   indexed by an integer literal, in ``includes/partition.lua`` (or by ``b + literal`` in
-  ``includes/keysets.lua``; or as ``K_CFG = KEYS[1]`` in ``send.lua`` and ``complete.lua``
+  ``includes/keysets.lua``; or as ``K_CFG = KEYS[1]`` (and ``K_FJ = KEYS[2]``) in ``send.lua``,
+  ``complete.lua`` and ``receive.lua``
   (``FAST_PATH_SCRIPTS``), whose one-message paths run before partition.lua's opening and name
   their keys from it, run against keys.py's names). A further
   key set is always bound to a variable named S or T. The only key-less command allowed is TIME;
@@ -57,9 +58,10 @@ KEYSET_SCRIPTS = {"cancel_topic_scheduled", "forward_out", "forward_ack", "idle"
 OWN_LAYOUT_SCRIPTS = {"dashboard_counts"}
 # Scripts whose one-message path runs before includes/partition.lua's opening (Redis runs a script's
 # whole body at every call) and names the keys it uses from KEYS[1] itself: checked against keys.py
-# by test_send_fast_path_names_what_keys_py_names and test_complete_fast_path_names_what_keys_py_names.
-FAST_PATH_SCRIPTS = {"complete", "send"}
-FAST_PATH_CFG = ["K_CFG", "=", "KEYS", "[", "1", "]"]  # the one use of KEYS they make
+# by test_{send,complete,receive}_fast_path_names_what_keys_py_names.
+FAST_PATH_SCRIPTS = {"complete", "receive", "send"}
+# the uses of KEYS they make: the cfg key, and after it a subscription's fan-out journal (receive)
+FAST_PATH_KEYS = (["K_CFG", "=", "KEYS", "[", "1", "]"], ["K_FJ", "=", "KEYS", "[", "2", "]"])
 
 BANNED_COMMANDS = {"KEYS", "SCAN", "RANDOMKEY", "FLUSHALL", "FLUSHDB"}
 KEYLESS_COMMANDS = {"TIME"}
@@ -395,7 +397,7 @@ def test_keys_is_used_only_in_partition_lua_and_only_with_literal_indices() -> N
                     f"{path.name} indexes KEYS by something other than base + i at token {i}"
                 )
                 continue
-            if path.stem in FAST_PATH_SCRIPTS and [t for _, t in toks[i - 2 : i + 4]] == FAST_PATH_CFG:
+            if path.stem in FAST_PATH_SCRIPTS and [t for _, t in toks[i - 2 : i + 4]] in FAST_PATH_KEYS:
                 continue  # its fast path, before partition.lua's opening (test_*_fast_path_names_what_keys_py_names)
             assert path.name == "partition.lua", f"{path.name} uses KEYS directly; use the names of partition.lua"
             if toks[i - 1] == ("op", "#") or toks[i - 2 : i] == [("name", "PK"), ("op", "=")]:
@@ -425,16 +427,17 @@ def test_partition_lua_names_what_keys_py_names(lua51: Any, path: str, partition
 
 
 def run_fast_path(
-    lua51: Any, script: str, key: str, argv: list[bytes], replies: dict[bytes, Any]
+    lua51: Any, script: str, given: str | list[str], argv: list[bytes], replies: dict[bytes, Any]
 ) -> tuple[Any, list[tuple[str, str]]]:
     """Run `script`'s code before ``--@include partition`` (its fast path) in Lua 5.1 with KEYS the
-    cfg key `key` alone and a stand-in redis.call answering each command from `replies` (command ->
-    function of the key name; 1 when absent). The fast path's reply (the string 'general path' when
-    it falls through) and the (command, key) of each call made."""
+    cfg key `given` alone (or the keys `given`) and a stand-in redis.call answering each command
+    from `replies` (command -> function of the key name; 1 when absent). The fast path's reply (the
+    string 'general path' when it falls through) and the (command, key) of each call made."""
     src = (LUA / f"{script}.lua").read_text()
     fast = src[: src.index("--@include partition")] + "\nreturn 'general path'\n"
     g = lua51.globals()
-    g.KEYS, g.ARGV = lua51.table(key.encode()), lua51.table(*argv)
+    given = [given] if isinstance(given, str) else given
+    g.KEYS, g.ARGV = lua51.table(*(k.encode() for k in given)), lua51.table(*argv)
     calls: list[tuple[str, str]] = []
 
     def call(cmd: bytes, key: bytes | None = None, *rest: Any) -> Any:
@@ -509,6 +512,58 @@ def test_complete_fast_path_names_what_keys_py_names(lua51: Any, path: str, part
         reply, calls = run_fast_path(lua51, "complete", full["cfg"], argv, replies)
         assert reply == b"general path"
         assert all(cmd in ("HMGET", "HGET", "TIME") for cmd, _ in calls), calls
+
+
+@pytest.mark.parametrize(("path", "partition"), FAST_PATH_ENTITIES)
+def test_receive_fast_path_names_what_keys_py_names(lua51: Any, path: str, partition: int) -> None:
+    """receive.lua's one-message path runs before partition.lua's opening and names the keys it
+    uses itself: run in Lua 5.1 with a stand-in redis.call (a redelivered message with a TTL taken
+    from ready, the sweep sets present but nothing due, so that every key is read or written),
+    each command goes to the key keys.py names, under partition.lua's variable name."""
+    full = dict(zip(keys.PARTITION_KEY_NAMES, keys.entity_keys(path, partition), strict=True))
+    journal = keys.journal_key("t", partition)
+    entry = [lua51.table(b"5-0", lua51.table(b"b", b"blob", b"e", b"1699999999000", b"x", b"1800000000000"))]
+    replies = {
+        b"HMGET": lambda key: [b"Active", b"60000", b"", b""],
+        b"EXISTS": lambda key: 0 if key == journal else 1,
+        b"ZRANGEBYSCORE": lambda key: [],
+        b"ZRANGE": lambda key: [b"5"] if key == full["ready"] else [],
+        b"XRANGE": lambda key: entry if key == full["log"] else [],
+        b"HGET": lambda key: b"1" if key == full["dc"] else None,
+        b"TIME": lambda key: [b"1700000000", b"0"],
+    }
+    argv = [b"m", b"L", b"1", b"nn", b"100", b""]
+    reply, calls = run_fast_path(lua51, "receive", full["cfg"], argv, replies)
+    assert list(reply.values())[:6] == [
+        1700000000000,
+        1700000060000,
+        0,
+        b"5",
+        2,
+        b"blob",
+    ]
+    assert calls == [
+        ("HMGET", full["cfg"]),
+        ("TIME", ""),
+        ("EXISTS", full["sched"]),  # with exp and ready
+        ("EXISTS", full["sched"]),  # with exp
+        ("ZRANGEBYSCORE", full["sched"]),
+        ("ZRANGEBYSCORE", full["exp"]),
+        ("ZRANGEBYSCORE", full["locked"]),
+        ("ZRANGE", full["ready"]),
+        ("XRANGE", full["log"]),
+        ("HGET", full["dc"]),
+        ("ZREM", full["ready"]),
+        ("HSET", full["st"]),
+        ("ZREM", full["exp"]),
+        ("HSET", full["lk"]),
+        ("ZADD", full["locked"]),
+    ]
+    # a subscription's receive with its fan-out journal present: the general path, nothing written
+    replies[b"EXISTS"] = lambda key: 1
+    reply, calls = run_fast_path(lua51, "receive", [full["cfg"], journal], argv, replies)
+    assert reply == b"general path"
+    assert calls == [("HMGET", full["cfg"]), ("EXISTS", journal)]
 
 
 def test_keysets_lua_binds_each_further_set_in_keys_py_order() -> None:
