@@ -456,7 +456,7 @@ LUA = [
     lua(
         "cf-nonce",
         "complete.lua",
-        "if rec and string.sub(rec, 1, #p) == p then",
+        "if rec and string.sub(rec, 1, #owner) == owner then",
         "if rec then",
         "complete fast path: a lock record held by another nonce counts as ours",
     ),
@@ -485,7 +485,7 @@ LUA = [
     lua(
         "cf-xdel",
         "complete.lua",
-        "        redis.call('XDEL', G.log, seq)\n",
+        "          redis.call('XDEL', G.log, seq)\n",
         "",
         "complete fast path: the message stays in the log",
     ),
@@ -499,7 +499,7 @@ LUA = [
     lua(
         "cf-size",
         "complete.lua",
-        "        redis.call('HINCRBY', K_ST, 'size', -sz)\n",
+        "          redis.call('HINCRBY', K_ST, 'size', -sz)\n",
         "",
         "complete fast path: the completed message's size stays counted against the entity's quota",
     ),

@@ -22,27 +22,35 @@
            (includes/journal.lua): the caller finishes it, then calls again
   Errors:  NOTFOUND  DISABLED (receive)  SESSIONREQ (the entity requires sessions: session_receive)
   One message under a lock from the main queue of a non-session entity (a receive with
-  prefetch_count 0 or a count of 1) is handed out before the general path's helpers are built
-  (Redis runs a script's whole body at every call) when nothing is due for the sweep: no due
-  schedule, no elapsed lock, no expired message. It takes the first of ready, else the first
-  entry past the cursor, and writes its one lock record. Anything else (a sweep to do, a message
-  that is expired or a pending schedule, an entry gone from the log, several messages, another
-  group or mode, a session, stale or missing entity) takes the general path, which reads
-  everything again.
+  prefetch_count 0 or a count of 1) is handed out before includes/partition.lua's opening (Redis
+  runs a script's whole body at every call) when nothing is due for the sweep: no due schedule, no
+  elapsed lock, no expired message. It names the keys it uses itself, as partition.lua does (the
+  cfg key's prefix followed by their names in keys.PARTITION_KEY_NAMES, under partition.lua's
+  variable names; tests/unit/test_lua_contract.py checks both), and reads the caller's generation,
+  the last argument, and the clock in place. It takes the first of ready, else the first entry past
+  the cursor, and writes its one lock record. Anything else (a subscription's fan-out journal
+  present, a sweep to do, a message that is expired or a pending schedule, an entry gone from the
+  log, several messages, another group or mode, a session, stale or missing entity) takes the
+  general path, which reads everything again.
 ]]
---@include partition
---@include journal
--- a publish or cancel split across calls left its journal: when its writer died (no progress for
--- a while; includes/journal.lua) the caller finishes it first, so a topic nobody publishes to
--- again still delivers every copy; a live one is left to its writer, without waiting for it
-if journal_to_finish() then return {0, 0, 2} end
 if ARGV[1] == 'm' and ARGV[2] == 'L' and ARGV[3] == '1' then
+  local K_CFG = KEYS[1]
+  local K_FJ = KEYS[2]  -- a subscription's: its topic partition's fan-out journal
+  local CALLER_GEN = ARGV[#ARGV]
   local c = redis.call('HMGET', K_CFG, 'status', 'lock_ms', 'sess', 'gen')
   local status, gen = c[1], c[4]
+  -- a journal left (a fan-out or cancel in progress, or its writer died): the general path
+  -- decides whether to finish it first (journal_to_finish)
   if status and status ~= 'Disabled' and status ~= 'ReceiveDisabled' and c[3] ~= '1'
-      and (CALLER_GEN == '' or not gen or gen == '' or gen == CALLER_GEN) then
-    local now = now_ms()
+      and (CALLER_GEN == '' or not gen or gen == '' or gen == CALLER_GEN)
+      and not (K_FJ and redis.call('EXISTS', K_FJ) == 1) then
+    local t = redis.call('TIME')  -- now_ms()
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     local untl = now + tonumber(c[2])
+    local p = string.sub(K_CFG, 1, -4)  -- '<tag>:' of '<tag>:cfg'
+    local K_ST, K_SCHED, K_EXP = p .. 'st', p .. 'sched', p .. 'exp'
+    local MAIN = {log = p .. 'log', ready = p .. 'ready', locked = p .. 'locked', lk = p .. 'lk',
+                  dc = p .. 'dc'}
     -- nothing for sweep() to do: a due schedule, an elapsed lock, an expiry (without message TTLs
     -- and schedules the schedule and expiry sets are absent: one EXISTS answers for both, 2.6 µs
     -- less than their two reads; the locked set, which other receivers' locks keep, is read).
@@ -62,7 +70,7 @@ if ARGV[1] == 'm' and ARGV[2] == 'L' and ARGV[3] == '1' then
         local st = redis.call('HMGET', K_ST, 'cur', 'seq')
         local e = redis.call('XRANGE', MAIN.log, tonumber(st[1] or st[2] or '0') + 1, '+', 'COUNT', 1)[1]
         if not e then  -- nothing available
-          touch(now)
+          redis.call('HSET', K_ST, 'acc', now)  -- touch(now)
           return {now, untl, 0}
         end
         seq, f, cur = string.sub(e[1], 1, #e[1] - 2), e[2], true
@@ -75,7 +83,7 @@ if ARGV[1] == 'm' and ARGV[2] == 'L' and ARGV[3] == '1' then
           redis.call('HSET', K_ST, 'cur', seq, 'acc', now)  -- and touch(now)
         else
           redis.call('ZREM', MAIN.ready, seq)
-          touch(now)
+          redis.call('HSET', K_ST, 'acc', now)  -- touch(now)
         end
         if x ~= '0' then redis.call('ZREM', K_EXP, seq) end
         dc = (tonumber(dc) or 0) + 1
@@ -87,6 +95,12 @@ if ARGV[1] == 'm' and ARGV[2] == 'L' and ARGV[3] == '1' then
     end
   end
 end
+--@include partition
+--@include journal
+-- a publish or cancel split across calls left its journal: when its writer died (no progress for
+-- a while; includes/journal.lua) the caller finishes it first, so a topic nobody publishes to
+-- again still delivers every copy; a live one is left to its writer, without waiting for it
+if journal_to_finish() then return {0, 0, 2} end
 --@include messages
 local cfg = load_cfg()
 local bad = check_receive(cfg)

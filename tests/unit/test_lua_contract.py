@@ -17,8 +17,10 @@ What is checked, per composed script (``sbredis._core.scripts.load``):
   (``K_CFG``, ``MAIN.ready``, ``G.log``, ``S.m.log``, ``T.st``, ``SES.sr``, ``Z.sa`` (a session key
   table: SES or a key set's ``ses``), ...), and ``KEYS`` may only appear,
   indexed by an integer literal, in ``includes/partition.lua`` (or by ``b + literal`` in
-  ``includes/keysets.lua``; or as ``K_CFG = KEYS[1]`` in ``send.lua``, whose fast path runs before
-  partition.lua's opening and names its keys from it, run against keys.py's names). A further
+  ``includes/keysets.lua``; or as ``K_CFG = KEYS[1]`` (and ``K_FJ = KEYS[2]``) in ``send.lua``,
+  ``complete.lua`` and ``receive.lua``
+  (``FAST_PATH_SCRIPTS``), whose one-message paths run before partition.lua's opening and name
+  their keys from it, run against keys.py's names). A further
   key set is always bound to a variable named S or T. The only key-less command allowed is TIME;
   ``call_many``'s own body forwards its ``key`` parameter;
 * each composed script compiles as Lua 5.1 (``lupa.lua51``; Redis embeds Lua 5.1), and its
@@ -54,6 +56,12 @@ KEYSET_SCRIPTS = {"cancel_topic_scheduled", "forward_out", "forward_ack", "idle"
 # (the whole 24 of a partition and of its transfer queue would be 48 keys a partition at every read).
 # In them KEYS is indexed as KEYS[base + i] and redis calls name keys as K(<literal>) or a parameter.
 OWN_LAYOUT_SCRIPTS = {"dashboard_counts"}
+# Scripts whose one-message path runs before includes/partition.lua's opening (Redis runs a script's
+# whole body at every call) and names the keys it uses from KEYS[1] itself: checked against keys.py
+# by test_{send,complete,receive}_fast_path_names_what_keys_py_names.
+FAST_PATH_SCRIPTS = {"complete", "receive", "send"}
+# the uses of KEYS they make: the cfg key, and after it a subscription's fan-out journal (receive)
+FAST_PATH_KEYS = (["K_CFG", "=", "KEYS", "[", "1", "]"], ["K_FJ", "=", "KEYS", "[", "2", "]"])
 
 BANNED_COMMANDS = {"KEYS", "SCAN", "RANDOMKEY", "FLUSHALL", "FLUSHDB"}
 KEYLESS_COMMANDS = {"TIME"}
@@ -389,8 +397,8 @@ def test_keys_is_used_only_in_partition_lua_and_only_with_literal_indices() -> N
                     f"{path.name} indexes KEYS by something other than base + i at token {i}"
                 )
                 continue
-            if path.name == "send.lua" and [t for _, t in toks[i - 2 : i + 4]] == ["K_CFG", "=", "KEYS", "[", "1", "]"]:
-                continue  # its fast path, before partition.lua's opening (test_send_fast_path_names_what_keys_py_names)
+            if path.stem in FAST_PATH_SCRIPTS and [t for _, t in toks[i - 2 : i + 4]] in FAST_PATH_KEYS:
+                continue  # its fast path, before partition.lua's opening (test_*_fast_path_names_what_keys_py_names)
             assert path.name == "partition.lua", f"{path.name} uses KEYS directly; use the names of partition.lua"
             if toks[i - 1] == ("op", "#") or toks[i - 2 : i] == [("name", "PK"), ("op", "=")]:
                 continue  # one key or 24; PK = KEYS (test_partition_lua_names_what_keys_py_names)
@@ -418,22 +426,19 @@ def test_partition_lua_names_what_keys_py_names(lua51: Any, path: str, partition
         assert [named[i].decode() for i in range(1, len(bound) + 1)] == list(full)
 
 
-@pytest.mark.parametrize(("path", "partition"), [("orders", 0), ("a.b-c_d/e", 15), ("t/Subscriptions/s", 3)])
-def test_send_fast_path_names_what_keys_py_names(lua51: Any, path: str, partition: int) -> None:
-    """send.lua's fast path runs before partition.lua's opening and names the keys it uses itself:
-    run in Lua 5.1 with a stand-in redis.call (an entity with a default TTL, so that every write is
-    made), each command goes to the key keys.py names, under partition.lua's variable name."""
-    src = (LUA / "send.lua").read_text()
+def run_fast_path(
+    lua51: Any, script: str, given: str | list[str], argv: list[bytes], replies: dict[bytes, Any]
+) -> tuple[Any, list[tuple[str, str]]]:
+    """Run `script`'s code before ``--@include partition`` (its fast path) in Lua 5.1 with KEYS the
+    cfg key `given` alone (or the keys `given`) and a stand-in redis.call answering each command
+    from `replies` (command -> function of the key name; 1 when absent). The fast path's reply (the
+    string 'general path' when it falls through) and the (command, key) of each call made."""
+    src = (LUA / f"{script}.lua").read_text()
     fast = src[: src.index("--@include partition")] + "\nreturn 'general path'\n"
-    full = dict(zip(keys.PARTITION_KEY_NAMES, keys.entity_keys(path, partition), strict=True))
     g = lua51.globals()
-    g.KEYS = lua51.table(full["cfg"].encode())
-    g.ARGV = lua51.table(b"1", b"1", b"blob", b"")
+    given = [given] if isinstance(given, str) else given
+    g.KEYS, g.ARGV = lua51.table(*(k.encode() for k in given)), lua51.table(*argv)
     calls: list[tuple[str, str]] = []
-    replies = {
-        b"HMGET": lambda key: [b"Active", b"", b"0", b"1000", b"100000", b"5"] if key == full["cfg"] else [b"3", b"0"],
-        b"TIME": lambda key: [b"1700000000", b"0"],
-    }
 
     def call(cmd: bytes, key: bytes | None = None, *rest: Any) -> Any:
         calls.append((cmd.decode(), key.decode() if key else ""))
@@ -441,7 +446,23 @@ def test_send_fast_path_names_what_keys_py_names(lua51: Any, path: str, partitio
         return lua51.table(*reply) if isinstance(reply, list) else reply
 
     g.redis = lua51.table_from({b"call": call, b"error_reply": lambda e: e})
-    reply = lua51.execute(fast.encode())
+    return lua51.execute(fast.encode()), calls
+
+
+FAST_PATH_ENTITIES = [("orders", 0), ("a.b-c_d/e", 15), ("t/Subscriptions/s", 3)]
+
+
+@pytest.mark.parametrize(("path", "partition"), FAST_PATH_ENTITIES)
+def test_send_fast_path_names_what_keys_py_names(lua51: Any, path: str, partition: int) -> None:
+    """send.lua's fast path runs before partition.lua's opening and names the keys it uses itself:
+    run in Lua 5.1 with a stand-in redis.call (an entity with a default TTL, so that every write is
+    made), each command goes to the key keys.py names, under partition.lua's variable name."""
+    full = dict(zip(keys.PARTITION_KEY_NAMES, keys.entity_keys(path, partition), strict=True))
+    replies = {
+        b"HMGET": lambda key: [b"Active", b"", b"0", b"1000", b"100000", b"5"] if key == full["cfg"] else [b"3", b"0"],
+        b"TIME": lambda key: [b"1700000000", b"0"],
+    }
+    reply, calls = run_fast_path(lua51, "send", full["cfg"], [b"1", b"1", b"blob", b""], replies)
     assert list(reply.values()) == [1700000000000, 4]
     assert calls == [
         ("HMGET", full["cfg"]),
@@ -452,6 +473,97 @@ def test_send_fast_path_names_what_keys_py_names(lua51: Any, path: str, partitio
         ("HSET", full["st"]),
         ("ZADD", full["exp"]),
     ]
+
+
+@pytest.mark.parametrize("group", ["m", "d"])
+@pytest.mark.parametrize(("path", "partition"), FAST_PATH_ENTITIES)
+def test_complete_fast_path_names_what_keys_py_names(lua51: Any, path: str, partition: int, group: str) -> None:
+    """complete.lua's one-message path runs before partition.lua's opening and names the keys it
+    uses itself: run in Lua 5.1 with a stand-in redis.call (a twice-delivered message whose lock was
+    taken long ago, so that every write is made), each command goes to the key keys.py names for the
+    group, under partition.lua's variable name."""
+    full = dict(zip(keys.PARTITION_KEY_NAMES, keys.entity_keys(path, partition), strict=True))
+    g = "d:" if group == "d" else ""
+    replies = {
+        b"HMGET": lambda key: [b"Active", b"", b"60000"],
+        b"HGET": lambda key: b"nn|1700000001000|m|0|1024|2" if key == full[g + "lk"] else None,
+        b"TIME": lambda key: [b"1700000000", b"0"],
+    }
+    reply, calls = run_fast_path(lua51, "complete", full["cfg"], [group.encode(), b"1", b"nn", b"7", b""], replies)
+    assert list(reply.values()) == [0]
+    assert calls == [
+        ("HMGET", full["cfg"]),
+        ("HGET", full[g + "lk"]),
+        ("TIME", ""),
+        ("XDEL", full[g + "log"]),
+        ("HDEL", full[g + "lk"]),
+        ("ZREM", full[g + "locked"]),
+        ("HDEL", full[g + "dc"]),
+        ("HINCRBY", full["st"]),
+        ("HSET", full["st"]),  # last use: the lock was taken 59 s before
+    ]
+    # another generation's entity, several messages, no nonce: the general path, nothing written
+    for argv in (
+        [b"m", b"1", b"nn", b"7", b"other-gen"],
+        [b"m", b"2", b"nn", b"7", b"8", b""],
+        [b"m", b"1", b"", b"7", b"nn", b""],
+    ):
+        replies[b"HMGET"] = lambda key: [b"Active", b"gen-1", b"60000"]
+        reply, calls = run_fast_path(lua51, "complete", full["cfg"], argv, replies)
+        assert reply == b"general path"
+        assert all(cmd in ("HMGET", "HGET", "TIME") for cmd, _ in calls), calls
+
+
+@pytest.mark.parametrize(("path", "partition"), FAST_PATH_ENTITIES)
+def test_receive_fast_path_names_what_keys_py_names(lua51: Any, path: str, partition: int) -> None:
+    """receive.lua's one-message path runs before partition.lua's opening and names the keys it
+    uses itself: run in Lua 5.1 with a stand-in redis.call (a redelivered message with a TTL taken
+    from ready, the sweep sets present but nothing due, so that every key is read or written),
+    each command goes to the key keys.py names, under partition.lua's variable name."""
+    full = dict(zip(keys.PARTITION_KEY_NAMES, keys.entity_keys(path, partition), strict=True))
+    journal = keys.journal_key("t", partition)
+    entry = [lua51.table(b"5-0", lua51.table(b"b", b"blob", b"e", b"1699999999000", b"x", b"1800000000000"))]
+    replies = {
+        b"HMGET": lambda key: [b"Active", b"60000", b"", b""],
+        b"EXISTS": lambda key: 0 if key == journal else 1,
+        b"ZRANGEBYSCORE": lambda key: [],
+        b"ZRANGE": lambda key: [b"5"] if key == full["ready"] else [],
+        b"XRANGE": lambda key: entry if key == full["log"] else [],
+        b"HGET": lambda key: b"1" if key == full["dc"] else None,
+        b"TIME": lambda key: [b"1700000000", b"0"],
+    }
+    argv = [b"m", b"L", b"1", b"nn", b"100", b""]
+    reply, calls = run_fast_path(lua51, "receive", full["cfg"], argv, replies)
+    assert list(reply.values())[:6] == [
+        1700000000000,
+        1700000060000,
+        0,
+        b"5",
+        2,
+        b"blob",
+    ]
+    assert calls == [
+        ("HMGET", full["cfg"]),
+        ("TIME", ""),
+        ("EXISTS", full["sched"]),  # with exp and ready
+        ("EXISTS", full["sched"]),  # with exp
+        ("ZRANGEBYSCORE", full["sched"]),
+        ("ZRANGEBYSCORE", full["exp"]),
+        ("ZRANGEBYSCORE", full["locked"]),
+        ("ZRANGE", full["ready"]),
+        ("XRANGE", full["log"]),
+        ("HGET", full["dc"]),
+        ("ZREM", full["ready"]),
+        ("HSET", full["st"]),
+        ("ZREM", full["exp"]),
+        ("HSET", full["lk"]),
+        ("ZADD", full["locked"]),
+    ]
+    # a subscription's receive with its fan-out journal present: the general path, nothing written
+    replies[b"EXISTS"] = lambda key: 1
+    reply, calls = run_fast_path(lua51, "receive", [full["cfg"], journal], argv, replies)
+    assert reply == b"general path"
+    assert calls == [("HMGET", full["cfg"]), ("EXISTS", journal)]
 
 
 def test_keysets_lua_binds_each_further_set_in_keys_py_order() -> None:

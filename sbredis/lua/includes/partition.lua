@@ -155,7 +155,6 @@ end
 -- Last use of the partition (st.acc, ms): auto-delete on idle (idle.lua, at least 5 minutes) and
 -- accessed_at read it. A one-message complete leaves it alone when the receive or renewal that
 -- set the lock touched it less than ACC_SLACK_MS before (complete.lua): a write saved per message.
-local ACC_SLACK_MS = 100
 local function touch(now)
   redis.call('HSET', K_ST, 'acc', now)
 end
