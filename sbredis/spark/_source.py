@@ -140,7 +140,7 @@ def enqueued_within(f: Fields, lo: int, hi: int) -> Fields:
     keep = [i for i, e in enumerate(f.enqueued_ms) if lo <= e < hi]
     if len(keep) == len(f.raw):
         return f
-    return Fields._make([column[i] for i in keep] for column in f)
+    return f.pick(keep)
 
 
 def _batch(pages: _columns.ArrowPages, entity: str, held: list[tuple[int, Any]]) -> Any:

@@ -74,3 +74,16 @@ class Fields(NamedTuple):
             self.dead_letter_reason[:n],
             self.dead_letter_error_description[:n],
         )
+
+    def pick(self, keep: list[int]) -> Fields:
+        """The messages at positions `keep`, in that order."""
+        return Fields(
+            [self.local_seq[i] for i in keep],
+            [self.delivery_count[i] for i in keep],
+            [self.state[i] for i in keep],
+            [self.raw[i] for i in keep],
+            [self.enqueued_ms[i] for i in keep],
+            [self.expires_ms[i] for i in keep],
+            [self.dead_letter_reason[i] for i in keep],
+            [self.dead_letter_error_description[i] for i in keep],
+        )
