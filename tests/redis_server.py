@@ -88,8 +88,12 @@ class RedisServer:
             if failure is None:
                 self._started = True
                 return self
-            output = failure or output
-            if time.monotonic() >= deadline:
+            cut = time.monotonic() >= deadline
+            # an attempt the deadline cut short may not have got to its error yet: one that ended
+            # before it says why
+            if failure and not (cut and output):
+                output = failure
+            if cut:
                 raise RuntimeError(
                     f"redis-server ({self.binary or server_binary()}) did not start on port {self.port} within "
                     f"{START_TIMEOUT:g} s ({attempts} attempts); the end of its output:\n{output or '(none)'}"
