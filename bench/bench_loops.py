@@ -2,7 +2,7 @@
 """The ways a program loops over messages, each next to its raw redis-py counterpart, in one run.
 
     python bench/bench_loops.py [--url redis://host:port/db] [--messages 3000] [--rounds 5] [--quick]
-                                [--only sync|async]
+                                [--only sync|async] [--reply-poll-time SECONDS]
 
 Loops (msgs/s; each message is received and completed; the queue is prefilled, not timed):
 
@@ -11,6 +11,9 @@ Loops (msgs/s; each message is received and completed; the queue is prefilled, n
                        HSET per message
   * async iterate      ``async for msg in receiver: await receiver.complete_message(msg)``
                        (prefetch_count 100) vs redis.asyncio: one awaited EVALSHA / HSET per message
+  * both again with ``reply_poll_time=0`` (the client sleeps until each reply arrives), and the raw
+    EVALSHA round trip on one of redis-py's connections (``send_command`` and the read) as it
+    comes and polled for its reply as sbredis polls (--reply-poll-time, the client's default)
   * async receive 100, then ``await complete_message`` one at a time vs 100 awaited HSETs
   * async receive 100, then ``asyncio.gather`` of 100 complete_message vs a gather of 100 HSETs
   * async receive 100, then ``complete_messages(list)`` vs one pipeline of 100 HSETs
@@ -18,7 +21,8 @@ Loops (msgs/s; each message is received and completed; the queue is prefilled, n
 Single operations (p50 and p99 ms, sync, one message at a time, --latency-ops of each): send one
 message, receive one (prefetch 0, a message waiting), complete one, interleaved with raw round
 trips: EVALSHA of a script returning 1, HSET, and the comparable stream commands XADD (vs send),
-XREADGROUP COUNT 1 (vs receive), XACK (vs complete). Each figure is the median over --rounds
+XREADGROUP COUNT 1 (vs receive), XACK (vs complete), and the EVALSHA on a connection, polled.
+Each figure is the median over --rounds
 rounds, with the spread ((max - min) / median); the loops alternate within a round. Every loop and
 operation also reports CPU µs per message: this process's (time.process_time) and redis-server's
 (INFO cpu), which move far less with the machine's load than wall-clock rates (the single
@@ -51,17 +55,18 @@ for p in (str(ROOT), str(HERE)):
         sys.path.insert(0, p)
 
 RAW_SCRIPT = "return 1"
-RAW_OPS = ["raw EVALSHA", "raw HSET", "raw XADD", "raw XREADGROUP", "raw XACK"]
+RAW_OPS = ["raw EVALSHA", "raw HSET", "raw XADD", "raw XREADGROUP", "raw XACK", "raw EVALSHA on a connection, polled"]
 # the raw command each single operation compares with (and all with raw EVALSHA)
 COMPARABLE = {"send": "raw XADD", "receive": "raw XREADGROUP", "complete": "raw XACK"}
 BATCH = 100
 
 
 class Bench:
-    def __init__(self, url: str, n: int, latency_ops: int) -> None:
+    def __init__(self, url: str, n: int, latency_ops: int, poll: float | None = None) -> None:
         import redis
 
         from sbredis import ServiceBusClient
+        from sbredis._core.reply_poll import DEFAULT_REPLY_POLL_TIME
         from sbredis.management import ServiceBusAdministrationClient
 
         self.url = url
@@ -70,7 +75,11 @@ class Bench:
         self.r = redis.Redis.from_url(url)
         self.sha = self.r.script_load(RAW_SCRIPT)
         self.admin = ServiceBusAdministrationClient.from_connection_string(url)
-        self.client = ServiceBusClient.from_connection_string(url)
+        # the client as it comes (or with --reply-poll-time), and one that never polls for a reply
+        self.options = {} if poll is None else {"reply_poll_time": poll}
+        self.poll = DEFAULT_REPLY_POLL_TIME if poll is None else poll
+        self.client = ServiceBusClient.from_connection_string(url, **self.options)
+        self.client_sleeping = ServiceBusClient.from_connection_string(url, reply_poll_time=0)
         self.queues: list[str] = []
         self.cpu: tuple[float, float] = (0.0, 0.0)  # the last timed section: client, server CPU µs per op
 
@@ -117,10 +126,11 @@ class Bench:
         self.queues.remove(q)
 
     # -- sync loops
-    def sync_iterate(self) -> float:
+    def sync_iterate(self, client: Any = None) -> float:
         q = self.queue(self.n)
         done = 0
-        with self.client.get_queue_receiver(q, prefetch_count=100, max_wait_time=2) as receiver:
+        client = client or self.client
+        with client.get_queue_receiver(q, prefetch_count=100, max_wait_time=2) as receiver:
             t0 = self.start()
             for msg in receiver:
                 receiver.complete_message(msg)
@@ -139,6 +149,22 @@ class Bench:
             r.evalsha(sha, 0)
         return self.stop(t0, self.n)
 
+    def raw_on_connection(self, poll: float) -> float:
+        """EVALSHA round trips on one of redis-py's connections, below its per-command layers as
+        sbredis's transport sends (the reply polled for `poll` seconds first, as sbredis polls)."""
+        from sbredis._concurrency import sync_read_reply
+
+        pool = self.r.connection_pool
+        conn = pool.get_connection()
+        try:
+            t0 = self.start()
+            for _ in range(self.n):
+                conn.send_command("EVALSHA", self.sha, 0)
+                sync_read_reply(conn, poll)
+            return self.stop(t0, self.n)
+        finally:
+            pool.release(conn)
+
     def raw_hset(self) -> float:
         r, key = self.r, f"bench-l-raw-{uuid.uuid4().hex[:8]}"
         t0 = self.start()
@@ -153,15 +179,15 @@ class Bench:
         result: float = asyncio.run(fn())
         return result
 
-    async def _aclient(self) -> Any:
+    async def _aclient(self, **options: Any) -> Any:
         from sbredis.aio import ServiceBusClient
 
-        return ServiceBusClient.from_connection_string(self.url)
+        return ServiceBusClient.from_connection_string(self.url, **{**self.options, **options})
 
-    async def async_iterate(self) -> float:
+    async def async_iterate(self, **options: Any) -> float:
         q = self.queue(self.n)
         done = 0
-        client = await self._aclient()
+        client = await self._aclient(**options)
         async with client, client.get_queue_receiver(q, prefetch_count=100, max_wait_time=2) as receiver:
             t0 = self.start()
             async for msg in receiver:
@@ -230,6 +256,21 @@ class Bench:
 
         return await self._araw(body)
 
+    async def araw_on_connection(self, poll: float) -> float:
+        """raw_on_connection with redis.asyncio."""
+        from sbredis._concurrency import async_read_reply
+
+        async def body(r: Any, key: str) -> None:
+            conn = await r.connection_pool.get_connection()
+            try:
+                for _ in range(self.n):
+                    await conn.send_command("EVALSHA", self.sha, 0)
+                    await async_read_reply(conn, poll)
+            finally:
+                await r.connection_pool.release(conn)
+
+        return await self._araw(body)
+
     async def araw_hset(self) -> float:
         async def body(r: Any, key: str) -> None:
             for i in range(self.n):
@@ -272,6 +313,14 @@ class Bench:
         stream = f"bench-l-xs-{uuid.uuid4().hex[:8]}"
         r.xgroup_create(stream, "g", id="0", mkstream=True)
         body = b"x" * 100
+        from sbredis._concurrency import sync_read_reply
+
+        conn = r.connection_pool.get_connection()
+
+        def polled() -> None:
+            conn.send_command("EVALSHA", self.sha, 0)
+            sync_read_reply(conn, self.poll)
+
         with self.client.get_queue_sender(q) as s, self.client.get_queue_receiver(q, prefetch_count=0) as rc:
             s.send_messages(ServiceBusMessage(b"warm"))
             rc.complete_messages(rc.receive_messages(1, max_wait_time=2))
@@ -294,7 +343,9 @@ class Bench:
                 t7 = clock()
                 r.xack(stream, "g", xid)
                 t8 = clock()
-                ts = (t0, t1, t2, t3, t4, t5, t6, t7, t8)
+                polled()
+                t9 = clock()
+                ts = (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9)
                 for j, name in enumerate(names):
                     out[name].append((ts[j + 1] - ts[j]) * 1e3)
             # CPU per operation: each kind in a block of its own (and its script's µs per call)
@@ -320,12 +371,14 @@ class Bench:
             "raw XACK": lambda i: r.xack(stream, "g", ids[i]),
         }
         ids: list[bytes] = []
+        raw["raw EVALSHA on a connection, polled"] = lambda i: polled()
         for name, fn in raw.items():
             t, cs = self.start(), self.command_usec()
             for i in range(k):
                 fn(i)
             self.stop(t, k)
             cpu[name] = (*self.cpu, self.usec_per_call(cs, name.split()[1].lower()))
+        r.connection_pool.release(conn)
         r.delete(key, stream)
         self.drop(q)
         return out, cpu
@@ -394,12 +447,32 @@ class Bench:
                 pass
         self.admin.close()
         self.client.close()
+        self.client_sleeping.close()
 
 
 # (name, raw counterpart names, what the loop is)
+ON_CONN = "raw EVALSHA on a connection"
 LOOPS: list[tuple[str, list[str], str]] = [
-    ("sync iterate", ["raw EVALSHA (sync)", "raw HSET (sync)"], "for msg in receiver: complete_message(msg)"),
-    ("async iterate", ["raw EVALSHA (async)", "raw HSET (async)"], "async for msg in receiver: complete_message"),
+    (
+        "sync iterate",
+        ["raw EVALSHA (sync)", "raw HSET (sync)", f"{ON_CONN} (sync)", f"{ON_CONN}, polled (sync)"],
+        "for msg in receiver: complete_message(msg)",
+    ),
+    (
+        "sync iterate, reply_poll_time=0",
+        ["raw EVALSHA (sync)", f"{ON_CONN} (sync)"],
+        "the same, the client sleeping until each reply arrives",
+    ),
+    (
+        "async iterate",
+        ["raw EVALSHA (async)", "raw HSET (async)", f"{ON_CONN} (async)", f"{ON_CONN}, polled (async)"],
+        "async for msg in receiver: complete_message",
+    ),
+    (
+        "async iterate, reply_poll_time=0",
+        ["raw EVALSHA (async)", f"{ON_CONN} (async)"],
+        "the same, the event loop sleeping until each reply arrives",
+    ),
     ("async receive 100, complete one at a time", ["raw HSET (async)"], "await complete_message per message"),
     ("async receive 100, gather completes", ["raw gather of 100 HSET (async)"], "asyncio.gather"),
     ("async receive 100, complete_messages(list)", ["raw pipeline of 100 HSET (async)"], "one call per batch"),
@@ -408,8 +481,22 @@ LOOPS: list[tuple[str, list[str], str]] = [
 
 # --only: the loops run (the first against the second: the ratio printed)
 ONLY = {
-    "sync": ["sync iterate", "raw EVALSHA (sync)", "raw HSET (sync)"],
-    "async": ["async iterate", "raw EVALSHA (async)", "raw HSET (async)"],
+    "sync": [
+        "sync iterate",
+        "raw EVALSHA (sync)",
+        "raw HSET (sync)",
+        "sync iterate, reply_poll_time=0",
+        f"{ON_CONN} (sync)",
+        f"{ON_CONN}, polled (sync)",
+    ],
+    "async": [
+        "async iterate",
+        "raw EVALSHA (async)",
+        "raw HSET (async)",
+        "async iterate, reply_poll_time=0",
+        f"{ON_CONN} (async)",
+        f"{ON_CONN}, polled (async)",
+    ],
 }
 
 
@@ -431,6 +518,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds of 500 messages, 200 single operations")
     ap.add_argument("--only", choices=list(ONLY), help="one iterating loop and its raw counterparts alone")
+    ap.add_argument(
+        "--reply-poll-time", type=float, help="the sbredis clients' reply_poll_time (default: the client's default)"
+    )
     args = ap.parse_args(argv)
     n, ops, rounds = (500, 200, 2) if args.quick else (args.messages, args.latency_ops, args.rounds)
 
@@ -445,14 +535,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from bench_core import machine_info
 
-        b = Bench(url, n, ops)
+        b = Bench(url, n, ops, args.reply_poll_time)
         runs: dict[str, Callable[[], float]] = {
             "sync iterate": b.sync_iterate,
             "raw EVALSHA (sync)": b.raw_evalsha,
             "raw HSET (sync)": b.raw_hset,
+            "sync iterate, reply_poll_time=0": lambda: b.sync_iterate(b.client_sleeping),
+            f"{ON_CONN} (sync)": lambda: b.raw_on_connection(0.0),
+            f"{ON_CONN}, polled (sync)": lambda: b.raw_on_connection(b.poll),
             "async iterate": lambda: b.run_async(b.async_iterate),
             "raw EVALSHA (async)": lambda: b.run_async(b.araw_evalsha),
             "raw HSET (async)": lambda: b.run_async(b.araw_hset),
+            "async iterate, reply_poll_time=0": lambda: b.run_async(lambda: b.async_iterate(reply_poll_time=0)),
+            f"{ON_CONN} (async)": lambda: b.run_async(lambda: b.araw_on_connection(0.0)),
+            f"{ON_CONN}, polled (async)": lambda: b.run_async(lambda: b.araw_on_connection(b.poll)),
             "async receive 100, complete one at a time": lambda: b.run_async(b.batch_one_at_a_time),
             "async receive 100, gather completes": lambda: b.run_async(b.batch_gather),
             "raw gather of 100 HSET (async)": lambda: b.run_async(b.araw_gather_hset),
@@ -503,11 +599,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name:45s} | {med[name]:8,.0f} msgs/s | spread {spread(rates[name]):4.0f}% "
                 f"| CPU µs/msg {client:.1f} / {server:.1f}"
             )
-        loop, raw = ONLY[args.only][0], ONLY[args.only][1]
-        by_cpu = sum(statistics.median(c[i] for c in cpus[raw]) for i in (0, 1)) / sum(
-            statistics.median(c[i] for c in cpus[loop]) for i in (0, 1)
-        )
-        print(f"{loop} / {raw}: {med[loop] / med[raw]:.2f}x by rate, {by_cpu:.2f}x by CPU")
+        for loop, raws, _ in LOOPS:
+            for raw in raws if loop in runs else []:
+                by_cpu = sum(statistics.median(c[i] for c in cpus[raw]) for i in (0, 1)) / sum(
+                    statistics.median(c[i] for c in cpus[loop]) for i in (0, 1)
+                )
+                print(f"{loop} / {raw}: {med[loop] / med[raw]:.2f}x by rate, {by_cpu:.2f}x by CPU")
         return 0
     loops = {}
     print()
@@ -588,6 +685,7 @@ def main(argv: list[str] | None = None) -> int:
         "messages_per_loop": n,
         "latency_ops": ops,
         "rounds": rounds,
+        "reply_poll_time": b.poll,
         "loops": loops,
         "latency": latency,
         "profile": profile,

@@ -12,7 +12,9 @@
 * send_command: send a command on a pooled connection (the asyncio variant skips redis-py's
   per-command write task).
 * read_reply: read a command's reply on a pooled connection (the asyncio variant reads it from
-  the connection's hiredis reader under one timer per connection, without redis-py's per-read layers).
+  the connection's hiredis reader under one timer per connection, without redis-py's per-read layers),
+  polling for it first for a given time (_core/reply_poll.py): the sync variant polls the socket,
+  the asyncio variant keeps the event loop from sleeping, so other tasks run meanwhile.
 * AutoLockRenewer: renews registered message locks, from one background task (asyncio) or one
   daemon thread (sync); a renewal that fails unexpectedly (a bug, not a Redis error) is logged and
   reported to ``on_lock_renew_failure`` in both.
@@ -27,7 +29,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import select
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Hashable
 from types import TracebackType
@@ -37,6 +41,7 @@ from ._core.renewal import FailureCallback, Registration, Schedule, describe
 from .exceptions import InvalidArgumentError, ServiceBusError
 
 log = logging.getLogger("sbredis")
+POLL = getattr(select, "poll", None)  # not on Windows: there a sync read sleeps at once
 T = TypeVar("T")
 
 UNASYNC = {
@@ -207,13 +212,41 @@ async def async_send_command(conn: Any, *args: Any) -> None:
         await asyncio.wait_for(writer.drain(), conn.socket_timeout)
 
 
-async def async_read_reply(conn: Any) -> Any:
+async def async_read_reply(conn: Any, poll: float = 0.0) -> Any:
     """``conn.read_response()``, or the connection's own ``read_reply`` where sbredis gave its pool
     a connection class with one (_core/packer.py: redis-py's read goes through four coroutines and
     an ``asyncio.timeout`` per reply, about 9 µs CPU of an awaited round trip's 30;
-    docs/benchmarks.md "Loops against raw round trips")."""
+    docs/benchmarks.md "Loops against raw round trips"). For the first `poll` seconds the event
+    loop does not sleep: it keeps turning (checking its sockets without waiting, running whatever
+    else is ready), so the reply is read as soon as it arrives instead of after a wake-up."""
     read = getattr(conn, "read_reply", None)
-    return await (read() if read is not None else conn.read_response())
+    if not poll:
+        return await (read() if read is not None else conn.read_response())
+    awake = _Awake(asyncio.get_running_loop(), poll)
+    try:
+        return await (read() if read is not None else conn.read_response())
+    finally:
+        awake.stop()
+
+
+class _Awake:
+    """Keeps an event loop from sleeping for a while: a callback that schedules itself again while
+    the time lasts (a loop with a callback ready checks its sockets without waiting)."""
+
+    __slots__ = ("handle", "loop", "until")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
+        self.loop = loop
+        self.until = loop.time() + seconds
+        self.handle: asyncio.Handle | None = loop.call_soon(self.turn)
+
+    def turn(self) -> None:
+        self.handle = self.loop.call_soon(self.turn) if self.loop.time() < self.until else None
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
 
 
 SyncRunner = Callable[[Any, list[list[Any]]], list[Any]]
@@ -279,8 +312,16 @@ def sync_send_command(conn: Any, *args: Any) -> None:
     conn.send_command(*args)
 
 
-def sync_read_reply(conn: Any) -> Any:
-    """async_read_reply's twin: redis-py's read, whose layers cost a sync call little."""
+def sync_read_reply(conn: Any, poll: float = 0.0) -> Any:
+    """async_read_reply's twin: redis-py's read, whose layers cost a sync call little, after
+    polling the socket without waiting for up to `poll` seconds (until it is readable or closed)."""
+    sock = getattr(conn, "_sock", None) if poll else None
+    if sock is not None and POLL is not None:
+        poller = POLL()
+        poller.register(sock, select.POLLIN)
+        until = time.monotonic() + poll
+        while not poller.poll(0) and time.monotonic() < until:
+            pass
     return conn.read_response()
 
 

@@ -876,6 +876,86 @@ def loops(d: Json) -> Iterator[str]:
             prows,
         )
     yield from LOOP_FINDINGS
+    yield from waiting(d)
+
+
+# the loops of bench_loops.py that show the wait for a reply: (sbredis loop, raw loops on a connection)
+WAIT_ROWS = {
+    "sync": ("sync iterate", "raw EVALSHA (sync)", "raw EVALSHA on a connection (sync)"),
+    "async": ("async iterate", "raw EVALSHA (async)", "raw EVALSHA on a connection (async)"),
+}
+
+
+def waiting(d: Json) -> Iterator[str]:
+    """The iterating loops polling for each reply and sleeping, next to raw round trips both ways."""
+    loops = d["loops"]
+    if "sync iterate, reply_poll_time=0" not in loops:
+        return
+    poll_us = d.get("reply_poll_time", 0.0002) * 1e6
+    yield "## Waiting for a reply"
+    yield ""
+    yield (
+        "The iterating loops of the table above with the client as it comes, which polls for each "
+        f"reply for up to {poll_us:.0f} µs before it sleeps ([Client options](client.md#waiting-for-a-reply)), "
+        "and with `reply_poll_time=0`, next to raw EVALSHA round trips (a script returning 1): "
+        "through `Redis.evalsha`, and on one of redis-py's connections (`send_command` and the "
+        "read, below its per-command layers, as sbredis's transport sends) sleeping until the reply "
+        "and polling for it as sbredis polls. Same run and rounds as the loops above; CPU µs per "
+        "message, client / server."
+    )
+    yield ""
+    rows = []
+    for shell, (loop, raw, conn) in WAIT_ROWS.items():
+        polled = f"{conn.removesuffix(f' ({shell})')}, polled ({shell})"
+        lp, sleeping = loops[loop], loops[f"{loop}, reply_poll_time=0"]
+        raws = lp["raw"]
+        for name, x in ((loop, lp), (f"{loop}, reply_poll_time=0", sleeping)):
+            rows.append(
+                [
+                    name,
+                    rate(x["median_msgs_per_s"]),
+                    _cpu(x["cpu_us_per_msg"]),
+                    ratio(x["median_msgs_per_s"] / raws[raw]["median_per_s"]),
+                    ratio(x["median_msgs_per_s"] / raws[conn]["median_per_s"]),
+                    ratio(x["median_msgs_per_s"] / raws[polled]["median_per_s"]),
+                ]
+            )
+        for name in (raw, conn, polled):
+            r = raws[name]
+            rows.append([name, rate(r["median_per_s"]), _cpu(r["cpu_us_per_op"]), "", "", ""])
+    yield from table(
+        ["loop", "msgs/s", "CPU µs/msg", "/ raw EVALSHA", "/ on a connection", "/ on a connection, polled"],
+        rows,
+    )
+    yield from WAIT_FINDINGS
+
+
+WAIT_FINDINGS = [
+    "What a wait costs here (2 vCPUs of a virtual machine; measured beside the code, each in "
+    "alternating rounds on redis-server 6.2.14):",
+    "",
+    "- **A wake-up costs more than a round trip.** A raw socket sending EVALSHA of a script "
+    "returning 1 and blocking in `recv` for the reply: 15.9-16.8k round trips/s; the same "
+    "polling a non-blocking socket: 42.8-47.5k (five rounds of 5,000, load average 0.3). An idle "
+    "virtual CPU halts, and the hypervisor has to wake it for every reply: about 40 µs a round "
+    "trip, more than complete's script and the client's Python together. In the single "
+    "operations above a raw command's p50 is mostly that wait.",
+    "- **On a busy machine there is nothing to save.** With another process keeping one CPU busy "
+    "(`yes`), no CPU idles: the sleeping round trip on a connection ran at 29.6k/s against 28.0k "
+    "polled, and raw `Redis.evalsha` at 21.4k/s against 8.9-10.1k on the idle machine. There "
+    "a polling client takes a core the server or its own next call needs: the sync iterating "
+    "loop polling ran at 11.8k/s against 15.1k sleeping, the async one 8.2k against 9.9k (three "
+    "rounds each). So a thread that has been waiting for a CPU more than 5 % of the last 50 ms "
+    "(Linux's `/proc/thread-self/schedstat`; 0-0.4 % in the loops on the idle machine, 36-47 % "
+    "beside one busy process) does not poll: with that rule, beside one busy process, sync "
+    "13.1k/s polling against 13.6k sleeping and async 10.9k against 9.4k; beside two, 12.5k "
+    "against 13.7k and 3.9k against 4.1k (five rounds, spreads 47-186 %).",
+    "- **What it costs.** A polling client spends the server's time on a CPU of its own: client "
+    "CPU per message in the loops above, polling against sleeping. A kind of call whose reply "
+    "came later than the limit (a receive of 100 messages, a slow link) sleeps at once the next "
+    "time, so a poll costs at most the limit for each late reply.",
+    "",
+]
 
 
 # What the profile of the single operations found (bench_loops.py's split above; the script A/B
@@ -1089,8 +1169,9 @@ LOOP_FINDINGS = [
     "the next call's preparation would hide about a third of its 3.5 µs. Reading the reply by "
     "polling a non-blocking socket for up to 100 µs before blocking (the client not sleeping on "
     "its reply) gave 39.6 against 42.0 µs a call with an 8 µs script and 63.5 against 57.7 with a "
-    "22 µs one (five rounds of 4,000, load average 5.8): no consistent gain, for a client that "
-    "spins on a core the server may need.",
+    "22 µs one (five rounds of 4,000, load average 5.8): no consistent gain at that load, where "
+    "the CPUs never idle and a polling client takes a core the server may need (on an idle "
+    "machine, the next section).",
     "- **Why the async loop costs the server more than the sync loop (server).** The same messages "
     "cost redis-server 41-42 µs CPU each under the async loop (with redis-py's read) and 35-38 "
     "under the sync one (two runs of 5,000 each, alternating; raw async EVALSHA 15). Not from more "
@@ -1126,38 +1207,24 @@ LOOP_FINDINGS = [
     "50-71 µs client and 40-52 µs server CPU per message (from 60-86 and 41-57); receive 100 and "
     "complete one at a time 0.73-1.04x by CPU (from 0.69-0.70x).",
     "",
-    "On a quiet machine, in the three pairs of whole runs of the tables above (load average 0.2 "
-    "to 0.9, redis-server 6.2.14), against the one-message paths after the scripts' opening with "
-    "the readiness poll on every call: the sync iterating loop 0.78-0.81x the raw EVALSHA rate "
-    "(0.75-0.78x by CPU; from 0.75-0.78x and 0.75-0.76x), the async one 0.70-0.75x by rate "
-    "(0.76-0.82x by CPU; from 0.68-0.71x and 0.75-0.77x); single operations' p50 send 1.19-1.21x "
-    "raw XADD (from 1.26-1.28x), receive 1.15-1.18x raw XREADGROUP (from 1.25-1.26x), complete "
-    "1.10-1.14x raw XACK (from 1.21-1.22x). There the single operations are within 1.3x and the "
-    "sync loop reaches 0.8x in two runs of three; the async loop does not. Under load the ratios "
-    "fall: "
-    "not reached, in five pairs of whole runs at load average 5.2 to 6.5 (the kept connection "
-    "used without its poll, against the poll on every call, both with the one-message paths "
-    "after the opening): an iterating "
-    "loop at 0.8x the raw round-trip rate (sync 0.59-0.66x by CPU, 0.52-0.77x by rate; async "
-    "0.71-0.81x by CPU, 0.68-0.86x by rate) and single operations at 1.3x the comparable raw "
-    "command (p50: send 1.58-1.64x raw XADD, receive 1.37-1.43x raw XREADGROUP, complete "
-    "1.44-1.49x raw XACK and 1.09-1.14x raw EVALSHA). The sync loop costs 32-33 µs client and "
-    "34-37 µs server CPU per message, a raw EVALSHA 28-32 and 13-14. By CPU, 0.8x allows about 53 "
-    "µs a message. The floor measured above is higher with no sbredis Python at all: the script "
-    "call in the loop costs the client 23 µs (the transport's 16 and the wait for a 20 µs script), "
-    "the server 31 µs (a round trip's 14 and complete's script), and a hundredth of a receive of "
-    "100 costs 2.5 client and 4.8 server µs: about 61 µs, 0.66-0.70x of a raw EVALSHA's 40-43. A "
-    "single complete's client CPU is about a raw XACK's (27-31 against 28-29 µs); its server CPU "
-    "is 28-33 µs against 12-13, complete's script (17-21 µs) against XACK's 1: that difference "
-    "alone puts its p50 above 1.3x raw XACK. Doing the next call's preparation while the server "
-    "works would hide about a third of 3.5 µs on these cores, and a client that polls for its "
-    "reply instead of sleeping showed no consistent gain (above). 0.8x and 1.3x need a settlement "
-    "whose script does about a third less work on the server than complete's seven commands (the "
-    "status, the lock record, the clock, and four writes). The async iterating loop reaches 0.8x "
-    "of the raw async round-trip rate in three of the five runs (0.80-0.86x; 0.68x and 0.79x in the "
-    "others). Its client costs less than a raw redis.asyncio EVALSHA (53-59 against 58-60 µs); the "
-    "rest is the server's 41-46 µs against 16: complete's script and the colder server that a "
-    "longer client turn leaves (above).",
+    "With the client sleeping until each reply arrives (`reply_poll_time=0`; the client does so "
+    "on its own while its thread waits for a CPU, next section), on a quiet machine (three pairs of "
+    "whole runs, load average 0.2 to 0.9, redis-server 6.2.14): the sync iterating loop 0.78-0.81x "
+    "the raw EVALSHA rate (0.75-0.78x by CPU), the async one 0.70-0.75x (0.76-0.82x by CPU); single "
+    "operations' p50 send 1.19-1.21x raw XADD, receive 1.15-1.18x raw XREADGROUP, complete "
+    "1.10-1.14x raw XACK. At load average 5.2 to 6.5 (five pairs of whole runs): the sync loop "
+    "0.59-0.66x by CPU (0.52-0.77x by rate), the async one 0.71-0.81x by CPU (0.68-0.86x by rate); "
+    "p50 send 1.58-1.64x raw XADD, receive 1.37-1.43x raw XREADGROUP, complete 1.44-1.49x raw XACK "
+    "and 1.09-1.14x raw EVALSHA. The sync loop costs 32-33 µs client and 34-37 µs server CPU per "
+    "message, a raw EVALSHA 28-32 and 13-14. With no sbredis Python at all the script call in the "
+    "loop costs the client 23 µs (the transport's 16 and the wait for a 20 µs script), the server "
+    "31 µs (a round trip's 14 and complete's script), and a hundredth of a receive of 100 costs 2.5 "
+    "client and 4.8 server µs: about 61 µs, 0.66-0.70x of a raw EVALSHA's 40-43 by CPU. A single "
+    "complete's client CPU is about a raw XACK's (27-31 against 28-29 µs); its server CPU is "
+    "28-33 µs against 12-13, complete's script (17-21 µs) against XACK's 1. By CPU, 0.8x of a raw "
+    "round trip needs a settlement whose script does about a third less work on the server than "
+    "complete's seven commands (the status, the lock record, the clock, and four writes). On an "
+    "idle machine the wait itself costs more than all of that: the next section.",
     "",
 ]
 

@@ -45,6 +45,7 @@ from .._core.memory import memory_server
 from .._core.packer import connection_options, fast_packing
 from .._core.protocol import Call
 from .._core.redact import redact
+from .._core.reply_poll import ReplyPoll, reply_poll_limit
 from .._core.retry import RetryPolicy, is_retryable
 from .._core.sdk_keywords import client_options
 from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusConnectionError, ServiceBusError
@@ -99,6 +100,7 @@ class Transport:
         wait_for_replicas: int = 0,
         wait_for_aof: bool = False,
         durability_timeout: float = 1.0,
+        reply_poll_time: float | None = None,
         credential: Any = None,
         **options: Any,
     ) -> None:
@@ -123,6 +125,7 @@ class Transport:
             or not 0 <= durability_timeout <= MAX_DURABILITY_TIMEOUT
         ):
             raise InvalidArgumentError(f"durability_timeout must be between 0 and {MAX_DURABILITY_TIMEOUT} seconds")
+        self._reply_poll = ReplyPoll(reply_poll_limit(reply_poll_time))
         connect_timeout = options.get("socket_connect_timeout")
         for name, value in (("socket_timeout", socket_timeout), ("socket_connect_timeout", connect_timeout)):
             if (value is not None or name == "socket_timeout") and (
@@ -293,8 +296,8 @@ class Transport:
         "Loops against raw round trips"). sbredis retries by its own policy and EVALSHA has no
         response callback, so what is skipped does nothing here; a kept connection gets the checks
         the pool makes before it hands one out (_ready) unless its last reply was read under FRESH
-        ago. Errors are redis-py's; after any but an error reply the connection is dropped, as
-        redis-py drops it."""
+        ago. The reply is polled for first, as _core/reply_poll.py decides. Errors are redis-py's;
+        after any but an error reply the connection is dropped, as redis-py drops it."""
         if not self._direct:
             return r.evalsha(c.script.sha, len(c.keys), *c.keys, *c.argv)
         pool = r.connection_pool
@@ -311,9 +314,12 @@ class Transport:
                     raise
         else:
             conn = pool.get_connection()
+        kind = (c.script.name, len(c.args))
+        sent = time.monotonic()
+        poll = self._reply_poll.budget(kind, sent)
         try:
             sync_send_command(conn, "EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.argv)
-            reply = sync_read_reply(conn)
+            reply = sync_read_reply(conn, poll)
         except ResponseError:
             # an error reply: the connection is fine
             self._kept.setdefault(pool, []).append((conn, time.monotonic()))
@@ -326,7 +332,9 @@ class Transport:
             conn.disconnect()
             pool.release(conn)
             raise
-        self._kept.setdefault(pool, []).append((conn, time.monotonic()))
+        now = time.monotonic()
+        self._reply_poll.took(kind, now - sent)
+        self._kept.setdefault(pool, []).append((conn, now))
         return reply
 
     def run_many(self, calls: list[Call], entity: str = "", *, retry: str = "each") -> list[Any]:

@@ -70,8 +70,9 @@ scheduled message coming due; an abandon in another process is seen within this 
 ``prefetch_batch`` (most messages one receive may take for a consumer, default 16),
 ``auto_delete_on_idle`` (seconds of the queues declared with ``x-expires``; default: x-expires,
 at least 300, Service Bus's minimum),
-``socket_timeout``, and the clients' retry policy (the SDK's ``retry_total``,
-``retry_backoff_factor``, ``retry_backoff_max``, ``retry_mode``).
+``socket_timeout``, ``reply_poll_time`` (docs/client.md, "Waiting for a reply"), and the clients'
+retry policy (the SDK's ``retry_total``, ``retry_backoff_factor``, ``retry_backoff_max``,
+``retry_mode``).
 
 kombu queue names that are not valid sbredis names (Celery's ``celery@host.celery.pidbox``) are
 mapped to ``<name with invalid characters as '_'>-<crc32 of the name>``.
@@ -459,7 +460,7 @@ class _Broker:
         timeout = float(options.get("socket_timeout", 30.0))
         self.redis = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=min(timeout, 10.0), **ssl)
         self.redis.ping()  # fail now (a kombu connection error) rather than on first use
-        retry = {k: options[k] for k in RETRY_OPTIONS if k in options}
+        retry = {k: options[k] for k in (*RETRY_OPTIONS, "reply_poll_time") if k in options}
         self.client = ServiceBusClient.from_connection_string(url, socket_timeout=timeout, **retry, **ssl)
         self.admin = ServiceBusAdministrationClient.from_connection_string(url, socket_timeout=timeout, **retry, **ssl)
         self.renewal_seconds = float(options.get("max_lock_renewal_duration", 3600))

@@ -367,6 +367,7 @@ def test_lock_renewal_durations(env: Any, sb_api: Any, value: float) -> None:
         *({name: v} for name in ("retry_backoff_factor", "retry_backoff_max") for v in (*BAD_SECONDS, 1e300)),
         *({name: v} for name in ("socket_timeout", "socket_connect_timeout") for v in (*BAD_SECONDS, 0, 1e300)),
         *({"durability_timeout": v} for v in (*BAD_SECONDS, 1e300)),
+        *({"reply_poll_time": v} for v in (*BAD_SECONDS, 0.0101, 1e300, "0")),
     ],
     ids=repr,
 )
