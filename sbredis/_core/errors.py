@@ -65,6 +65,14 @@ TLS_HINT = (
 )
 
 
+# Added to a connect timeout over TLS: a server without TLS reads the TLS handshake as the start of
+# a command and waits for the rest, so the client hears nothing until its timeout.
+PLAIN_SERVER_HINT = (
+    " (over TLS: a server that does not speak TLS never answers the handshake; for one, use redis://, "
+    "or UseTls=false in an Endpoint= connection string)"
+)
+
+
 # Redis before 7.0 wraps an error raised by a command inside a script in its own text
 # ("Error running script (call to f_...): @user_script:12: -OOM command not allowed ..."), and redis-py
 # then sees a plain ResponseError: the inner reply's code is what says what went wrong.
@@ -107,6 +115,8 @@ def map_error(err: Exception, entity: str = "") -> ex.ServiceBusError:
     if isinstance(err, rx.TryAgainError):
         return ex.ServiceBusServerBusyError("Redis is busy: " + _first_line(text), error=type(err))
     if isinstance(err, rx.TimeoutError):
+        if "connecting" in text:  # redis-py's "Timeout connecting to server"
+            return ex.OperationTimeoutError("The operation timed out connecting to Redis.", error=type(err))
         return ex.OperationTimeoutError("The operation timed out talking to Redis.", error=type(err))
     if isinstance(err, rx.BusyLoadingError) or text.startswith(("BUSY", "LOADING", "TRYAGAIN")):
         return ex.ServiceBusServerBusyError("Redis is busy: " + _first_line(text), error=type(err))

@@ -39,7 +39,7 @@ from .._concurrency import sync_gather, sync_read_reply, sync_send_command
 from .._core.cluster import CLUSTER_SCHEMES, ClusterUrl, SlotMap, parse_cluster_url
 from .._core.connection import namespace_of
 from .._core.connection import resolve as resolve_connection
-from .._core.errors import map_error
+from .._core.errors import PLAIN_SERVER_HINT, map_error
 from .._core.keys import REGISTRY
 from .._core.memory import memory_server
 from .._core.packer import connection_options, fast_packing
@@ -48,7 +48,13 @@ from .._core.redact import redact
 from .._core.reply_poll import ReplyPoll, reply_poll_limit
 from .._core.retry import RetryPolicy, is_retryable
 from .._core.sdk_keywords import client_options
-from ..exceptions import InvalidArgumentError, InvalidOperationError, ServiceBusConnectionError, ServiceBusError
+from ..exceptions import (
+    InvalidArgumentError,
+    InvalidOperationError,
+    OperationTimeoutError,
+    ServiceBusConnectionError,
+    ServiceBusError,
+)
 
 MAX_DURABILITY_TIMEOUT = 3600  # seconds (WAIT and WAITAOF take ms up to a bound)
 MAX_SOCKET_TIMEOUT = 86_400  # seconds; NaN fails the bound check too (the socket layer takes neither)
@@ -108,7 +114,8 @@ class Transport:
         self.url = redact(url)
         self.namespace = namespace_of(url)
         scheme = url.split("://", 1)[0] if "://" in url else ""
-        options = client_options(options, tls=scheme.startswith("rediss"))
+        self._tls = scheme.startswith("rediss")
+        options = client_options(options, tls=self._tls)
         socket_timeout = options.pop("socket_timeout", socket_timeout)
         if scheme not in SCHEMES:
             raise InvalidArgumentError(
@@ -228,6 +235,8 @@ class Transport:
 
     def _failed(self, e: Exception, entity: str, c: Call | None = None, node: str = "") -> ServiceBusError:
         err = map_error(e, entity)
+        if self._tls and isinstance(err, OperationTimeoutError) and err.message.endswith("connecting to Redis."):
+            err = OperationTimeoutError(err.message + PLAIN_SERVER_HINT, error=err.error)
         if _in_doubt(err):
             self._slots = None  # read the slot map again before the next call
             if c is not None:

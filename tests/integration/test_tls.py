@@ -25,6 +25,7 @@ from sbredis.aio import ServiceBusClient as AsyncServiceBusClient
 from sbredis.aio.management import ServiceBusAdministrationClient as AsyncAdmin
 from sbredis.exceptions import (
     InvalidArgumentError,
+    OperationTimeoutError,
     ServiceBusAuthenticationError,
     ServiceBusConnectionError,
 )
@@ -244,6 +245,36 @@ def test_tls_options_on_a_plaintext_url_are_a_typed_error(certs: Certs, endpoint
             f"redis://{USER}:{SECRET}@127.0.0.1:{endpoints.server.port}/0", ssl_ca_certs=certs.ca
         )
     assert "ssl_ca_certs" in str(info.value) and SECRET not in str(info.value)
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_tls_to_a_server_without_tls_says_what_to_try(endpoints: Endpoints, api: str) -> None:
+    """A plain-text server reads the TLS handshake as the start of a command and waits for the rest:
+    the client hears nothing until its timeout, which names the likely cause (an azure-servicebus
+    `Endpoint=` connection string means TLS unless it says otherwise)."""
+    port = endpoints.server.port
+    urls = [
+        f"rediss://{USER}:{SECRET}@127.0.0.1:{port}/0",
+        f"Endpoint=sb://127.0.0.1:{port}/;SharedAccessKeyName={USER};SharedAccessKey={SECRET}",
+    ]
+    options = {"socket_timeout": 0.5, "retry_total": 0}
+
+    async def create(url: str) -> None:
+        async with AsyncAdmin.from_connection_string(url, **options) as admin:
+            await admin.create_queue("never")
+
+    for url in urls:
+        with pytest.raises(OperationTimeoutError) as info:
+            if api == "sync":
+                with ServiceBusAdministrationClient.from_connection_string(url, **options) as admin:
+                    admin.create_queue("never")
+            else:
+                asyncio.run(create(url))
+        text = str(info.value)
+        assert "connecting to Redis" in text and "does not speak TLS" in text and "use redis://" in text
+        assert SECRET not in text and SECRET not in repr(info.value)
+    with ServiceBusAdministrationClient.from_connection_string(endpoints.server.url) as admin:
+        assert "never" not in [q.name for q in admin.list_queues()]  # nothing was written
 
 
 def test_auth_and_tls_in_one_url_never_show_the_password(
