@@ -344,3 +344,22 @@ def test_an_ack_failing_with_redis_away_lets_the_lock_elapse() -> None:
             again.ack()
     finally:
         srv.stop()
+
+
+def test_reply_poll_time_is_a_transport_option(url: str) -> None:
+    """The clients' reply_poll_time (docs/client.md): 0 (never poll) carries messages as usual; a
+    value out of its range is refused with the option's name."""
+    from sbredis.exceptions import InvalidArgumentError
+
+    qname = f"poll-{uuid.uuid4().hex[:8]}"
+    with kombu.Connection(sb(url), transport_options={"reply_poll_time": 0}) as c, c.SimpleQueue(qname) as q:
+        q.put({"n": 1})
+        m = q.get(timeout=2)
+        assert m.payload == {"n": 1}
+        m.ack()
+    with (
+        pytest.raises(InvalidArgumentError, match="reply_poll_time"),
+        kombu.Connection(sb(url), transport_options={"reply_poll_time": 1}) as c,
+        c.SimpleQueue(qname) as q,
+    ):
+        q.put({"n": 2})
