@@ -220,13 +220,12 @@ async def async_read_reply(conn: Any, poll: float = 0.0) -> Any:
     loop does not sleep: it keeps turning (checking its sockets without waiting, running whatever
     else is ready), so the reply is read as soon as it arrives instead of after a wake-up."""
     read = getattr(conn, "read_reply", None)
-    if not poll:
-        return await (read() if read is not None else conn.read_response())
-    awake = _Awake(asyncio.get_running_loop(), poll)
+    awake = _Awake(asyncio.get_running_loop(), poll) if poll else None
     try:
         return await (read() if read is not None else conn.read_response())
     finally:
-        awake.stop()
+        if awake is not None:
+            awake.stop()
 
 
 class _Awake:

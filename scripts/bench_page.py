@@ -879,11 +879,22 @@ def loops(d: Json) -> Iterator[str]:
     yield from waiting(d)
 
 
-# the loops of bench_loops.py that show the wait for a reply: (sbredis loop, raw loops on a connection)
-WAIT_ROWS = {
-    "sync": ("sync iterate", "raw EVALSHA (sync)", "raw EVALSHA on a connection (sync)"),
-    "async": ("async iterate", "raw EVALSHA (async)", "raw EVALSHA on a connection (async)"),
-}
+# the loops of bench_loops.py that show the wait for a reply: the sbredis loop, the raw round trip
+# through redis-py, and on one of its connections sleeping and polled
+WAIT_ROWS = [
+    (
+        "sync iterate",
+        "raw EVALSHA (sync)",
+        "raw EVALSHA on a connection (sync)",
+        "raw EVALSHA on a connection, polled (sync)",
+    ),
+    (
+        "async iterate",
+        "raw EVALSHA (async)",
+        "raw EVALSHA on a connection (async)",
+        "raw EVALSHA on a connection, polled (async)",
+    ),
+]
 
 
 def waiting(d: Json) -> Iterator[str]:
@@ -905,8 +916,7 @@ def waiting(d: Json) -> Iterator[str]:
     )
     yield ""
     rows = []
-    for shell, (loop, raw, conn) in WAIT_ROWS.items():
-        polled = f"{conn.removesuffix(f' ({shell})')}, polled ({shell})"
+    for loop, raw, conn, polled in WAIT_ROWS:
         lp, sleeping = loops[loop], loops[f"{loop}, reply_poll_time=0"]
         raws = lp["raw"]
         for name, x in ((loop, lp), (f"{loop}, reply_poll_time=0", sleeping)):
